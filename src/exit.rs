@@ -1,0 +1,106 @@
+//! Thread-exit hooks: an exiting thread hands its stashed objects to the
+//! overflow of each pool it used.
+//!
+//! Without this, objects in the stash of an exited thread would wait for the
+//! next thread that is given the exited thread's id (`thread_local` reuses
+//! ids), or for two sweeps to drop them. With it, a value put on a thread
+//! that was then joined can be got on any other thread at once, as in Go.
+//!
+//! Each hook holds its pool's shared state strongly, so the stash it points
+//! to stays valid; a hook whose pool has dropped does nothing and is pruned
+//! when the thread registers more hooks, so a long-lived thread that uses
+//! many short-lived pools keeps a bounded list.
+
+use std::cell::{Cell, RefCell};
+
+use crate::shared::Shared;
+use crate::stash::Stash;
+use crate::sync::{thread_local, Arc};
+
+/// A pool's side of a hook, with its element type erased.
+trait Flush {
+    /// Moves this thread's stashed objects to the pool's overflow.
+    fn flush(&self);
+    fn is_closed(&self) -> bool;
+}
+
+struct Hook<T: Send> {
+    shared: Arc<Shared<T>>,
+    /// This thread's stash in `shared`.
+    stash: *const Stash<T>,
+}
+
+impl<T: Send> Flush for Hook<T> {
+    fn flush(&self) {
+        // SAFETY: a stash lives in its own allocation (`StashBox`), freed
+        // only when its pool's shared state drops (`PerThread` keeps every
+        // thread's value until then), and `self.shared` keeps that alive.
+        // The pointer is the allocation's own (`StashBox::as_ptr`).
+        self.shared.flush(unsafe { &*self.stash });
+    }
+
+    fn is_closed(&self) -> bool {
+        self.shared.is_closed()
+    }
+}
+
+#[derive(Default)]
+struct Hooks {
+    hooks: RefCell<Vec<Box<dyn Flush>>>,
+}
+
+impl Drop for Hooks {
+    fn drop(&mut self) {
+        // From here on this thread makes no new stashes. Hooks are registered
+        // after the thread's id (whose release ends the thread's claim on its
+        // stashes), so they are usually destroyed before it; if a platform
+        // destroys them in another order, later pool use on this thread meets
+        // `thread_local`'s own "destroyed" panic, never a shared stash.
+        let _ = EXITING.try_with(|exiting| exiting.set(true));
+        // Flushing runs no user code (objects move, none drop), so nothing
+        // here can re-enter this thread's hooks.
+        for hook in self.hooks.get_mut().drain(..) {
+            hook.flush();
+        }
+    }
+}
+
+thread_local! {
+    static HOOKS: Hooks = Hooks::default();
+}
+
+#[cfg(not(loom))]
+thread_local! {
+    static EXITING: Cell<bool> = const { Cell::new(false) };
+}
+
+// loom's `thread_local!` has no `const` form.
+#[cfg(loom)]
+thread_local! {
+    static EXITING: Cell<bool> = Cell::new(false);
+}
+
+/// Whether this thread is destroying its thread-locals: it then gets no new
+/// stash, and pool use goes around stashes (see `LocalPool`'s stashless paths).
+pub(crate) fn exiting() -> bool {
+    EXITING.try_with(Cell::get).unwrap_or(true)
+}
+
+/// Flushes `stash` into `shared`'s overflow when this thread exits.
+pub(crate) fn register<T: Send + 'static>(shared: &Arc<Shared<T>>, stash: *const Stash<T>) {
+    let hook = Box::new(Hook {
+        shared: Arc::clone(shared),
+        stash,
+    });
+    // Fails only while this thread's thread-locals are being destroyed; the
+    // stash is then simply left for sweeps.
+    let _ = HOOKS.try_with(|hooks| {
+        let mut hooks = hooks.hooks.borrow_mut();
+        // Prune hooks of dropped pools whenever the list doubles, keeping
+        // the amortised cost constant and the list as long as the live ones.
+        if hooks.len() >= 8 && hooks.len().is_power_of_two() {
+            hooks.retain(|hook| !hook.is_closed());
+        }
+        hooks.push(hook);
+    });
+}

@@ -1,0 +1,75 @@
+//! Go's `sync.Pool` for Rust: reusable objects in per-thread stashes over a
+//! shared overflow, trimmed by sweeps so a pool grows when busy and shrinks
+//! when idle.
+//!
+//! Programs that make and drop many short-lived heavy objects (byte buffers,
+//! strings, readers and writers, image frames) pay for it in allocation, page
+//! faults and cache misses. A [`LocalPool`] keeps such objects for reuse:
+//!
+//! * **Fast where it matters.** Each thread keeps a small private stash; a
+//!   get and a return on the same thread touch no shared cache line and take
+//!   no lock. An empty stash takes a batch from a shared overflow (a
+//!   `crossbeam_deque::Injector`); a full one moves half its objects there,
+//!   so objects flow between threads that make and threads that drop them.
+//! * **Gives memory back.** A sweep drops every object that has been idle
+//!   since the previous sweep (Go's victim cache): an object returned and
+//!   never taken again survives one sweep and is dropped by the second,
+//!   wherever it is, also in the stash of a thread that is blocked or gone.
+//!   A process-wide background thread sweeps every pool on its interval.
+//! * **Scoped or guarded.** [`LocalPool::with`] lends an object to a closure;
+//!   [`LocalPool::get`] returns a guard that gives it back on drop;
+//!   [`LocalPool::get_owned`] a guard that can cross threads.
+//! * **`static` pools.** [`LocalPool::new`] is a `const fn`.
+//!
+//! # Examples
+//!
+//! ```
+//! use stashpool::LocalPool;
+//!
+//! static BUFS: LocalPool<Vec<u8>> = LocalPool::new(|| Vec::with_capacity(4096));
+//!
+//! fn render(n: u32) -> usize {
+//!     BUFS.with(|buf| {
+//!         buf.clear();
+//!         buf.extend_from_slice(format!("item {n}").as_bytes());
+//!         buf.len()
+//!     })
+//! }
+//!
+//! assert_eq!(render(7), 6);
+//! assert_eq!(BUFS.stats().created, 1);
+//! assert_eq!(render(8), 6);
+//! assert_eq!(BUFS.stats().reused, 1); // the same buffer, no allocation
+//! ```
+//!
+//! Resetting returned objects and refusing oversized ones is the job of a
+//! [`Recycle`] implementation.
+//!
+//! # How it works
+//!
+//! `IMPLEMENTATION.md` in the repository describes the algorithm: the stash
+//! handshake that lets a sweeper reach any thread's stash while owners pay
+//! only a compiler fence, spill and steal, the age stamps that carry the
+//! victim rule through the overflow, and why each step is correct.
+
+#![warn(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
+
+mod barrier;
+mod exit;
+mod guard;
+mod overflow;
+mod pool;
+mod recycle;
+mod shared;
+mod stash;
+mod stats;
+#[cfg(not(loom))]
+mod sweeper;
+mod sync;
+
+pub use guard::{Pooled, PooledOwned};
+pub use pool::{
+    Builder, LocalPool, DEFAULT_LOCAL_CAPACITY, DEFAULT_SWEEP_INTERVAL, MIN_SWEEP_INTERVAL,
+};
+pub use recycle::Recycle;
+pub use stats::Stats;

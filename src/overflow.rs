@@ -1,0 +1,159 @@
+//! The shared overflow: batches of idle objects that any thread can take.
+//!
+//! A full stash spills a batch of its oldest objects here; an empty one takes
+//! a whole batch back. Moving objects in batches makes one queue operation
+//! serve many gets and puts, which is what keeps the overflow off the hot
+//! path (Go's `poolChain` plays the same part for its per-P caches).
+//!
+//! Each batch carries a *stamp*: the pool's sweep count when its objects were
+//! last returned (or, for victims, one less). A sweep that brings the count to
+//! `epoch` drops the batches with `stamp + 2 <= epoch`, so an object in the
+//! overflow survives exactly one sweep, as it would in a stash, however long
+//! it travelled between stashes and the queue: the age travels with it.
+
+use crate::sync::{AtomicUsize, Ordering, Queue};
+
+/// Objects of one age, moving between a stash and the overflow.
+pub(crate) struct Batch<T> {
+    pub(crate) items: Vec<T>,
+    /// The sweep count at which these objects were last returned.
+    pub(crate) stamp: u64,
+}
+
+impl<T> Batch<T> {
+    pub(crate) fn new(items: Vec<T>, stamp: u64) -> Self {
+        Self { items, stamp }
+    }
+}
+
+/// A `crossbeam_deque::Injector` of batches with a bound on the objects in it.
+pub(crate) struct Overflow<T> {
+    queue: Queue<Batch<T>>,
+    /// Objects queued, plus objects reserved for batches on their way in.
+    len: AtomicUsize,
+    /// The most objects `len` may reach (`Builder::max_idle`).
+    max_idle: usize,
+}
+
+impl<T> Overflow<T> {
+    pub(crate) fn new(max_idle: usize) -> Self {
+        Self {
+            queue: Queue::new(),
+            len: AtomicUsize::new(0),
+            max_idle,
+        }
+    }
+
+    /// Reserves room for up to `want` objects; returns how many fit. The
+    /// caller must push exactly that many, in one batch.
+    pub(crate) fn reserve(&self, want: usize) -> usize {
+        if want == 0 {
+            return 0;
+        }
+        // Relaxed: `len` is a budget, not a publication; the queue itself
+        // orders the batches and their contents.
+        let mut len = self.len.load(Ordering::Relaxed);
+        loop {
+            let granted = want.min(self.max_idle.saturating_sub(len));
+            if granted == 0 {
+                return 0;
+            }
+            match self.len.compare_exchange_weak(
+                len,
+                len + granted,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return granted,
+                Err(now) => len = now,
+            }
+        }
+    }
+
+    /// Queues a batch whose room was reserved.
+    pub(crate) fn push(&self, batch: Batch<T>) {
+        debug_assert!(!batch.items.is_empty());
+        self.queue.push(batch);
+    }
+
+    /// Takes the oldest batch, if any.
+    pub(crate) fn pop(&self) -> Option<Batch<T>> {
+        let batch = self.queue.pop()?;
+        self.len.fetch_sub(batch.items.len(), Ordering::Relaxed);
+        Some(batch)
+    }
+
+    /// One sweep to `epoch`: moves the objects of every batch stamped
+    /// `epoch - 2` or earlier into `dead`, or of every batch if `all`.
+    ///
+    /// Looks at each batch queued when it starts once (batches kept are
+    /// queued again behind it), so concurrent spills cannot keep it going.
+    /// Batches taken by gets meanwhile are simply not seen; batches pushed
+    /// meanwhile were returned during the sweep and count as younger.
+    pub(crate) fn trim(&self, epoch: u64, all: bool, dead: &mut Vec<T>) {
+        let mut kept = Vec::new();
+        for _ in 0..self.queue.len() {
+            let Some(mut batch) = self.queue.pop() else {
+                break;
+            };
+            if all || batch.stamp + 2 <= epoch {
+                self.len.fetch_sub(batch.items.len(), Ordering::Relaxed);
+                dead.append(&mut batch.items);
+            } else {
+                kept.push(batch);
+            }
+        }
+        for batch in kept {
+            self.queue.push(batch);
+        }
+    }
+
+    /// Objects queued or on their way in.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.len.load(Ordering::Relaxed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reserve_respects_max_idle() {
+        let overflow = Overflow::<u8>::new(5);
+        assert_eq!(overflow.reserve(3), 3);
+        assert_eq!(overflow.reserve(3), 2);
+        assert_eq!(overflow.reserve(1), 0);
+        assert_eq!(overflow.reserve(0), 0);
+    }
+
+    #[test]
+    fn trim_keeps_young_batches_in_the_queue() {
+        let overflow = Overflow::new(usize::MAX);
+        for stamp in 0..3 {
+            let n = overflow.reserve(2);
+            overflow.push(Batch::new(vec![stamp; n], stamp));
+        }
+        let mut dead = Vec::new();
+        overflow.trim(3, false, &mut dead); // drops stamps 0 and 1
+        assert_eq!(dead, [0, 0, 1, 1]);
+        assert_eq!(overflow.len(), 2);
+        let survivor = overflow.pop().expect("stamp 2 survives");
+        assert_eq!((survivor.stamp, survivor.items), (2, vec![2, 2]));
+        assert!(overflow.pop().is_none());
+        assert_eq!(overflow.len(), 0);
+    }
+
+    #[test]
+    fn trim_all_empties_the_queue() {
+        let overflow = Overflow::new(usize::MAX);
+        let n = overflow.reserve(4);
+        overflow.push(Batch::new(vec![7u32; n], 9));
+        let mut dead = Vec::new();
+        overflow.trim(0, true, &mut dead);
+        assert_eq!(dead.len(), 4);
+        assert_eq!(overflow.len(), 0);
+        assert!(overflow.pop().is_none());
+    }
+}

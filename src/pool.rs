@@ -1,0 +1,656 @@
+//! `LocalPool`, its configuration and its builder.
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::mem::{self, ManuallyDrop, MaybeUninit};
+use std::ptr;
+use std::time::Duration;
+
+use crate::guard::{Pooled, PooledOwned};
+use crate::shared::Shared;
+use crate::stash::{Counters, Stash};
+use crate::sync::{Arc, OnceLock};
+use crate::{Recycle, Stats};
+
+/// How many objects one thread keeps in its private stash by default.
+///
+/// Enough that a thread cycling a few dozen objects never touches shared
+/// memory, small enough that a pool of 4 KiB buffers holds at most 256 KiB
+/// per thread before spilling to the shared overflow.
+pub const DEFAULT_LOCAL_CAPACITY: usize = 64;
+
+/// How often the background sweeper sweeps a pool by default.
+///
+/// An idle object is dropped by the second sweep after its last use, so
+/// between 5 and 10 seconds after a burst ends the memory it used is freed.
+/// That is quick enough for memory to come back while a program is still
+/// running, and slow enough that objects used every few seconds stay pooled
+/// and a sweep (a pass over the stashes and one `membarrier` call, a few
+/// tens of microseconds) costs far less than 0.01% of one core.
+pub const DEFAULT_SWEEP_INTERVAL: Duration = Duration::from_secs(5);
+
+/// The shortest interval `Builder::sweep_every` accepts; shorter ones are
+/// raised to it, so a typo cannot turn the sweeper into a busy loop.
+pub const MIN_SWEEP_INTERVAL: Duration = Duration::from_millis(1);
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Config {
+    local_capacity: usize,
+    max_idle: usize,
+    /// `None`: manual sweeping only.
+    sweep_every: Option<Duration>,
+}
+
+impl Config {
+    const DEFAULT: Self = Self {
+        local_capacity: DEFAULT_LOCAL_CAPACITY,
+        max_idle: usize::MAX,
+        sweep_every: Some(DEFAULT_SWEEP_INTERVAL),
+    };
+}
+
+/// A pool of reusable objects: Go's `sync.Pool`, with per-thread stashes.
+///
+/// Each thread keeps up to [`local_capacity`](Builder::local_capacity)
+/// returned objects in a private stash, so a get and a return on the same
+/// thread touch no shared memory. A thread whose stash is empty takes a batch
+/// from a shared overflow before making a new object; a thread whose stash is
+/// full moves its oldest half there. Sweeps keep the pool as large as recent
+/// use needs: an object returned and not taken again survives one sweep and
+/// is dropped by the second (Go's victim cache), wherever it is. By default a
+/// process-wide background thread sweeps every pool each
+/// [`DEFAULT_SWEEP_INTERVAL`].
+///
+/// Objects come from a [`Recycle`]r: any `Fn() -> T`, or a type that also
+/// resets returned objects and refuses ones not worth keeping.
+///
+/// # Examples
+///
+/// Scoped use, with a `static` pool:
+///
+/// ```
+/// use stashpool::LocalPool;
+///
+/// static BUFS: LocalPool<Vec<u8>> = LocalPool::new(|| Vec::with_capacity(4096));
+///
+/// let len = BUFS.with(|buf| {
+///     buf.clear();
+///     buf.extend_from_slice(b"hello");
+///     buf.len()
+/// });
+/// assert_eq!(len, 5);
+/// ```
+///
+/// A guard, returned to the pool when it drops:
+///
+/// ```
+/// use stashpool::LocalPool;
+///
+/// let pool = LocalPool::new(String::new);
+/// let mut s = pool.get();
+/// s.push_str("pooled");
+/// assert_eq!(&*s, "pooled");
+/// drop(s); // back in this thread's stash
+/// assert_eq!(pool.stats().idle, 1);
+/// ```
+///
+/// A pool owns its objects, which therefore must be `Send` (they move
+/// between threads through the overflow):
+///
+/// ```compile_fail
+/// use std::rc::Rc;
+/// let pool = stashpool::LocalPool::new(|| Rc::new(0));
+/// ```
+pub struct LocalPool<T: Send + 'static, R: Recycle<T> = fn() -> T> {
+    recycler: R,
+    config: Config,
+    /// Made on first use (so that `new` can be `const`).
+    shared: OnceLock<Arc<Shared<T>>>,
+}
+
+impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
+    /// A pool with the default configuration and background sweeping on.
+    ///
+    /// `const`, so a pool can be a `static`; nothing is allocated and no
+    /// thread is started until the pool is first used.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use stashpool::LocalPool;
+    ///
+    /// static BUFS: LocalPool<Vec<u8>> = LocalPool::new(|| Vec::with_capacity(4096));
+    ///
+    /// let mut buf = BUFS.get();
+    /// buf.extend_from_slice(b"abc");
+    /// assert!(buf.capacity() >= 4096);
+    /// ```
+    #[cfg(not(loom))]
+    pub const fn new(recycler: R) -> Self {
+        Self {
+            recycler,
+            config: Config::DEFAULT,
+            shared: OnceLock::new(),
+        }
+    }
+
+    /// A pool with the default configuration (under loom, not `const`).
+    #[cfg(loom)]
+    pub fn new(recycler: R) -> Self {
+        Self::builder(recycler).build()
+    }
+
+    /// A builder to configure the pool before making it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use stashpool::LocalPool;
+    ///
+    /// let pool = LocalPool::builder(|| vec![0u8; 1024])
+    ///     .local_capacity(16)
+    ///     .max_idle(256)
+    ///     .sweep_every(Duration::from_secs(1))
+    ///     .build();
+    /// pool.with(|buf| buf[0] = 1);
+    /// ```
+    pub fn builder(recycler: R) -> Builder<T, R> {
+        Builder {
+            recycler,
+            config: Config::DEFAULT,
+            _objects: PhantomData,
+        }
+    }
+
+    /// An object from this thread's stash, else from the shared overflow,
+    /// else a new one from `create()`. It goes back to the pool, through
+    /// `recycle`, when the guard drops.
+    ///
+    /// A guard dropped while its thread panics drops its object instead: a
+    /// panic may have left it half-modified.
+    ///
+    /// # Panics
+    ///
+    /// If `create()` panics; the pool is unaffected.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use stashpool::LocalPool;
+    ///
+    /// let pool = LocalPool::new(Vec::<u32>::new);
+    /// let mut v = pool.get();
+    /// v.push(7);
+    /// assert_eq!(v[0], 7);
+    /// ```
+    #[inline(always)]
+    pub fn get(&self) -> Pooled<'_, T, R> {
+        Pooled::new(self, self.take())
+    }
+
+    /// Same as [`get`](Self::get), for a pool in an `Arc`: the guard owns a
+    /// reference to the pool, so it is `'static` and can move to (and be
+    /// dropped on) another thread.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use stashpool::LocalPool;
+    ///
+    /// let pool = Arc::new(LocalPool::new(String::new));
+    /// let mut s = pool.get_owned();
+    /// std::thread::spawn(move || s.push_str("returned on another thread"))
+    ///     .join()
+    ///     .unwrap();
+    /// assert_eq!(pool.stats().returned, 1);
+    /// ```
+    #[inline(always)]
+    pub fn get_owned(self: &std::sync::Arc<Self>) -> PooledOwned<T, R> {
+        PooledOwned::new(std::sync::Arc::clone(self), self.take())
+    }
+
+    /// Scoped use: runs `f` on a pooled object, which goes back to the pool
+    /// (through `recycle`) after `f` returns.
+    ///
+    /// If `f` panics, the object is dropped, not pooled, and the pool stays
+    /// usable.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::io::Write;
+    /// use stashpool::LocalPool;
+    ///
+    /// let pool = LocalPool::new(|| Vec::with_capacity(64));
+    /// let n = pool.with(|buf: &mut Vec<u8>| {
+    ///     buf.clear();
+    ///     write!(buf, "{}-{}", 1, 2).unwrap();
+    ///     buf.len()
+    /// });
+    /// assert_eq!(n, 3);
+    /// ```
+    #[inline(always)]
+    pub fn with<U>(&self, f: impl FnOnce(&mut T) -> U) -> U {
+        // One stash lookup serves both ends: the object goes back to the
+        // stash it came from, which this thread owns throughout the call.
+        let shared = self.shared();
+        let Some(stash) = Shared::stash(shared) else {
+            return self.with_stashless(shared, f);
+        };
+        // The object stays in `slot` from the pop to the push: no moves.
+        let mut slot = MaybeUninit::uninit();
+        self.take_into(shared, stash, &mut slot);
+        let value = slot.as_mut_ptr();
+        // If `f` unwinds, the object is dropped, not pooled: it may be
+        // half-modified.
+        let unwinding = DropOnUnwind(value);
+        // SAFETY: `take_into` initialised `slot`, and nothing else refers
+        // to it while `f` runs.
+        let out = f(unsafe { &mut *value });
+        mem::forget(unwinding);
+        // SAFETY: initialised, and not touched after this; `stash` is this
+        // thread's, looked up on this thread by this call.
+        unsafe { self.return_to(shared, stash, value) };
+        out
+    }
+
+    /// Gives an object to the pool (like Go's `Put`). It passes through
+    /// `recycle` first, and is dropped if that refuses it or if the stash and
+    /// the overflow are both full.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use stashpool::LocalPool;
+    ///
+    /// let pool = LocalPool::new(Vec::<u8>::new);
+    /// pool.put(Vec::with_capacity(100));
+    /// assert!(pool.get().capacity() >= 100);
+    /// ```
+    #[inline(always)]
+    pub fn put(&self, value: T) {
+        let mut value = ManuallyDrop::new(value);
+        // SAFETY: `value` is initialised and not used again.
+        unsafe { self.give_back_from(&mut value) }
+    }
+
+    /// One sweep now: the analogue of one Go GC cycle for this pool.
+    ///
+    /// Objects that were idle at the previous sweep and are idle still are
+    /// dropped; the others are marked, to be dropped by the next sweep if
+    /// nobody takes them before. So an object returned and never taken again
+    /// survives exactly one sweep and is dropped by the second, wherever it
+    /// is: in any thread's stash (also of a thread that is blocked or has
+    /// exited) or in the shared overflow. When `sweep` returns, the objects
+    /// it trimmed have been dropped.
+    ///
+    /// A sweep never blocks the pool's users for longer than one of their
+    /// own pushes or pops.
+    ///
+    /// # Panics
+    ///
+    /// If an object's `Drop` panics; every other trimmed object is still
+    /// dropped and the pool stays usable.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use stashpool::LocalPool;
+    ///
+    /// let pool = LocalPool::builder(|| [0u8; 64]).manual_sweep().build();
+    /// pool.put([1; 64]);
+    /// pool.sweep(); // survives one sweep...
+    /// assert_eq!(pool.stats().idle, 1);
+    /// pool.sweep(); // ...and is dropped by the second
+    /// assert_eq!(pool.stats().idle, 0);
+    /// assert_eq!(pool.stats().trimmed, 1);
+    /// ```
+    pub fn sweep(&self) {
+        if let Some(shared) = self.shared.get() {
+            shared.sweep();
+        }
+    }
+
+    /// Counters since the pool was made (see [`Stats`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use stashpool::LocalPool;
+    ///
+    /// let pool = LocalPool::new(|| 0u64);
+    /// pool.with(|n| *n += 1);
+    /// let stats = pool.stats();
+    /// assert_eq!((stats.created, stats.returned, stats.idle), (1, 1, 1));
+    /// ```
+    pub fn stats(&self) -> Stats {
+        self.shared
+            .get()
+            .map(|shared| shared.stats())
+            .unwrap_or_default()
+    }
+
+    /// The recycler this pool makes and resets objects with.
+    pub fn recycler(&self) -> &R {
+        &self.recycler
+    }
+
+    // === internals ===
+
+    #[inline(always)]
+    fn shared(&self) -> &Arc<Shared<T>> {
+        match self.shared.get() {
+            Some(shared) => shared,
+            None => self.init(),
+        }
+    }
+
+    #[cold]
+    fn init(&self) -> &Arc<Shared<T>> {
+        self.shared.get_or_init(|| {
+            let config = self.config;
+            let id = next_id();
+            let shared = Arc::new(Shared::new(config.local_capacity, config.max_idle, id));
+            if let Some(interval) = config.sweep_every {
+                register(id, &shared, interval);
+            }
+            shared
+        })
+    }
+
+    /// Takes an object out of the pool, or makes one.
+    #[inline(always)]
+    pub(crate) fn take(&self) -> T {
+        let shared = self.shared();
+        match Shared::stash(shared) {
+            Some(stash) => {
+                let mut value = MaybeUninit::uninit();
+                self.take_into(shared, stash, &mut value);
+                // SAFETY: `take_into` initialised it.
+                unsafe { value.assume_init() }
+            }
+            None => self.create(&shared.orphans),
+        }
+    }
+
+    /// Initialises `slot` with an object from the pool or a new one.
+    #[inline(always)]
+    fn take_into(&self, shared: &Shared<T>, stash: &Stash<T>, slot: &mut MaybeUninit<T>) {
+        // SAFETY: `slot` is valid for a write of `T`.
+        if !unsafe { shared.pop_into(stash, slot.as_mut_ptr()) } {
+            slot.write(self.take_slow(shared, stash));
+        }
+    }
+
+    #[cold]
+    fn take_slow(&self, shared: &Shared<T>, stash: &Stash<T>) -> T {
+        match shared.pop_overflow(stash) {
+            Some(value) => value,
+            None => self.create(&stash.counters),
+        }
+    }
+
+    /// A new object, counted in `counters`.
+    #[cold]
+    fn create<const S: bool>(&self, counters: &Counters<S>) -> T {
+        let value = self.recycler.create();
+        counters.created.bump();
+        value
+    }
+
+    /// Returns an object to the pool through `recycle`, moving it out of
+    /// `value` in place (see `guard.rs` for why by pointer).
+    ///
+    /// # Safety
+    ///
+    /// `value` must be initialised, and the caller must neither use nor drop
+    /// it afterwards: it is moved into the pool or dropped here.
+    #[inline(always)]
+    pub(crate) unsafe fn give_back_from(&self, value: &mut ManuallyDrop<T>) {
+        let shared = self.shared();
+        let value: *mut T = &mut **value;
+        // SAFETY: forwarded from our caller.
+        unsafe {
+            match Shared::stash(shared) {
+                Some(stash) => self.return_to(shared, stash, value),
+                None => self.return_stashless(shared, value),
+            }
+        }
+    }
+
+    /// `give_back_from`, into a stash already looked up.
+    ///
+    /// # Safety
+    ///
+    /// As `give_back_from`; `stash` must be this thread's stash in `shared`.
+    #[inline(always)]
+    unsafe fn return_to(&self, shared: &Shared<T>, stash: &Stash<T>, value: *mut T) {
+        // SAFETY: forwarded from our caller.
+        if unsafe { self.recycle(&stash.counters, value) } {
+            // SAFETY: as above; `push_from` moves it out.
+            unsafe { shared.push_from(stash, value) }
+        }
+    }
+
+    /// Passes a returned object through `recycle`; drops it (counting it
+    /// rejected) if refused or if `recycle` panics, and returns whether it
+    /// is to be kept.
+    ///
+    /// # Safety
+    ///
+    /// As `give_back_from`; if this returns `true`, the object is still
+    /// initialised and the caller must move it on.
+    #[inline(always)]
+    unsafe fn recycle<const S: bool>(&self, counters: &Counters<S>, value: *mut T) -> bool {
+        // Drops the object and counts it rejected if `recycle` panics, so
+        // nothing leaks and the counters still add up.
+        let unwinding = RejectOnUnwind { counters, value };
+        // SAFETY: `value` is initialised and exclusively ours (contract).
+        let keep = self.recycler.recycle(unsafe { &mut *value });
+        if keep {
+            mem::forget(unwinding);
+        }
+        keep
+    }
+
+    // === without a stash ===
+    //
+    // A thread whose thread-locals are being destroyed may no longer have a
+    // stash (its thread id can already belong to another thread). Pool use
+    // from a thread-local destructor still works: objects come from
+    // `create` and go back to the overflow directly.
+
+    #[cold]
+    unsafe fn return_stashless(&self, shared: &Shared<T>, value: *mut T) {
+        // SAFETY: forwarded from our caller.
+        if unsafe { self.recycle(&shared.orphans, value) } {
+            // SAFETY: `recycle` kept it, so it is initialised and ours.
+            shared.push_stashless(unsafe { value.read() });
+        }
+    }
+
+    #[cold]
+    fn with_stashless<U>(&self, shared: &Shared<T>, f: impl FnOnce(&mut T) -> U) -> U {
+        let mut value = ManuallyDrop::new(self.create(&shared.orphans));
+        let unwinding = DropOnUnwind(&mut *value as *mut T);
+        let out = f(&mut value);
+        mem::forget(unwinding);
+        // SAFETY: initialised, and not touched after this.
+        unsafe { self.return_stashless(shared, &mut *value) };
+        out
+    }
+}
+
+/// Drops the object lent to a `with` closure if the closure unwinds.
+struct DropOnUnwind<T>(*mut T);
+
+impl<T> Drop for DropOnUnwind<T> {
+    fn drop(&mut self) {
+        // SAFETY: armed only while the closure runs, when the object is
+        // initialised and `with` will not touch it again.
+        unsafe { ptr::drop_in_place(self.0) }
+    }
+}
+
+/// Drops a returned object that `recycle` refused, or whose `recycle`
+/// panicked, counting it rejected.
+struct RejectOnUnwind<'a, T, const S: bool> {
+    counters: &'a Counters<S>,
+    value: *mut T,
+}
+
+impl<T, const S: bool> Drop for RejectOnUnwind<'_, T, S> {
+    fn drop(&mut self) {
+        self.counters.rejected.bump();
+        // SAFETY: runs only while `recycle` unwinds; the value is still
+        // initialised and `give_back_from`'s caller will not touch it.
+        unsafe { ptr::drop_in_place(self.value) }
+    }
+}
+
+#[cfg(not(loom))]
+fn next_id() -> u64 {
+    crate::sweeper::next_id()
+}
+
+#[cfg(loom)]
+fn next_id() -> u64 {
+    0
+}
+
+#[cfg(not(loom))]
+fn register<T: Send + 'static>(id: u64, shared: &Arc<Shared<T>>, interval: Duration) {
+    let weak: std::sync::Weak<Shared<T>> = Arc::downgrade(shared);
+    crate::sweeper::register(id, weak, interval);
+}
+
+/// loom cannot model a timer thread; loom models sweep by calling `sweep`.
+#[cfg(loom)]
+fn register<T: Send + 'static>(_: u64, _: &Arc<Shared<T>>, _: Duration) {}
+
+#[cfg(not(loom))]
+impl<T: Send + 'static> crate::sweeper::Sweep for Shared<T> {
+    fn sweep(&self) {
+        Shared::sweep(self)
+    }
+}
+
+/// Dropping a pool drops every object pooled in it, in every thread's stash
+/// and in the overflow, before `drop` returns.
+impl<T: Send + 'static, R: Recycle<T>> Drop for LocalPool<T, R> {
+    fn drop(&mut self) {
+        if let Some(shared) = self.shared.get() {
+            #[cfg(not(loom))]
+            crate::sweeper::deregister(shared.id);
+            shared.close();
+        }
+    }
+}
+
+impl<T: Send + 'static, R: Recycle<T>> fmt::Debug for LocalPool<T, R> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LocalPool")
+            .field("local_capacity", &self.config.local_capacity)
+            .field("max_idle", &self.config.max_idle)
+            .field("sweep_every", &self.config.sweep_every)
+            .field("stats", &self.stats())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T: Send + 'static + Default> Default for LocalPool<T> {
+    /// A pool that makes objects with `T::default()`.
+    fn default() -> Self {
+        Self::new(T::default)
+    }
+}
+
+// === impl Builder ===
+
+/// Configures a [`LocalPool`]; made by [`LocalPool::builder`].
+///
+/// # Examples
+///
+/// ```
+/// use stashpool::LocalPool;
+///
+/// let pool = LocalPool::builder(String::new)
+///     .local_capacity(8)
+///     .max_idle(64)
+///     .manual_sweep()
+///     .build();
+/// assert_eq!(pool.stats().idle, 0);
+/// ```
+#[must_use = "a builder does nothing until `build` is called"]
+pub struct Builder<T, R> {
+    recycler: R,
+    config: Config,
+    _objects: PhantomData<fn() -> T>,
+}
+
+impl<T: Send + 'static, R: Recycle<T>> Builder<T, R> {
+    /// Most objects one thread keeps in its private stash (default
+    /// [`DEFAULT_LOCAL_CAPACITY`]). When a return finds the stash full, the
+    /// older half moves to the shared overflow.
+    ///
+    /// `0` is allowed and means no private stash: every return goes to the
+    /// overflow and every get comes from it, a shared pool with no thread
+    /// affinity (and one overflow operation per get and per put).
+    pub fn local_capacity(mut self, n: usize) -> Self {
+        self.config.local_capacity = n;
+        self
+    }
+
+    /// Most objects kept in the shared overflow (default: no limit, as in
+    /// Go; sweeps bound the pool by recent use). A return that finds both
+    /// its stash and the overflow full drops the object, counting it in
+    /// [`Stats::rejected`]. `0` keeps objects in stashes only.
+    pub fn max_idle(mut self, n: usize) -> Self {
+        self.config.max_idle = n;
+        self
+    }
+
+    /// Sweeps automatically on this interval, on the process-wide sweeper
+    /// thread (the default, every [`DEFAULT_SWEEP_INTERVAL`]). Intervals
+    /// shorter than [`MIN_SWEEP_INTERVAL`] are raised to it.
+    ///
+    /// # Panics
+    ///
+    /// If `interval` is zero: a pool swept continuously could never keep an
+    /// object. Use [`manual_sweep`](Self::manual_sweep) to control sweeps.
+    pub fn sweep_every(mut self, interval: Duration) -> Self {
+        assert!(
+            !interval.is_zero(),
+            "stashpool: the sweep interval must be non-zero (use `manual_sweep` to sweep only on demand)"
+        );
+        self.config.sweep_every = Some(interval.max(MIN_SWEEP_INTERVAL));
+        self
+    }
+
+    /// No automatic sweeping: only [`LocalPool::sweep`] calls trim.
+    pub fn manual_sweep(mut self) -> Self {
+        self.config.sweep_every = None;
+        self
+    }
+
+    /// Makes the pool.
+    pub fn build(self) -> LocalPool<T, R> {
+        LocalPool {
+            recycler: self.recycler,
+            config: self.config,
+            shared: OnceLock::new(),
+        }
+    }
+}
+
+impl<T, R> fmt::Debug for Builder<T, R> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Builder")
+            .field("local_capacity", &self.config.local_capacity)
+            .field("max_idle", &self.config.max_idle)
+            .field("sweep_every", &self.config.sweep_every)
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,286 @@
+//! A pool's shared state: every thread's stash, the overflow, and the sweep.
+//!
+//! `LocalPool` keeps this behind an `Arc` made on first use, so that a pool
+//! can be built in a `const` context, the background sweeper can hold it
+//! weakly, and exiting threads can reach it to flush their stashes.
+//!
+//! The sweep lock serialises everything that touches another thread's stash
+//! or changes the pool's epoch: sweeps, making a stash, flushing the stash
+//! of an exiting thread, and closing the pool. None of them runs user code
+//! while holding it: the objects they drop are dropped after it is released.
+
+use crate::barrier::{self, Strategy};
+use crate::overflow::{Batch, Overflow};
+use crate::stash::{Counters, Spill, Stash, StashBox};
+use crate::sync::{lock, Arc, AtomicBool, AtomicU64, Mutex, Ordering, PerThread};
+use crate::Stats;
+
+pub(crate) struct Shared<T: Send> {
+    stashes: PerThread<StashBox<T>>,
+    overflow: Overflow<T>,
+    /// The sweep count, and the lock that sweeps hold (see the module docs).
+    sweep: Mutex<u64>,
+    /// Set (under the sweep lock) once the pool has dropped.
+    closed: AtomicBool,
+    /// Objects dropped by sweeps.
+    trimmed: AtomicU64,
+    /// Counts for threads without a stash (see `exit.rs`); shared by them
+    /// all, so bumped with atomic read-modify-writes.
+    pub(crate) orphans: Counters<true>,
+    pub(crate) local_capacity: usize,
+    pub(crate) strategy: Strategy,
+    /// This pool's key in the background sweeper's registry.
+    #[cfg_attr(loom, allow(dead_code))]
+    pub(crate) id: u64,
+}
+
+impl<T: Send> Shared<T> {
+    pub(crate) fn new(local_capacity: usize, max_idle: usize, id: u64) -> Self {
+        Self {
+            stashes: PerThread::new(),
+            overflow: Overflow::new(max_idle),
+            sweep: Mutex::new(0),
+            closed: AtomicBool::new(false),
+            trimmed: AtomicU64::new(0),
+            orphans: Counters::default(),
+            local_capacity,
+            strategy: barrier::strategy(),
+            id,
+        }
+    }
+
+    // === owner paths ===
+
+    /// This thread's stash, made on first use; `None` once this thread's
+    /// thread-locals are being destroyed (see `exit.rs`).
+    #[inline(always)]
+    pub(crate) fn stash(this: &Arc<Self>) -> Option<&Stash<T>>
+    where
+        T: 'static,
+    {
+        match this.stashes.get() {
+            Some(stash) => Some(stash),
+            None => Self::new_stash(this),
+        }
+    }
+
+    #[cold]
+    fn new_stash(this: &Arc<Self>) -> Option<&Stash<T>>
+    where
+        T: 'static,
+    {
+        if crate::exit::exiting() {
+            return None;
+        }
+        let stash = {
+            // Under the sweep lock, so that the stash's epoch is the pool's
+            // and no sweep runs between reading one and making the other.
+            let epoch = lock(&this.sweep);
+            this.stashes.get_or(|| StashBox::new(Stash::new(*epoch)))
+        };
+        crate::exit::register(this, stash.as_ptr());
+        Some(stash)
+    }
+
+    /// Moves the most recently returned object of this thread's stash to
+    /// `dst`; returns whether there was one.
+    ///
+    /// # Safety
+    ///
+    /// As `Local::pop_into`.
+    #[inline(always)]
+    pub(crate) unsafe fn pop_into(&self, stash: &Stash<T>, dst: *mut T) -> bool {
+        // SAFETY: forwarded from our caller.
+        let hit = stash.with_owner(self.strategy, |local| unsafe { local.pop_into(dst) });
+        if hit {
+            stash.counters.reused.bump();
+        }
+        hit
+    }
+
+    /// An object from the overflow, taking its whole batch into the stash.
+    #[cold]
+    pub(crate) fn pop_overflow(&self, stash: &Stash<T>) -> Option<T> {
+        let mut batch = self.overflow.pop()?;
+        // Batches are never empty (see `Overflow::push`).
+        let value = batch.items.pop()?;
+        if !batch.items.is_empty() {
+            stash.with_owner(self.strategy, |local| local.install(batch));
+        }
+        stash.counters.reused.bump();
+        Some(value)
+    }
+
+    /// Pools a returned (already recycled) object in this thread's stash,
+    /// moving it out of `*value`.
+    ///
+    /// # Safety
+    ///
+    /// `value` must point to an initialised object that the caller will
+    /// neither use nor drop afterwards.
+    #[inline(always)]
+    pub(crate) unsafe fn push_from(&self, stash: &Stash<T>, value: *mut T) {
+        let capacity = self.local_capacity;
+        // SAFETY: forwarded from our caller.
+        if stash.with_owner(self.strategy, |local| unsafe {
+            local.push_from(value, capacity)
+        }) {
+            stash.counters.returned.bump();
+        } else {
+            // SAFETY: the stash did not take it, so it is still ours to move.
+            self.push_full(stash, unsafe { value.read() });
+        }
+    }
+
+    #[cold]
+    fn push_full(&self, stash: &Stash<T>, value: T) {
+        let capacity = self.local_capacity;
+        let spill = stash.with_owner(self.strategy, |local| {
+            local.spill(value, capacity, &self.overflow)
+        });
+        match spill {
+            Spill::Kept => stash.counters.returned.bump(),
+            Spill::Batch(batch) => {
+                // Outside the critical section: the owner's hold on its stash
+                // stays as short as a push. The batch is counted idle while
+                // in transit; its room in the overflow is reserved.
+                self.overflow.push(batch);
+                stash.counters.returned.bump();
+            }
+            Spill::Rejected(value) => {
+                stash.counters.rejected.bump();
+                drop(value);
+            }
+        }
+    }
+
+    /// Pools an object returned by a thread without a stash: straight to
+    /// the overflow, or dropped (rejected) if it is full.
+    #[cold]
+    pub(crate) fn push_stashless(&self, value: T) {
+        let epoch = lock(&self.sweep);
+        if self.overflow.reserve(1) == 1 {
+            self.overflow.push(Batch::new(vec![value], *epoch));
+            self.orphans.returned.bump();
+        } else {
+            self.orphans.rejected.bump();
+        }
+    }
+
+    // === sweeps ===
+
+    /// One sweep (Go's victim rule): drops every object that was idle at the
+    /// previous sweep and is still idle, and marks the rest. Returns once the
+    /// dropped objects are dropped.
+    pub(crate) fn sweep(&self) {
+        let mut dead = Vec::new();
+        {
+            let mut epoch = lock(&self.sweep);
+            // Nothing idle means nothing to trim or to mark: skip the heavy
+            // barrier. (An object being returned right now is returned
+            // concurrently with this sweep and may count as after it.)
+            if self.closed.load(Ordering::Relaxed) || self.stats().idle == 0 {
+                return;
+            }
+            *epoch += 1;
+            let epoch = *epoch;
+            self.with_every_stash(|stash| {
+                stash.with_claimed(|local| local.age(epoch, &mut dead));
+            });
+            self.overflow.trim(epoch, false, &mut dead);
+            self.trimmed.fetch_add(dead.len() as u64, Ordering::Relaxed);
+        }
+        // Dropped here, outside the lock: user `Drop` code may use the pool.
+        drop(dead);
+    }
+
+    /// Drops every pooled object and refuses further flushes (pool drop).
+    pub(crate) fn close(&self) {
+        let mut dead = Vec::new();
+        {
+            let _epoch = lock(&self.sweep);
+            if self.closed.load(Ordering::Relaxed) {
+                return;
+            }
+            self.with_every_stash(|stash| stash.with_claimed(|local| local.drain(&mut dead)));
+            self.overflow.trim(0, true, &mut dead);
+            self.closed.store(true, Ordering::Release);
+        }
+        drop(dead);
+    }
+
+    /// Moves an exiting thread's objects to the overflow, so other threads
+    /// can use them at once instead of after its id is reused.
+    pub(crate) fn flush(&self, stash: &Stash<T>) {
+        let _epoch = lock(&self.sweep);
+        if self.closed.load(Ordering::Relaxed) {
+            return;
+        }
+        // Claimed like a sweep: by now the thread-id may already belong to a
+        // new thread that owns this stash.
+        stash.claim();
+        barrier::heavy(self.strategy);
+        let batches = stash.with_claimed(|local| local.flush(&self.overflow));
+        // Pushed under the lock, so `close` cannot miss them.
+        for batch in batches {
+            self.overflow.push(batch);
+        }
+    }
+
+    /// Claims every stash, issues one heavy barrier for them all, and runs
+    /// `f` on each. Call with the sweep lock held.
+    fn with_every_stash(&self, f: impl FnMut(&Stash<T>)) {
+        let mut stashes = Vec::new();
+        self.stashes.for_each(|stash| {
+            stash.claim();
+            stashes.push(&**stash);
+        });
+        barrier::heavy(self.strategy);
+        stashes.into_iter().for_each(f);
+    }
+
+    /// Whether the pool has dropped (exit hooks of dead pools are pruned).
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
+    // === stats ===
+
+    pub(crate) fn stats(&self) -> Stats {
+        let mut stats = Stats::default();
+        let counts = |c: &Counters<false>| {
+            [
+                c.created.get(),
+                c.reused.get(),
+                c.returned.get(),
+                c.rejected.get(),
+            ]
+        };
+        let o = &self.orphans;
+        let mut sums = [
+            o.created.get(),
+            o.reused.get(),
+            o.returned.get(),
+            o.rejected.get(),
+        ];
+        self.stashes.for_each(|stash| {
+            for (sum, n) in sums.iter_mut().zip(counts(&stash.counters)) {
+                *sum += n;
+            }
+        });
+        let [created, reused, returned, rejected] = sums;
+        stats.created = created;
+        stats.reused = reused;
+        stats.returned = returned;
+        stats.rejected = rejected;
+        stats.trimmed = self.trimmed.load(Ordering::Relaxed);
+        // Exact at quiescence; a snapshot of moving counters otherwise, so
+        // it saturates rather than wrapping.
+        let idle = stats
+            .returned
+            .saturating_sub(stats.reused)
+            .saturating_sub(stats.trimmed);
+        stats.idle = usize::try_from(idle).unwrap_or(usize::MAX);
+        stats
+    }
+}

@@ -1,0 +1,575 @@
+//! One thread's private stash, and the handshake that lets a sweeper reach it.
+//!
+//! A stash belongs to the thread that made it (its *owner*); the owner's gets
+//! and puts touch only the stash's own cache line. Other threads reach a
+//! stash only through the pool's sweep lock, to age it, flush it when its
+//! thread exits, or empty it when the pool drops. The owner never waits for a
+//! lock: exclusion is an asymmetric handshake on two flags.
+//!
+//! ```text
+//! owner (every get and put)             sweeper (holding the sweep lock)
+//! busy.store(true, Relaxed)             claimed.store(true, Relaxed)
+//! barrier::light()   (compiler fence)   barrier::heavy()   (membarrier)
+//! if claimed.load(Acquire) {            while busy.load(Acquire) { back off }
+//!     busy.store(false, Release)        ... use the stash ...
+//!     wait for !claimed, start over     claimed.store(false, Release)
+//! }
+//! ... use the stash ...
+//! busy.store(false, Release)
+//! ```
+//!
+//! Why it is exclusive: the two barriers together act as a `SeqCst` fence on
+//! each side (see `barrier.rs`), so this is Dekker's store-buffering pattern
+//! and at least one side sees the other's store. If the sweeper sees `busy`,
+//! it waits for the owner's release store and then sees everything the owner
+//! did. If it does not, the owner's `claimed` load is ordered after the
+//! sweeper's store, so the owner backs off until the sweeper's release store,
+//! and then sees everything the sweeper did. An owner that starts a new
+//! critical section while the sweeper holds the claim sees `claimed` for the
+//! same reason. The owner's critical sections run no user code and cannot
+//! block, so a sweeper's wait is as short as a push or a pop.
+
+use std::mem;
+use std::ptr::{self, NonNull};
+
+use crossbeam_utils::CachePadded;
+
+use crate::barrier::{self, Strategy};
+use crate::overflow::{Batch, Overflow};
+use crate::sync::{backoff, AtomicBool, AtomicU64, Ordering, UnsafeCell};
+
+/// One thread's objects and counters.
+pub(crate) struct Stash<T> {
+    /// Set by the owner around each access to `local`.
+    busy: AtomicBool,
+    /// Set by a sweeper that wants `local`; cleared when it is done.
+    claimed: AtomicBool,
+    /// The objects. Accessed only inside the handshake.
+    local: UnsafeCell<Local<T>>,
+    /// Operation counters, written by the owner alone.
+    pub(crate) counters: Counters,
+}
+
+// SAFETY: a `Stash` is shared between its owner and sweepers. `local` is
+// only accessed inside `with_owner` or `with_claimed`, which exclude each
+// other by the handshake described in the module docs, and sweepers exclude
+// each other with the pool's sweep lock. Every other field is atomic. The
+// objects move between threads, hence `T: Send`.
+unsafe impl<T: Send> Sync for Stash<T> {}
+
+impl<T> Stash<T> {
+    /// A stash for a new thread; `epoch` is the pool's sweep count now.
+    pub(crate) fn new(epoch: u64) -> Self {
+        Self {
+            busy: AtomicBool::new(false),
+            claimed: AtomicBool::new(false),
+            local: UnsafeCell::new(Local {
+                items: Vec::new(),
+                victims: 0,
+                epoch,
+                spare: Vec::new(),
+            }),
+            counters: Counters::default(),
+        }
+    }
+
+    /// Runs `f` on the stash as its owner. Only the owning thread may call
+    /// this (the thread whose `PerThread` slot holds this stash).
+    #[inline(always)]
+    pub(crate) fn with_owner<R>(
+        &self,
+        strategy: Strategy,
+        f: impl FnOnce(&mut Local<T>) -> R,
+    ) -> R {
+        // Relaxed: the store only has to be ordered before the load of
+        // `claimed`, and the barrier does that.
+        self.busy.store(true, Ordering::Relaxed);
+        barrier::light(strategy);
+        // Acquire: pairs with the sweeper's release of its claim, so we see
+        // what it did to the stash.
+        if self.claimed.load(Ordering::Acquire) {
+            return self.with_owner_contended(strategy, f);
+        }
+        // SAFETY: we set `busy` and then saw `claimed` clear, with a fence
+        // between (see the module docs), so no sweeper touches `local` until
+        // `busy` is cleared; only the owner calls this, so no other owner does.
+        unsafe { self.owned(f) }
+    }
+
+    /// `with_owner` when a sweeper holds the stash: steps aside until it is
+    /// done, then enters as usual. Out of line to keep the fast path small.
+    #[cold]
+    #[inline(never)]
+    fn with_owner_contended<R>(&self, strategy: Strategy, f: impl FnOnce(&mut Local<T>) -> R) -> R {
+        loop {
+            self.busy.store(false, Ordering::Release);
+            let mut step = 0;
+            while self.claimed.load(Ordering::Acquire) {
+                backoff(&mut step);
+            }
+            self.busy.store(true, Ordering::Relaxed);
+            barrier::light(strategy);
+            if !self.claimed.load(Ordering::Acquire) {
+                // SAFETY: as in `with_owner`.
+                return unsafe { self.owned(f) };
+            }
+        }
+    }
+
+    /// Runs `f` on the stash, then clears `busy`.
+    ///
+    /// # Safety
+    ///
+    /// The caller must have set `busy` and then seen `claimed` clear.
+    #[inline(always)]
+    unsafe fn owned<R>(&self, f: impl FnOnce(&mut Local<T>) -> R) -> R {
+        // Clears `busy` even if `f` unwinds (it never should: `f` is the
+        // pool's own code), so a sweeper can never wait forever.
+        let _busy = Unbusy(&self.busy);
+        // SAFETY: exclusive access by the caller's handshake.
+        self.local.with_mut(|local| f(unsafe { &mut *local }))
+    }
+
+    /// First step of a sweeper's access: announce it. Call with the pool's
+    /// sweep lock held, then issue `barrier::heavy` once for all the stashes
+    /// claimed, then `with_claimed` on each.
+    pub(crate) fn claim(&self) {
+        // Relaxed: ordered before the loads of `busy` by the heavy barrier.
+        self.claimed.store(true, Ordering::Relaxed);
+    }
+
+    /// Runs `f` on a stash this thread claimed, then releases the claim.
+    pub(crate) fn with_claimed<R>(&self, f: impl FnOnce(&mut Local<T>) -> R) -> R {
+        let mut step = 0;
+        // Acquire: pairs with the owner's release of `busy`, so we see what
+        // the owner did in its last critical section.
+        while self.busy.load(Ordering::Acquire) {
+            backoff(&mut step);
+        }
+        // SAFETY: we claimed the stash and issued the heavy barrier before
+        // this load saw `busy` clear, so the owner is outside its critical
+        // section and will not enter one until we release the claim (module
+        // docs); the sweep lock keeps every other sweeper out.
+        let result = self.local.with_mut(|local| f(unsafe { &mut *local }));
+        // Release: publishes our changes to the owner's next acquire load.
+        self.claimed.store(false, Ordering::Release);
+        result
+    }
+}
+
+// === impl StashBox ===
+
+/// A stash in its own cache-line-aligned allocation, owned through a raw
+/// pointer.
+///
+/// The pool's per-thread table holds one of these per thread. Every access
+/// goes through the one pointer `Box::into_raw` returned, including the one
+/// an exiting thread's hook keeps (`exit.rs`), so under the aliasing model
+/// no reference made by one thread invalidates the pointer another holds.
+/// It also keeps each thread's hot stash line apart from its neighbours'.
+pub(crate) struct StashBox<T>(NonNull<CachePadded<Stash<T>>>);
+
+// SAFETY: a `StashBox` owns its stash like a `Box` does; `Stash<T>` is
+// `Send` and `Sync` when `T: Send`.
+unsafe impl<T: Send> Send for StashBox<T> {}
+// SAFETY: as above.
+unsafe impl<T: Send> Sync for StashBox<T> {}
+
+impl<T> StashBox<T> {
+    pub(crate) fn new(stash: Stash<T>) -> Self {
+        Self(NonNull::from(Box::leak(Box::new(CachePadded::new(stash)))))
+    }
+
+    /// The stash's address, valid as long as this box.
+    pub(crate) fn as_ptr(&self) -> *const Stash<T> {
+        // `CachePadded` is `repr(C)`-like with the value at offset 0; go
+        // through `Deref` anyway so no layout is assumed.
+        let padded: *const CachePadded<Stash<T>> = self.0.as_ptr();
+        // SAFETY: the allocation is live while `self` is.
+        unsafe { &**padded as *const Stash<T> }
+    }
+}
+
+impl<T> std::ops::Deref for StashBox<T> {
+    type Target = Stash<T>;
+
+    #[inline(always)]
+    fn deref(&self) -> &Stash<T> {
+        // SAFETY: the allocation lives until `drop` and is only ever shared.
+        unsafe { self.0.as_ref() }
+    }
+}
+
+impl<T> Drop for StashBox<T> {
+    fn drop(&mut self) {
+        // SAFETY: made by `Box::leak` in `new`, freed only here.
+        drop(unsafe { Box::from_raw(self.0.as_ptr()) });
+    }
+}
+
+/// Clears the owner's `busy` flag when dropped.
+struct Unbusy<'a>(&'a AtomicBool);
+
+impl Drop for Unbusy<'_> {
+    #[inline(always)]
+    fn drop(&mut self) {
+        // Release: publishes the critical section to the sweeper's acquire.
+        self.0.store(false, Ordering::Release);
+    }
+}
+
+// === impl Local ===
+
+/// The objects of one stash, with their ages.
+///
+/// `items[..victims]` survived one sweep (Go's victim cache);
+/// `items[victims..]` were returned since the last sweep, newest last. Gets
+/// pop from the top, so recently used (cache-warm) objects are reused first
+/// and victims are only taken when nothing fresher is left.
+pub(crate) struct Local<T> {
+    items: Vec<T>,
+    victims: usize,
+    /// The pool's sweep count when this stash was last swept (or made). It
+    /// equals the pool's count whenever the sweep lock is free, because
+    /// stashes are made and swept under that lock.
+    epoch: u64,
+    /// An empty allocation kept for the next spill batch.
+    spare: Vec<T>,
+}
+
+/// What a put into a full stash led to.
+pub(crate) enum Spill<T> {
+    /// The stash had room after all (a sweep made some): `value` is kept.
+    Kept,
+    /// Room was made: push this batch to the overflow (its room is reserved).
+    Batch(Batch<T>),
+    /// Neither the stash nor the overflow had room: drop this object.
+    Rejected(T),
+}
+
+impl<T> Local<T> {
+    /// Moves the most recently returned object to `dst`; returns whether
+    /// there was one.
+    ///
+    /// Copies the object's bytes as one block, as `push_from` does, so the
+    /// CPU can forward a just-returned object's stores to this load (see
+    /// `guard.rs`); `Vec::pop` would inspect the object's niche first.
+    ///
+    /// # Safety
+    ///
+    /// `dst` must be valid for a write of `T`. If this returns `true`, `*dst`
+    /// holds an object the caller owns (whatever `*dst` held before is
+    /// overwritten, not dropped).
+    #[inline(always)]
+    pub(crate) unsafe fn pop_into(&mut self, dst: *mut T) -> bool {
+        let Some(len) = self.items.len().checked_sub(1) else {
+            return false;
+        };
+        // SAFETY: `len` indexes the last initialised element, which we move
+        // out (the stash forgets it by shrinking its length); `dst` is valid
+        // for writes (contract) and cannot overlap the stash's buffer.
+        unsafe {
+            self.items.set_len(len);
+            ptr::copy_nonoverlapping(self.items.as_ptr().add(len), dst, 1);
+        }
+        self.victims = self.victims.min(len);
+        true
+    }
+
+    /// Moves `*src` into the stash if it has room; returns whether it did.
+    ///
+    /// A copy of the object's bytes rather than a move of a value, so the
+    /// compiler copies it as one block, as `pop` does (see `guard.rs`).
+    ///
+    /// # Safety
+    ///
+    /// `src` must point to an initialised `T`. If this returns `true`, the
+    /// object now belongs to the stash and the caller must not use or drop
+    /// `*src`; if `false`, nothing happened.
+    #[inline(always)]
+    pub(crate) unsafe fn push_from(&mut self, src: *const T, capacity: usize) -> bool {
+        let len = self.items.len();
+        if len >= capacity {
+            return false;
+        }
+        self.items.reserve(1);
+        // SAFETY: `reserve` made room for one more element at `len`; `src`
+        // is initialised (contract) and cannot overlap the stash's buffer,
+        // which holds only objects the pool owns.
+        unsafe {
+            ptr::copy_nonoverlapping(src, self.items.as_mut_ptr().add(len), 1);
+            self.items.set_len(len + 1);
+        }
+        true
+    }
+
+    /// Keeps `value` if the stash has room, else hands it back.
+    #[inline(always)]
+    pub(crate) fn push(&mut self, value: T, capacity: usize) -> Result<(), T> {
+        if self.items.len() < capacity {
+            self.items.push(value);
+            Ok(())
+        } else {
+            Err(value)
+        }
+    }
+
+    /// Keeps `value` in a full stash by moving its oldest objects (up to half
+    /// the capacity, all of one age) into a batch for the overflow.
+    #[cold]
+    pub(crate) fn spill(&mut self, value: T, capacity: usize, overflow: &Overflow<T>) -> Spill<T> {
+        if let Err(value) = self.push(value, capacity) {
+            if capacity == 0 {
+                // No private stash at all: the object itself goes over.
+                return match overflow.reserve(1) {
+                    0 => Spill::Rejected(value),
+                    _ => Spill::Batch(Batch::new(vec![value], self.epoch)),
+                };
+            }
+            // One batch holds objects of one age: victims first, since they
+            // are the likeliest to go unused.
+            let (same_age, stamp) = if self.victims > 0 {
+                (self.victims, self.epoch - 1)
+            } else {
+                (self.items.len(), self.epoch)
+            };
+            let want = (capacity - capacity / 2).min(same_age);
+            let granted = overflow.reserve(want);
+            if granted == 0 {
+                return Spill::Rejected(value);
+            }
+            let batch = self.take_bottom(granted, stamp);
+            self.items.push(value);
+            return Spill::Batch(batch);
+        }
+        Spill::Kept
+    }
+
+    /// Moves the `n` oldest objects into a batch stamped `stamp`.
+    fn take_bottom(&mut self, n: usize, stamp: u64) -> Batch<T> {
+        let mut items = mem::take(&mut self.spare);
+        items.extend(self.items.drain(..n));
+        self.victims -= n.min(self.victims);
+        Batch::new(items, stamp)
+    }
+
+    /// Adds a batch taken from the overflow, keeping its age.
+    pub(crate) fn install(&mut self, batch: Batch<T>) {
+        let aged = batch.stamp < self.epoch;
+        if self.items.is_empty() {
+            let empty = mem::replace(&mut self.items, batch.items);
+            if empty.capacity() > self.spare.capacity() {
+                self.spare = empty;
+            }
+            self.victims = if aged { self.items.len() } else { 0 };
+        } else if aged {
+            // Victims belong at the bottom.
+            let n = batch.items.len();
+            self.items.splice(0..0, batch.items);
+            self.victims += n;
+        } else {
+            self.items.extend(batch.items);
+        }
+    }
+
+    /// One sweep (Go's victim rule): drops the victims into `dead` and makes
+    /// every remaining object a victim.
+    pub(crate) fn age(&mut self, epoch: u64, dead: &mut Vec<T>) {
+        dead.extend(self.items.drain(..self.victims));
+        self.victims = self.items.len();
+        self.epoch = epoch;
+        self.release_memory();
+    }
+
+    /// Moves every object into batches for the overflow, as far as it has
+    /// room (a thread exiting). What does not fit stays for sweeps to age.
+    pub(crate) fn flush(&mut self, overflow: &Overflow<T>) -> Vec<Batch<T>> {
+        let mut batches = Vec::new();
+        let fresh = self.items.len() - self.victims;
+        let groups = [
+            (self.victims, self.epoch.saturating_sub(1)),
+            (fresh, self.epoch),
+        ];
+        for (count, stamp) in groups {
+            let granted = overflow.reserve(count);
+            if granted > 0 {
+                batches.push(self.take_bottom(granted, stamp));
+            }
+            if granted < count {
+                break; // keep the ages in order: the rest stays here
+            }
+        }
+        self.release_memory();
+        batches
+    }
+
+    /// Moves every object into `dead` (the pool is dropping).
+    pub(crate) fn drain(&mut self, dead: &mut Vec<T>) {
+        dead.append(&mut self.items);
+        self.victims = 0;
+        self.release_memory();
+    }
+
+    /// Frees the allocations of an empty stash, so an idle pool holds no
+    /// memory but its bookkeeping.
+    fn release_memory(&mut self) {
+        if self.items.is_empty() {
+            self.items = Vec::new();
+        }
+        self.spare = Vec::new();
+    }
+}
+
+// === impl Counters ===
+
+/// Operation counts (see [`crate::Stats`]). A stash's counters have one
+/// writer, its owner; `SHARED` counters are bumped by any thread.
+#[derive(Default)]
+pub(crate) struct Counters<const SHARED: bool = false> {
+    pub(crate) created: Counter<SHARED>,
+    pub(crate) reused: Counter<SHARED>,
+    pub(crate) returned: Counter<SHARED>,
+    pub(crate) rejected: Counter<SHARED>,
+}
+
+/// A counter; see [`Counters`].
+///
+/// With one writer a bump is a load and a store, not a `fetch_add`: no
+/// increment can be lost and no locked instruction is paid on the hot path.
+#[derive(Default)]
+pub(crate) struct Counter<const SHARED: bool>(AtomicU64);
+
+impl<const SHARED: bool> Counter<SHARED> {
+    #[inline(always)]
+    pub(crate) fn bump(&self) {
+        if SHARED {
+            self.0.fetch_add(1, Ordering::Relaxed);
+        } else {
+            let now = self.0.load(Ordering::Relaxed);
+            self.0.store(now.wrapping_add(1), Ordering::Relaxed);
+        }
+    }
+
+    pub(crate) fn get(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn local(items: &[u32], victims: usize, epoch: u64) -> Local<u32> {
+        Local {
+            items: items.to_vec(),
+            victims,
+            epoch,
+            spare: Vec::new(),
+        }
+    }
+
+    fn pop(local: &mut Local<u32>) -> Option<u32> {
+        let mut out = 0;
+        // SAFETY: `out` is a valid place for a `u32`.
+        unsafe { local.pop_into(&mut out) }.then_some(out)
+    }
+
+    #[test]
+    fn pop_takes_the_newest_and_keeps_victims_in_range() {
+        let mut l = local(&[1, 2, 3], 2, 1);
+        assert_eq!(pop(&mut l), Some(3));
+        assert_eq!(l.victims, 2);
+        assert_eq!(pop(&mut l), Some(2));
+        assert_eq!(l.victims, 1, "a popped victim is no longer one");
+        l.push(9, 8).unwrap();
+        assert_eq!(l.victims, 1, "a pushed object is fresh");
+        assert_eq!(
+            (pop(&mut l), pop(&mut l), pop(&mut l)),
+            (Some(9), Some(1), None)
+        );
+    }
+
+    #[test]
+    fn age_drops_victims_and_marks_the_rest() {
+        let mut l = local(&[1, 2, 3, 4], 1, 3);
+        let mut dead = Vec::new();
+        l.age(4, &mut dead);
+        assert_eq!(dead, [1]);
+        assert_eq!((l.items.clone(), l.victims, l.epoch), (vec![2, 3, 4], 3, 4));
+        l.age(5, &mut dead);
+        assert_eq!(dead, [1, 2, 3, 4]);
+        assert!(l.items.is_empty());
+        assert_eq!(l.items.capacity(), 0, "an empty stash frees its buffer");
+    }
+
+    #[test]
+    fn spill_moves_victims_first_with_their_stamp() {
+        let overflow = Overflow::new(usize::MAX);
+        let mut l = local(&[1, 2, 3, 4], 1, 7);
+        let Spill::Batch(batch) = l.spill(5, 4, &overflow) else {
+            panic!("expected a spill");
+        };
+        assert_eq!((batch.items, batch.stamp), (vec![1], 6));
+        assert_eq!((l.items.clone(), l.victims), (vec![2, 3, 4, 5], 0));
+        let Spill::Batch(batch) = l.spill(6, 4, &overflow) else {
+            panic!("expected a spill");
+        };
+        assert_eq!(
+            (batch.items, batch.stamp),
+            (vec![2, 3], 7),
+            "half of the fresh ones"
+        );
+        assert_eq!(l.items, [4, 5, 6]);
+    }
+
+    #[test]
+    fn spill_rejects_when_the_overflow_is_full() {
+        let overflow = Overflow::new(0);
+        let mut l = local(&[1, 2], 0, 0);
+        assert!(matches!(l.spill(3, 2, &overflow), Spill::Rejected(3)));
+        assert_eq!(l.items, [1, 2]);
+        assert!(matches!(l.spill(3, 5, &overflow), Spill::Kept));
+    }
+
+    #[test]
+    fn install_keeps_the_age_of_a_batch() {
+        let mut l = local(&[], 0, 5);
+        l.install(Batch::new(vec![1, 2], 4));
+        assert_eq!(l.victims, 2, "stamped before this stash's last sweep");
+        l.install(Batch::new(vec![3], 5));
+        assert_eq!((l.items.clone(), l.victims), (vec![1, 2, 3], 2));
+        l.install(Batch::new(vec![0], 3));
+        assert_eq!((l.items.clone(), l.victims), (vec![0, 1, 2, 3], 3));
+    }
+
+    #[test]
+    fn flush_moves_everything_that_fits() {
+        let overflow = Overflow::new(3);
+        let mut l = local(&[1, 2, 3, 4], 2, 2);
+        let batches = l.flush(&overflow);
+        assert_eq!(batches.len(), 2);
+        assert_eq!(
+            (batches[0].items.clone(), batches[0].stamp),
+            (vec![1, 2], 1)
+        );
+        assert_eq!((batches[1].items.clone(), batches[1].stamp), (vec![3], 2));
+        assert_eq!(
+            (l.items.clone(), l.victims),
+            (vec![4], 0),
+            "what did not fit stays"
+        );
+    }
+
+    #[test]
+    fn handshake_gives_the_sweeper_the_owners_writes() {
+        let stash = Stash::<u32>::new(0);
+        let strategy = crate::barrier::strategy();
+        stash.with_owner(strategy, |l| l.push(1, 4)).unwrap();
+        stash.claim();
+        crate::barrier::heavy(strategy);
+        let seen = stash.with_claimed(|l| l.items.clone());
+        assert_eq!(seen, [1]);
+        // Released: the owner can enter again.
+        assert_eq!(stash.with_owner(strategy, |l| l.items.len()), 1);
+    }
+}

@@ -1,0 +1,123 @@
+//! The background sweeper: one thread for the whole process that sweeps every
+//! pool on its own interval, the way Go's garbage collector clears every
+//! `sync.Pool` at each cycle.
+//!
+//! The thread starts with the first pool that asks for background sweeping.
+//! It holds pools weakly (a pool that drops leaves at once, and a pool the
+//! sweeper holds for a moment is still emptied synchronously by its drop), and
+//! when no pool is registered it sleeps on a condition variable, costing
+//! nothing. A panic in a user `Drop` run by a sweep is caught and ignored, so
+//! one bad object cannot stop the sweeping of every pool in the process.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, Weak};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crate::sync::lock;
+
+/// Something the sweeper can sweep: a pool's shared state.
+pub(crate) trait Sweep: Send + Sync {
+    fn sweep(&self);
+}
+
+struct Entry {
+    id: u64,
+    target: Weak<dyn Sweep>,
+    interval: Duration,
+    due: Instant,
+}
+
+struct Registry {
+    entries: Vec<Entry>,
+    started: bool,
+}
+
+static REGISTRY: Mutex<Registry> = Mutex::new(Registry {
+    entries: Vec::new(),
+    started: false,
+});
+static WAKE: Condvar = Condvar::new();
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// A fresh key for `register` and `deregister`.
+pub(crate) fn next_id() -> u64 {
+    NEXT_ID.fetch_add(1, Ordering::Relaxed)
+}
+
+/// Sweeps `target` every `interval` until it drops or is deregistered.
+pub(crate) fn register(id: u64, target: Weak<dyn Sweep>, interval: Duration) {
+    let mut registry = lock(&REGISTRY);
+    registry.entries.push(Entry {
+        id,
+        target,
+        interval,
+        due: after(Instant::now(), interval),
+    });
+    if !registry.started {
+        // If the thread cannot be made (the process is out of threads), pools
+        // still work and `sweep()` still trims; the next registration retries.
+        registry.started = thread::Builder::new()
+            .name("stashpool-sweeper".into())
+            .spawn(run)
+            .is_ok();
+    }
+    WAKE.notify_one();
+}
+
+/// Stops sweeping the pool registered as `id`.
+pub(crate) fn deregister(id: u64) {
+    lock(&REGISTRY).entries.retain(|entry| entry.id != id);
+}
+
+fn run() {
+    let mut due = Vec::new();
+    loop {
+        collect_due(&mut due);
+        for target in due.drain(..) {
+            // A panicking `Drop` of a trimmed object propagates out of
+            // `sweep`; the other objects of that sweep were still dropped.
+            let _ = catch_unwind(AssertUnwindSafe(|| target.sweep()));
+        }
+    }
+}
+
+/// Waits until at least one pool is due, then moves the due ones into `due`.
+fn collect_due(due: &mut Vec<Arc<dyn Sweep>>) {
+    let mut registry = lock(&REGISTRY);
+    loop {
+        let now = Instant::now();
+        let next = registry.entries.iter().map(|entry| entry.due).min();
+        match next {
+            None => registry = WAKE.wait(registry).unwrap_or_else(|e| e.into_inner()),
+            Some(next) if next > now => {
+                registry = WAKE
+                    .wait_timeout(registry, next - now)
+                    .unwrap_or_else(|e| e.into_inner())
+                    .0;
+            }
+            Some(_) => break,
+        }
+    }
+    let now = Instant::now();
+    registry.entries.retain_mut(|entry| {
+        if entry.due > now {
+            return true;
+        }
+        entry.due = after(now, entry.interval);
+        match entry.target.upgrade() {
+            Some(target) => {
+                due.push(target);
+                true
+            }
+            None => false,
+        }
+    });
+}
+
+/// `now + interval`, or a time too far ahead to matter if that overflows.
+fn after(now: Instant, interval: Duration) -> Instant {
+    const CENTURY: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+    now.checked_add(interval.min(CENTURY)).unwrap_or(now)
+}

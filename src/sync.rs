@@ -1,0 +1,295 @@
+//! Every synchronisation primitive the pool uses, from one place.
+//!
+//! The pool's protocol is model-checked with [loom]. loom can only explore the
+//! interleavings of operations it can see, so every atomic, cell, lock and
+//! thread-local the protocol touches is imported from here, and under
+//! `--cfg loom` this module swaps in loom's versions. Two of our building
+//! blocks are third-party data structures whose atomics loom cannot see:
+//!
+//! * [`PerThread`] wraps `thread_local::ThreadLocal` (one stash per thread);
+//! * [`Queue`] wraps `crossbeam_deque::Injector` (the shared overflow).
+//!
+//! Under loom they become small stand-ins built from loom primitives with the
+//! same interface (a registry keyed by loom's thread id, a locked `VecDeque`),
+//! so the models check *our* protocol around them: the stash handshake, spill
+//! and steal, sweeps, thread exit and pool drop. The real structures are
+//! well tested by their own authors; what loom checks here is that we use
+//! them correctly.
+//!
+//! [loom]: https://docs.rs/loom
+
+pub(crate) use std::sync::atomic::Ordering;
+#[cfg(not(loom))]
+pub(crate) use std::sync::atomic::{compiler_fence, fence, AtomicBool, AtomicU64, AtomicUsize};
+#[cfg(not(loom))]
+pub(crate) use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+#[cfg(not(loom))]
+pub(crate) use std::thread_local;
+
+#[cfg(loom)]
+pub(crate) use self::loom_impl::OnceLock;
+#[cfg(loom)]
+pub(crate) use loom::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize};
+#[cfg(loom)]
+pub(crate) use loom::sync::{Arc, Mutex, MutexGuard};
+#[cfg(loom)]
+pub(crate) use loom::thread_local;
+
+pub(crate) use self::imp::{PerThread, Queue, UnsafeCell};
+
+/// Locks `mutex`, ignoring poisoning.
+///
+/// The pool never runs user code while it holds one of its locks, so a
+/// poisoned lock can only come from a panic in the pool's own bookkeeping,
+/// which leaves the protected state consistent at every step.
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Backs off inside a wait loop: spin a little, then give the core away.
+///
+/// Waits in the pool are short (an owner finishing a push or a pop, a sweeper
+/// finishing one stash), so spinning first is right; yielding after that keeps
+/// a waiter from burning a core when the thread it waits for was preempted.
+pub(crate) fn backoff(step: &mut u32) {
+    #[cfg(not(loom))]
+    {
+        if *step < 6 {
+            for _ in 0..1u32 << *step {
+                std::hint::spin_loop();
+            }
+        } else {
+            std::thread::yield_now();
+        }
+        *step = step.saturating_add(1);
+    }
+    #[cfg(loom)]
+    {
+        let _ = step;
+        loom::thread::yield_now();
+    }
+}
+
+#[cfg(not(loom))]
+mod imp {
+    use crossbeam_deque::{Injector, Steal};
+    use thread_local::ThreadLocal;
+
+    /// `std::cell::UnsafeCell` with loom's closure-based access API.
+    #[derive(Debug, Default)]
+    pub(crate) struct UnsafeCell<T>(std::cell::UnsafeCell<T>);
+
+    impl<T> UnsafeCell<T> {
+        pub(crate) const fn new(value: T) -> Self {
+            Self(std::cell::UnsafeCell::new(value))
+        }
+
+        #[inline]
+        pub(crate) fn with_mut<R>(&self, f: impl FnOnce(*mut T) -> R) -> R {
+            f(self.0.get())
+        }
+    }
+
+    /// One value per thread, owned by a pool (`thread_local::ThreadLocal`).
+    ///
+    /// Unlike a `thread_local!` static, many of these can exist at once and
+    /// each one, with every thread's value in it, is dropped with its owner.
+    /// Values of exited threads stay in place (and are handed to the next
+    /// thread that gets the exited thread's id), so a sweep still reaches them.
+    pub(crate) struct PerThread<T: Send>(ThreadLocal<T>);
+
+    impl<T: Send> PerThread<T> {
+        pub(crate) const fn new() -> Self {
+            Self(ThreadLocal::new())
+        }
+
+        /// This thread's value, if it has one.
+        #[inline]
+        pub(crate) fn get(&self) -> Option<&T> {
+            self.0.get()
+        }
+
+        /// This thread's value, made by `create` on first use.
+        pub(crate) fn get_or(&self, create: impl FnOnce() -> T) -> &T {
+            self.0.get_or(create)
+        }
+
+        /// Every thread's value (live and exited threads alike).
+        pub(crate) fn for_each<'a>(&'a self, f: impl FnMut(&'a T))
+        where
+            T: Sync,
+        {
+            self.0.iter().for_each(f)
+        }
+    }
+
+    /// A multi-producer, multi-consumer FIFO (`crossbeam_deque::Injector`).
+    pub(crate) struct Queue<T>(Injector<T>);
+
+    impl<T> Queue<T> {
+        pub(crate) fn new() -> Self {
+            Self(Injector::new())
+        }
+
+        pub(crate) fn push(&self, value: T) {
+            self.0.push(value)
+        }
+
+        /// Takes the oldest value, if any. `Injector::steal` can fail
+        /// spuriously under contention (`Steal::Retry`); this retries.
+        pub(crate) fn pop(&self) -> Option<T> {
+            loop {
+                match self.0.steal() {
+                    Steal::Success(value) => return Some(value),
+                    Steal::Empty => return None,
+                    Steal::Retry => std::hint::spin_loop(),
+                }
+            }
+        }
+
+        pub(crate) fn len(&self) -> usize {
+            self.0.len()
+        }
+    }
+}
+
+#[cfg(loom)]
+mod imp {
+    pub(crate) use loom::cell::UnsafeCell;
+
+    use loom::sync::Mutex;
+    use loom::thread::ThreadId;
+    use std::collections::VecDeque;
+
+    /// loom stand-in for `thread_local::ThreadLocal`: a locked registry keyed
+    /// by loom's thread id. Values are boxed and never removed before the
+    /// registry drops, so references to them stay valid, as in the original.
+    pub(crate) struct PerThread<T: Send> {
+        values: Mutex<Vec<(ThreadId, Box<T>)>>,
+    }
+
+    impl<T: Send> PerThread<T> {
+        pub(crate) fn new() -> Self {
+            Self {
+                values: Mutex::new(Vec::new()),
+            }
+        }
+
+        fn lookup(&self, id: ThreadId) -> Option<&T> {
+            let values = self.values.lock().unwrap();
+            let found = values.iter().find(|(owner, _)| *owner == id)?;
+            let ptr: *const T = &*found.1;
+            // SAFETY: the box is never moved out or dropped before `self`.
+            Some(unsafe { &*ptr })
+        }
+
+        pub(crate) fn get(&self) -> Option<&T> {
+            self.lookup(loom::thread::current().id())
+        }
+
+        pub(crate) fn get_or(&self, create: impl FnOnce() -> T) -> &T {
+            let id = loom::thread::current().id();
+            if let Some(value) = self.lookup(id) {
+                return value;
+            }
+            let boxed = Box::new(create());
+            let ptr: *const T = &*boxed;
+            self.values.lock().unwrap().push((id, boxed));
+            // SAFETY: as in `lookup`.
+            unsafe { &*ptr }
+        }
+
+        pub(crate) fn for_each<'a>(&'a self, mut f: impl FnMut(&'a T))
+        where
+            T: Sync,
+        {
+            let ptrs: Vec<*const T> = {
+                let values = self.values.lock().unwrap();
+                values
+                    .iter()
+                    .map(|(_, value)| &**value as *const T)
+                    .collect()
+            };
+            // SAFETY: as in `lookup`.
+            ptrs.into_iter().for_each(|ptr| f(unsafe { &*ptr }))
+        }
+    }
+
+    /// loom stand-in for `crossbeam_deque::Injector`.
+    pub(crate) struct Queue<T>(Mutex<VecDeque<T>>);
+
+    impl<T> Queue<T> {
+        pub(crate) fn new() -> Self {
+            Self(Mutex::new(VecDeque::new()))
+        }
+
+        pub(crate) fn push(&self, value: T) {
+            self.0.lock().unwrap().push_back(value)
+        }
+
+        pub(crate) fn pop(&self) -> Option<T> {
+            self.0.lock().unwrap().pop_front()
+        }
+
+        pub(crate) fn len(&self) -> usize {
+            self.0.lock().unwrap().len()
+        }
+    }
+}
+
+#[cfg(loom)]
+mod loom_impl {
+    use loom::sync::atomic::AtomicPtr;
+    use loom::sync::Mutex;
+    use std::sync::atomic::Ordering;
+
+    /// loom stand-in for `std::sync::OnceLock` (a locked slow path and an
+    /// acquire load on the fast path, the same shape as std's).
+    pub(crate) struct OnceLock<T> {
+        value: AtomicPtr<T>,
+        init: Mutex<()>,
+    }
+
+    impl<T> OnceLock<T> {
+        pub(crate) fn new() -> Self {
+            Self {
+                value: AtomicPtr::new(std::ptr::null_mut()),
+                init: Mutex::new(()),
+            }
+        }
+
+        pub(crate) fn get(&self) -> Option<&T> {
+            let ptr = self.value.load(Ordering::Acquire);
+            // SAFETY: a non-null pointer came from `Box::into_raw` below and
+            // is freed only by `Drop`.
+            (!ptr.is_null()).then(|| unsafe { &*ptr })
+        }
+
+        pub(crate) fn get_or_init(&self, f: impl FnOnce() -> T) -> &T {
+            if let Some(value) = self.get() {
+                return value;
+            }
+            let _init = self.init.lock().unwrap();
+            if let Some(value) = self.get() {
+                return value;
+            }
+            let ptr = Box::into_raw(Box::new(f()));
+            self.value.store(ptr, Ordering::Release);
+            // SAFETY: just made from a live box.
+            unsafe { &*ptr }
+        }
+    }
+
+    impl<T> Drop for OnceLock<T> {
+        fn drop(&mut self) {
+            let ptr = self.value.with_mut(|ptr| *ptr);
+            if !ptr.is_null() {
+                // SAFETY: came from `Box::into_raw`; `&mut self` means no
+                // reference handed out by `get` is alive.
+                drop(unsafe { Box::from_raw(ptr) });
+            }
+        }
+    }
+}

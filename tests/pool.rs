@@ -1,0 +1,501 @@
+//! Behaviour of `LocalPool` on one thread: reuse, recycling, bounds, stats,
+//! guards, panics and the victim rule.
+
+mod common;
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use common::Ledger;
+use stashpool::{LocalPool, Pooled, PooledOwned, Recycle, Stats};
+
+fn manual<T: Send + 'static>(make: fn() -> T) -> LocalPool<T> {
+    LocalPool::builder(make).manual_sweep().build()
+}
+
+#[test]
+fn new_pool_is_empty_and_makes_on_first_get() {
+    let pool = manual(|| vec![0u8; 4]);
+    assert_eq!(pool.stats(), Stats::default());
+    let buf = pool.get();
+    assert_eq!(*buf, [0, 0, 0, 0]);
+    assert_eq!(pool.stats().created, 1);
+    assert_eq!(pool.stats().idle, 0);
+}
+
+#[test]
+fn returned_object_is_reused() {
+    let pool = manual(Vec::<u8>::new);
+    let mut buf = pool.get();
+    buf.reserve(1000);
+    let ptr = buf.as_ptr();
+    drop(buf);
+    let buf = pool.get();
+    assert_eq!(buf.as_ptr(), ptr, "the same allocation comes back");
+    assert!(buf.capacity() >= 1000);
+    let stats = pool.stats();
+    assert_eq!((stats.created, stats.reused, stats.returned), (1, 1, 1));
+}
+
+#[test]
+fn stash_is_lifo() {
+    let pool = manual(|| 0u32);
+    pool.put(1);
+    pool.put(2);
+    pool.put(3);
+    let (a, b, c) = (pool.get(), pool.get(), pool.get());
+    assert_eq!((*a, *b, *c), (3, 2, 1));
+}
+
+#[test]
+fn with_returns_the_closures_value_and_the_object() {
+    let pool = manual(String::new);
+    let len = pool.with(|s| {
+        s.push_str("hello");
+        s.len()
+    });
+    assert_eq!(len, 5);
+    assert_eq!(pool.stats().idle, 1);
+    // Not reset by a plain closure recycler: the next user sees it.
+    pool.with(|s| assert_eq!(s, "hello"));
+}
+
+#[test]
+fn with_nests() {
+    let pool = manual(|| 0u8);
+    let total = pool.with(|a| {
+        *a = 1;
+        pool.with(|b| {
+            *b = 2;
+            pool.with(|c| *a + *b + *c)
+        })
+    });
+    assert_eq!(total, 3);
+    assert_eq!(pool.stats().created, 3);
+    assert_eq!(pool.stats().idle, 3);
+}
+
+struct Resetting;
+
+impl Recycle<Vec<u8>> for Resetting {
+    fn create(&self) -> Vec<u8> {
+        Vec::with_capacity(16)
+    }
+
+    fn recycle(&self, buf: &mut Vec<u8>) -> bool {
+        buf.clear();
+        buf.capacity() <= 64
+    }
+}
+
+#[test]
+fn recycle_resets_and_rejects() {
+    let pool = LocalPool::builder(Resetting).manual_sweep().build();
+    pool.with(|buf| buf.extend_from_slice(b"secret"));
+    pool.with(|buf| assert!(buf.is_empty(), "reset on return"));
+    pool.with(|buf| buf.extend_from_slice(&[0; 1000])); // grows past 64
+    let stats = pool.stats();
+    assert_eq!(stats.rejected, 1);
+    assert_eq!(stats.returned, 2);
+    assert_eq!(stats.idle, 0);
+    assert!(pool.get().capacity() <= 64, "the big buffer was not kept");
+}
+
+#[test]
+fn put_passes_through_recycle() {
+    let pool = LocalPool::builder(Resetting).manual_sweep().build();
+    pool.put(b"left over".to_vec());
+    assert!(pool.get().is_empty());
+    pool.put(vec![1; 100]);
+    assert_eq!(pool.stats().rejected, 1);
+}
+
+#[test]
+fn into_inner_keeps_the_object_out_of_the_pool() {
+    let ledger = Ledger::new();
+    let l = Arc::clone(&ledger);
+    let pool = LocalPool::builder(move || l.make()).manual_sweep().build();
+    let kept = Pooled::into_inner(pool.get());
+    assert_eq!(pool.stats().idle, 0);
+    assert_eq!(pool.stats().returned, 0);
+    assert_eq!(ledger.dropped(), 0);
+    drop(kept);
+    assert_eq!(ledger.dropped(), 1);
+}
+
+#[test]
+fn owned_guard_is_static_and_send() {
+    fn assert_static_send<X: Send + 'static>(_: &X) {}
+    let pool = Arc::new(manual(|| vec![1u8; 8]));
+    let guard = pool.get_owned();
+    assert_static_send(&guard);
+    let len = std::thread::spawn(move || guard.len()).join().unwrap();
+    assert_eq!(len, 8);
+    // Dropped on the other thread, into that thread's stash, which was
+    // handed to the overflow when that thread exited.
+    assert_eq!(pool.stats().returned, 1);
+    assert_eq!(pool.stats().idle, 1);
+    let kept = PooledOwned::into_inner(pool.get_owned());
+    assert_eq!(kept, vec![1u8; 8]);
+    assert_eq!(pool.stats().reused, 1);
+    assert_eq!(Arc::strong_count(&pool), 1, "into_inner released the pool");
+}
+
+#[test]
+fn local_capacity_bounds_the_stash_and_spills_to_the_overflow() {
+    let pool = LocalPool::builder(|| 0u32)
+        .local_capacity(4)
+        .max_idle(3)
+        .manual_sweep()
+        .build();
+    for i in 0..10 {
+        pool.put(i);
+    }
+    let stats = pool.stats();
+    assert_eq!(stats.idle, 7, "4 in the stash + 3 in the overflow");
+    assert_eq!(stats.returned, 7);
+    assert_eq!(stats.rejected, 3);
+    let mut got: Vec<u32> = (0..7).map(|_| Pooled::into_inner(pool.get())).collect();
+    got.sort_unstable();
+    assert_eq!(pool.stats().created, 0);
+    assert_eq!(got.len(), 7);
+    got.dedup();
+    assert_eq!(got.len(), 7, "no object handed out twice");
+}
+
+#[test]
+fn zero_local_capacity_shares_everything() {
+    let pool = LocalPool::builder(|| 7u8)
+        .local_capacity(0)
+        .manual_sweep()
+        .build();
+    pool.put(1);
+    pool.put(2);
+    assert_eq!(pool.stats().idle, 2);
+    let got = std::thread::scope(|s| {
+        s.spawn(|| {
+            (
+                Pooled::into_inner(pool.get()),
+                Pooled::into_inner(pool.get()),
+            )
+        })
+        .join()
+        .unwrap()
+    });
+    assert_eq!(
+        got,
+        (1, 2),
+        "FIFO through the overflow, reachable from any thread"
+    );
+}
+
+#[test]
+fn zero_max_idle_keeps_stashes_only() {
+    let pool = LocalPool::builder(|| 0u8)
+        .local_capacity(2)
+        .max_idle(0)
+        .manual_sweep()
+        .build();
+    for i in 0..5 {
+        pool.put(i);
+    }
+    let stats = pool.stats();
+    assert_eq!((stats.idle, stats.rejected), (2, 3));
+}
+
+#[test]
+fn zero_capacity_everywhere_rejects_every_return() {
+    let ledger = Ledger::new();
+    let l = Arc::clone(&ledger);
+    let pool = LocalPool::builder(move || l.make())
+        .local_capacity(0)
+        .max_idle(0)
+        .manual_sweep()
+        .build();
+    pool.with(|_| ());
+    pool.with(|_| ());
+    let stats = pool.stats();
+    assert_eq!((stats.created, stats.rejected, stats.idle), (2, 2, 0));
+    assert_eq!(ledger.dropped(), 2);
+}
+
+#[test]
+fn zero_sized_objects() {
+    let pool = manual(|| ());
+    for _ in 0..1000 {
+        pool.put(());
+    }
+    pool.with(|unit| *unit = ());
+    let stats = pool.stats();
+    assert_eq!(stats.returned, 1001);
+    assert_eq!(stats.idle, 1000);
+}
+
+#[test]
+fn victim_rule_one_sweep_survives_two_drop() {
+    let ledger = Ledger::new();
+    let l = Arc::clone(&ledger);
+    let pool = LocalPool::builder(move || l.make()).manual_sweep().build();
+    pool.with(|_| ());
+    pool.sweep();
+    assert_eq!(pool.stats().idle, 1, "survives one sweep");
+    assert_eq!(ledger.dropped(), 0);
+    pool.sweep();
+    assert_eq!(pool.stats().idle, 0, "dropped by the second");
+    assert_eq!(pool.stats().trimmed, 1);
+    assert_eq!(ledger.dropped(), 1, "dropped before sweep returned");
+}
+
+#[test]
+fn victim_rule_use_renews_an_object() {
+    let ledger = Ledger::new();
+    let l = Arc::clone(&ledger);
+    let pool = LocalPool::builder(move || l.make()).manual_sweep().build();
+    pool.with(|_| ());
+    for _ in 0..5 {
+        pool.sweep();
+        pool.with(|_| ()); // taken and returned between sweeps: stays
+    }
+    assert_eq!((pool.stats().created, ledger.dropped()), (1, 0));
+    pool.sweep();
+    pool.sweep();
+    assert_eq!(ledger.dropped(), 1);
+}
+
+#[test]
+fn victim_rule_holds_in_the_overflow() {
+    // Go's TestPool: put many so they spill to the shared part, one GC keeps
+    // them (victim cache), the second drops them.
+    let ledger = Ledger::new();
+    let l = Arc::clone(&ledger);
+    let pool = LocalPool::builder(move || l.make())
+        .local_capacity(8)
+        .manual_sweep()
+        .build();
+    for _ in 0..100 {
+        pool.put(ledger.make());
+    }
+    assert_eq!(pool.stats().idle, 100);
+    pool.sweep();
+    assert_eq!(pool.stats().idle, 100);
+    let got = pool.get();
+    assert_eq!(
+        pool.stats().created,
+        0,
+        "served from the victims after one sweep"
+    );
+    drop(got);
+    pool.sweep();
+    pool.sweep();
+    assert_eq!(pool.stats().idle, 0);
+    assert_eq!(ledger.live(), 0);
+    assert!(
+        Pooled::into_inner(pool.get()).id >= 100,
+        "a new object after two sweeps"
+    );
+}
+
+#[test]
+fn victims_that_spill_keep_their_age() {
+    let ledger = Ledger::new();
+    let l = Arc::clone(&ledger);
+    let pool = LocalPool::builder(move || l.make())
+        .local_capacity(4)
+        .manual_sweep()
+        .build();
+    for _ in 0..4 {
+        pool.put(ledger.make());
+    }
+    pool.sweep(); // 4 victims in the stash
+    for _ in 0..4 {
+        pool.put(ledger.make()); // spills the victims to the overflow
+    }
+    assert_eq!(pool.stats().idle, 8);
+    pool.sweep();
+    assert_eq!(
+        pool.stats().idle,
+        4,
+        "the old four died at their second sweep"
+    );
+    pool.sweep();
+    assert_eq!(pool.stats().idle, 0);
+    assert_eq!(ledger.live(), 0);
+}
+
+#[test]
+fn sweep_of_an_unused_pool_is_harmless() {
+    let pool: LocalPool<u8> = manual(|| 0);
+    pool.sweep();
+    pool.sweep();
+    assert_eq!(pool.stats(), Stats::default());
+}
+
+#[test]
+fn dropping_the_pool_drops_every_object() {
+    let ledger = Ledger::new();
+    let l = Arc::clone(&ledger);
+    let pool = LocalPool::builder(move || l.make())
+        .local_capacity(2)
+        .manual_sweep()
+        .build();
+    for _ in 0..10 {
+        pool.put(ledger.make());
+    }
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            for _ in 0..3 {
+                pool.put(ledger.make());
+            }
+        });
+    });
+    assert_eq!(ledger.live(), 13);
+    drop(pool);
+    assert_eq!(ledger.live(), 0);
+}
+
+#[test]
+fn create_panic_leaves_the_pool_usable() {
+    let calls = AtomicUsize::new(0);
+    let pool = LocalPool::builder(|| {
+        if calls.fetch_add(1, Ordering::SeqCst) == 0 {
+            panic!("first create fails");
+        }
+        5u8
+    })
+    .manual_sweep()
+    .build();
+    assert!(catch_unwind(AssertUnwindSafe(|| pool.get())).is_err());
+    assert_eq!(pool.stats().created, 0);
+    assert_eq!(*pool.get(), 5);
+    assert_eq!(pool.stats().created, 1);
+}
+
+struct PanicsOnRecycle;
+
+impl Recycle<common::Tracked> for PanicsOnRecycle {
+    fn create(&self) -> common::Tracked {
+        unreachable!()
+    }
+
+    fn recycle(&self, value: &mut common::Tracked) -> bool {
+        if value.id % 2 == 0 {
+            panic!("recycle panics on even ids");
+        }
+        true
+    }
+}
+
+#[test]
+fn recycle_panic_drops_the_object_and_counts_it_rejected() {
+    let ledger = Ledger::new();
+    let pool = LocalPool::builder(PanicsOnRecycle).manual_sweep().build();
+    let even = ledger.make();
+    let odd = ledger.make();
+    assert!(catch_unwind(AssertUnwindSafe(|| pool.put(even))).is_err());
+    assert_eq!(ledger.dropped(), 1);
+    pool.put(odd);
+    let stats = pool.stats();
+    assert_eq!((stats.rejected, stats.returned, stats.idle), (1, 1, 1));
+    drop(pool);
+    assert_eq!(ledger.live(), 0);
+}
+
+#[test]
+fn with_panic_drops_the_object_and_keeps_the_pool_usable() {
+    let ledger = Ledger::new();
+    let l = Arc::clone(&ledger);
+    let pool = LocalPool::builder(move || l.make()).manual_sweep().build();
+    pool.with(|_| ());
+    let result = catch_unwind(AssertUnwindSafe(|| {
+        pool.with(|_| panic!("user code fails"))
+    }));
+    assert!(result.is_err());
+    assert_eq!(ledger.dropped(), 1, "the object in use was dropped");
+    assert_eq!(pool.stats().idle, 0);
+    pool.with(|_| ());
+    assert_eq!(pool.stats().idle, 1);
+}
+
+#[test]
+fn guard_dropped_while_panicking_is_not_pooled() {
+    let ledger = Ledger::new();
+    let l = Arc::clone(&ledger);
+    let pool = LocalPool::builder(move || l.make()).manual_sweep().build();
+    let result = catch_unwind(AssertUnwindSafe(|| {
+        let _guard = pool.get();
+        panic!("while holding a guard");
+    }));
+    assert!(result.is_err());
+    assert_eq!(ledger.dropped(), 1);
+    assert_eq!(pool.stats().idle, 0);
+}
+
+#[test]
+fn stats_add_up() {
+    let pool = LocalPool::builder(|| 0u64)
+        .local_capacity(3)
+        .max_idle(2)
+        .manual_sweep()
+        .build();
+    let held: Vec<_> = (0..8).map(|_| pool.get()).collect();
+    drop(held);
+    pool.with(|_| ());
+    pool.sweep();
+    pool.sweep();
+    let s = pool.stats();
+    assert_eq!(s.created, 8);
+    assert_eq!(s.reused, 1);
+    assert_eq!(s.returned + s.rejected, 9);
+    assert_eq!(s.idle as u64, s.returned - s.reused - s.trimmed);
+    assert_eq!(s.idle, 0);
+    assert!((s.hit_rate() - 1.0 / 9.0).abs() < 1e-9);
+}
+
+static STATIC_POOL: LocalPool<Vec<u8>> = LocalPool::new(|| Vec::with_capacity(128));
+
+#[test]
+fn static_pool_works_from_many_threads() {
+    std::thread::scope(|s| {
+        for _ in 0..4 {
+            s.spawn(|| {
+                for _ in 0..100 {
+                    STATIC_POOL.with(|buf| {
+                        buf.clear();
+                        buf.push(1);
+                    });
+                }
+            });
+        }
+    });
+    let stats = STATIC_POOL.stats();
+    assert_eq!(stats.created + stats.reused, 400);
+    assert!(stats.created <= 4, "each thread reuses its own: {stats:?}");
+}
+
+#[test]
+fn debug_output_is_informative() {
+    let pool = LocalPool::builder(|| 1u8)
+        .local_capacity(9)
+        .manual_sweep()
+        .build();
+    let guard = pool.get();
+    assert_eq!(format!("{guard:?}"), "1");
+    let text = format!("{pool:?}");
+    assert!(text.contains("local_capacity: 9"), "{text}");
+    assert!(text.contains("stats"), "{text}");
+    let builder = LocalPool::builder(|| 1u8).max_idle(3);
+    assert!(format!("{builder:?}").contains("max_idle: 3"));
+}
+
+#[test]
+#[should_panic(expected = "sweep interval must be non-zero")]
+fn zero_sweep_interval_is_refused() {
+    let _ = LocalPool::builder(|| 0u8).sweep_every(std::time::Duration::ZERO);
+}
+
+#[test]
+fn default_pool_uses_default() {
+    let pool: LocalPool<String> = LocalPool::default();
+    assert_eq!(*pool.get(), "");
+}

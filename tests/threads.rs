@@ -1,0 +1,332 @@
+//! `LocalPool` across threads: hand-off through the overflow, sweeps that
+//! reach every thread's stash, thread exit, background sweeping, and a stress
+//! run that checks no object is lost or shared.
+
+mod common;
+
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc, Barrier};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use common::{Ledger, Tracked};
+use stashpool::{LocalPool, Pooled, PooledOwned};
+
+fn tracked_pool(ledger: &Arc<Ledger>) -> LocalPool<Tracked, impl Fn() -> Tracked> {
+    let l = Arc::clone(ledger);
+    LocalPool::builder(move || l.make()).manual_sweep().build()
+}
+
+/// Polls `cond` until it holds or `limit` passes; the test then asserts on
+/// the condition itself, never on how long it took.
+fn eventually(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < limit {
+        if cond() {
+            return true;
+        }
+        thread::sleep(Duration::from_millis(2));
+    }
+    cond()
+}
+
+#[test]
+fn put_on_a_joined_thread_is_got_on_another() {
+    let ledger = Ledger::new();
+    let pool = Arc::new(tracked_pool(&ledger));
+    let p = Arc::clone(&pool);
+    let l = Arc::clone(&ledger);
+    thread::spawn(move || p.put(l.make())).join().unwrap();
+    // The exiting thread handed its stash to the overflow.
+    let got = pool.get();
+    assert_eq!(got.id, 0);
+    assert_eq!(pool.stats().created, 0);
+    assert_eq!(pool.stats().reused, 1);
+}
+
+#[test]
+fn sweeps_reach_exited_threads() {
+    // Go's TestPoolRelease shape: objects returned on many threads that are
+    // gone are all dropped by two sweeps.
+    let ledger = Ledger::new();
+    let pool = tracked_pool(&ledger);
+    thread::scope(|s| {
+        for _ in 0..8 {
+            s.spawn(|| {
+                let held: Vec<_> = (0..20).map(|_| pool.get()).collect();
+                drop(held);
+            });
+        }
+    });
+    assert_eq!(pool.stats().idle, ledger.live());
+    assert!(ledger.live() > 0);
+    pool.sweep();
+    pool.sweep();
+    assert_eq!(ledger.live(), 0);
+    assert_eq!(pool.stats().idle, 0);
+}
+
+#[test]
+fn sweeps_reach_blocked_threads() {
+    let ledger = Ledger::new();
+    let pool = tracked_pool(&ledger);
+    let (stashed_tx, stashed_rx) = mpsc::channel();
+    let (go_tx, go_rx) = mpsc::channel::<()>();
+    let pool = &pool;
+    thread::scope(|s| {
+        let worker = s.spawn(move || {
+            let held: Vec<_> = (0..10).map(|_| pool.get()).collect();
+            drop(held); // 10 objects in this thread's private stash
+            stashed_tx.send(()).unwrap();
+            go_rx.recv().unwrap(); // blocked while main sweeps
+                                   // Its stash was emptied: a get now makes a new object.
+            let fresh = pool.get();
+            fresh.id
+        });
+        stashed_rx.recv().unwrap();
+        assert_eq!(ledger.live(), 10);
+        pool.sweep();
+        assert_eq!(ledger.live(), 10, "survive one sweep");
+        pool.sweep();
+        assert_eq!(
+            ledger.live(),
+            0,
+            "dropped by the second, thread still blocked"
+        );
+        go_tx.send(()).unwrap();
+        assert_eq!(worker.join().unwrap(), 10);
+    });
+}
+
+#[test]
+fn objects_flow_from_returning_threads_to_getting_threads() {
+    // One thread only gets, the other only returns (a pipeline): the
+    // returner's stash spills into the overflow and the getter takes batches
+    // from it, so few objects are ever made.
+    let pool = Arc::new(
+        LocalPool::builder((|| vec![0u8; 1024]) as fn() -> Vec<u8>)
+            .local_capacity(16)
+            .manual_sweep()
+            .build(),
+    );
+    let (tx, rx) = mpsc::sync_channel::<PooledOwned<Vec<u8>, fn() -> Vec<u8>>>(8);
+    let producer = {
+        let pool = Arc::clone(&pool);
+        thread::spawn(move || {
+            for i in 0..20_000u32 {
+                let mut buf = pool.get_owned();
+                buf[0] = i as u8;
+                tx.send(buf).unwrap();
+            }
+        })
+    };
+    let consumer = thread::spawn(move || {
+        let mut n = 0;
+        for buf in rx {
+            n += usize::from(buf[0] == (n as u8));
+            drop(buf);
+        }
+        n
+    });
+    producer.join().unwrap();
+    assert_eq!(consumer.join().unwrap(), 20_000, "in order, each once");
+    let stats = pool.stats();
+    assert_eq!(stats.created + stats.reused, 20_000);
+    assert!(
+        stats.created < 200,
+        "objects were recycled across threads: {stats:?}"
+    );
+    assert_eq!(stats.idle as u64, stats.created, "all back in the pool");
+}
+
+#[test]
+fn dropping_the_pool_drops_objects_of_exited_and_live_threads() {
+    let ledger = Ledger::new();
+    let pool = tracked_pool(&ledger);
+    let (stashed_tx, stashed_rx) = mpsc::channel();
+    let (go_tx, go_rx) = mpsc::channel::<()>();
+    let pool = Arc::new(pool);
+    let live = {
+        let pool = Arc::clone(&pool);
+        thread::spawn(move || {
+            pool.with(|_| ());
+            stashed_tx.send(()).unwrap();
+            drop(pool);
+            go_rx.recv().unwrap();
+        })
+    };
+    {
+        let pool = Arc::clone(&pool);
+        thread::spawn(move || pool.with(|_| ())).join().unwrap();
+    }
+    stashed_rx.recv().unwrap();
+    pool.with(|_| ());
+    assert!(ledger.live() >= 2);
+    let Ok(pool) = Arc::try_unwrap(pool) else {
+        panic!("the live thread let go of the pool");
+    };
+    drop(pool);
+    assert_eq!(ledger.live(), 0);
+    go_tx.send(()).unwrap();
+    live.join().unwrap();
+}
+
+#[test]
+fn background_sweeper_trims_an_idle_pool() {
+    let ledger = Ledger::new();
+    let l = Arc::clone(&ledger);
+    let pool = LocalPool::builder(move || l.make())
+        .sweep_every(Duration::from_millis(5))
+        .build();
+    let held: Vec<_> = (0..50).map(|_| pool.get()).collect();
+    drop(held);
+    assert_eq!(pool.stats().idle, 50);
+    assert!(
+        eventually(Duration::from_secs(20), || ledger.live() == 0),
+        "the sweeper emptied the idle pool: {:?}",
+        pool.stats()
+    );
+    assert_eq!(pool.stats().trimmed, 50);
+    assert_eq!(pool.stats().idle, 0);
+}
+
+#[test]
+fn background_sweeper_serves_many_pools_and_forgets_dropped_ones() {
+    let ledger = Ledger::new();
+    let pools: Vec<_> = (0..10)
+        .map(|_| {
+            let l = Arc::clone(&ledger);
+            LocalPool::builder(move || l.make())
+                .sweep_every(Duration::from_millis(3))
+                .build()
+        })
+        .collect();
+    for pool in &pools {
+        pool.with(|_| ());
+    }
+    let mut pools = pools;
+    pools.truncate(5); // dropped pools leave the sweeper's list...
+    assert_eq!(ledger.live(), 5, "...and drop their objects at once");
+    assert!(eventually(Duration::from_secs(20), || ledger.live() == 0));
+    assert!(pools.iter().all(|p| p.stats().trimmed == 1));
+}
+
+type BoxedMaker = Box<dyn Fn() -> Tracked + Send + Sync>;
+
+thread_local! {
+    static HELD: RefCell<Option<PooledOwned<Tracked, BoxedMaker>>> = const { RefCell::new(None) };
+}
+
+#[test]
+fn guards_dropped_by_thread_local_destructors_are_handled() {
+    let ledger = Ledger::new();
+    let l = Arc::clone(&ledger);
+    let make: BoxedMaker = Box::new(move || l.make());
+    let pool = Arc::new(LocalPool::builder(make).manual_sweep().build());
+    for _ in 0..4 {
+        let pool = Arc::clone(&pool);
+        thread::spawn(move || {
+            // `HELD` is registered before the pool's own thread-locals, so
+            // it is destroyed after them: its guard is returned while the
+            // thread is being torn down.
+            HELD.with(|held| *held.borrow_mut() = Some(pool.get_owned()));
+        })
+        .join()
+        .unwrap();
+    }
+    let stats = pool.stats();
+    assert_eq!(stats.created + stats.reused, 4);
+    // Returned to the overflow even though the thread was being torn down,
+    // so the next thread could reuse it.
+    assert_eq!(stats.returned, 4, "{stats:?}");
+    assert!(stats.reused >= 1, "{stats:?}");
+    assert_eq!(stats.idle, ledger.live());
+    drop(Arc::try_unwrap(pool).ok().unwrap());
+    assert_eq!(ledger.live(), 0);
+}
+
+#[test]
+fn stress_nothing_lost_nothing_shared() {
+    const THREADS: usize = 4;
+    const ROUNDS: usize = 6;
+    let ops = if cfg!(debug_assertions) {
+        20_000
+    } else {
+        100_000
+    };
+    let ledger = Ledger::new();
+    let l = Arc::clone(&ledger);
+    let pool = LocalPool::builder(move || l.make())
+        .local_capacity(8)
+        .max_idle(64)
+        .manual_sweep()
+        .build();
+    let stop = AtomicBool::new(false);
+    let sweeps = AtomicUsize::new(0);
+    thread::scope(|s| {
+        // A sweeper racing every round.
+        s.spawn(|| {
+            while !stop.load(Ordering::Relaxed) {
+                pool.sweep();
+                sweeps.fetch_add(1, Ordering::Relaxed);
+                thread::yield_now();
+            }
+        });
+        // Threads come and go: each round starts fresh threads.
+        for round in 0..ROUNDS {
+            let barrier = Barrier::new(THREADS);
+            thread::scope(|s| {
+                for t in 0..THREADS {
+                    let (pool, barrier) = (&pool, &barrier);
+                    s.spawn(move || {
+                        barrier.wait();
+                        let mut rng = (round * 31 + t) as u64 | 1;
+                        let mut held: Vec<Pooled<'_, Tracked, _>> = Vec::new();
+                        for _ in 0..ops {
+                            rng ^= rng << 13;
+                            rng ^= rng >> 7;
+                            rng ^= rng << 17;
+                            match rng % 6 {
+                                0 | 1 => {
+                                    let g = pool.get();
+                                    g.acquire();
+                                    held.push(g);
+                                }
+                                2 | 3 => {
+                                    if let Some(g) = held.pop() {
+                                        g.release();
+                                    }
+                                }
+                                4 => pool.with(|obj| {
+                                    obj.acquire();
+                                    obj.release();
+                                }),
+                                _ => {
+                                    if let Some(g) = held.pop() {
+                                        g.release();
+                                        drop(Pooled::into_inner(g));
+                                    }
+                                }
+                            }
+                        }
+                        for g in held {
+                            g.release();
+                        }
+                    });
+                }
+            });
+        }
+        stop.store(true, Ordering::Relaxed);
+    });
+    assert!(sweeps.load(Ordering::Relaxed) > 0);
+    let stats = pool.stats();
+    assert_eq!(stats.created as usize, ledger.made(), "{stats:?}");
+    assert_eq!(
+        stats.idle,
+        ledger.live(),
+        "every live object is pooled: {stats:?}"
+    );
+    drop(pool);
+    assert_eq!(ledger.live(), 0, "every object dropped exactly once");
+}
