@@ -67,6 +67,11 @@ mod stats;
 mod sweeper;
 mod sync;
 
+// The README's examples run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
+
 pub use guard::{Pooled, PooledOwned};
 pub use pool::{
     Builder, LocalPool, DEFAULT_LOCAL_CAPACITY, DEFAULT_SWEEP_INTERVAL, MIN_SWEEP_INTERVAL,
