@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Runs stashpool's loom models (loom-tests/).
+#
+#   ./loom.sh                      every model, 2 preemptions (what CI runs)
+#   ./loom.sh sweep_races_owner    one model, by name filter
+#   LOOM_MAX_PREEMPTIONS=3 ./loom.sh    a deeper search
+#   DEBUG=1 ./loom.sh NAME         replay-friendly: logs, locations of the
+#                                  failing accesses, and a checkpoint file
+#                                  (target/loom/NAME.checkpoint) to resume
+#                                  or replay a failing interleaving
+set -euo pipefail
+cd "$(dirname "$0")"
+
+export RUSTFLAGS="${RUSTFLAGS:-} --cfg loom"
+export LOOM_MAX_PREEMPTIONS="${LOOM_MAX_PREEMPTIONS:-2}"
+filter="${1:-}"
+
+if [ -n "${DEBUG:-}" ]; then
+    export LOOM_LOG="${LOOM_LOG:-trace}"
+    export LOOM_LOCATION=1
+    export LOOM_CHECKPOINT_INTERVAL="${LOOM_CHECKPOINT_INTERVAL:-1}"
+    export LOOM_CHECKPOINT_FILE="${LOOM_CHECKPOINT_FILE:-target/loom/${filter:-all}.checkpoint}"
+    export RUST_BACKTRACE=1
+    mkdir -p target/loom
+fi
+
+# Every [[test]] target whose source is in loom-tests/.
+tests=()
+for name in $(awk '/^\[\[test\]\]/ { name = "" }
+                   /^name *=/ { gsub(/[" ]/, "", $3); name = $3 }
+                   /^path *= *"loom-tests\// { print name }' Cargo.toml); do
+    tests+=(--test "$name")
+done
+
+# A separate target directory: `--cfg loom` rebuilds every dependency.
+exec cargo test --release --target-dir target/loom "${tests[@]}" -- ${filter:+"$filter"} --test-threads="${LOOM_TEST_THREADS:-2}"
