@@ -1,21 +1,18 @@
-//! Guards that hand a pooled object out and give it back when dropped.
+//! Guards that lend a pooled object out and give it back when dropped.
 //!
-//! A guard keeps its object in a `ManuallyDrop` rather than an `Option`, and
-//! gives it back by pointer (`LocalPool::give_back_from`), so the object is
-//! copied from the guard into the stash as one block of memory, the same way
-//! `get` copied it out. An `Option` makes the compiler inspect the object's
-//! first word (the niche) and store it back word by word; the next `get` then
-//! loads that slot with one wide load, which the CPU cannot forward from
-//! several narrow stores still in flight, and stalls for a dozen cycles. On
-//! the get-write-return loop that stall costs more than the rest of the pool.
+//! A guard holds the pointer of the object's node (`node.rs`): it is one
+//! word (`Pooled`) or two (`PooledOwned`), however large the object, and
+//! moving it around moves a pointer. The node records which pool lent it.
 
 use std::fmt;
+use std::marker::PhantomData;
 use std::mem::ManuallyDrop;
 use std::ops::{Deref, DerefMut};
-use std::ptr;
+use std::ptr::NonNull;
 use std::sync::Arc;
 use std::thread;
 
+use crate::node::Node;
 use crate::{LocalPool, Recycle};
 
 /// A pooled object, returned to its pool (through `recycle`) on drop.
@@ -37,17 +34,27 @@ use crate::{LocalPool, Recycle};
 /// assert_eq!(pool.stats().idle, 0);
 /// ```
 pub struct Pooled<'a, T: Send + 'static, R: Recycle<T>> {
-    pool: &'a LocalPool<T, R>,
-    /// Always initialised; taken only by `drop` or `into_inner`.
-    value: ManuallyDrop<T>,
+    /// The lent node, owned by this guard (from `Box::into_raw`); its
+    /// `lender` is the pool this guard borrows.
+    node: NonNull<Node<T>>,
+    /// Borrows the pool and owns a `T`.
+    _owns: PhantomData<(&'a LocalPool<T, R>, T)>,
 }
+
+// SAFETY: a `Pooled` is a `Box<Node<T>>` plus a `&LocalPool<T, R>`: it may
+// move to another thread when both may (`T: Send`, `LocalPool: Sync`), and
+// be shared when both may.
+unsafe impl<T: Send, R: Recycle<T> + Sync> Send for Pooled<'_, T, R> {}
+// SAFETY: as above.
+unsafe impl<T: Send + Sync, R: Recycle<T> + Sync> Sync for Pooled<'_, T, R> {}
 
 impl<'a, T: Send + 'static, R: Recycle<T>> Pooled<'a, T, R> {
     #[inline(always)]
-    pub(crate) fn new(pool: &'a LocalPool<T, R>, value: T) -> Self {
+    pub(crate) fn new(pool: &'a LocalPool<T, R>, mut node: Box<Node<T>>) -> Self {
+        node.lender = (pool as *const LocalPool<T, R>).cast();
         Self {
-            pool,
-            value: ManuallyDrop::new(value),
+            node: NonNull::from(Box::leak(node)),
+            _owns: PhantomData,
         }
     }
 
@@ -56,15 +63,37 @@ impl<'a, T: Send + 'static, R: Recycle<T>> Pooled<'a, T, R> {
     /// An associated function rather than a method, so it cannot shadow a
     /// method of `T`.
     pub fn into_inner(this: Self) -> T {
-        let mut this = ManuallyDrop::new(this);
-        // SAFETY: `this` is never used or dropped again, so the value is
-        // moved out exactly once; the pool reference needs no drop.
-        unsafe { ManuallyDrop::take(&mut this.value) }
+        let this = ManuallyDrop::new(this);
+        // SAFETY: the node came from `Box::leak` and `this` will not drop,
+        // so the box is rebuilt once.
+        unsafe { Box::from_raw(this.node.as_ptr()) }.value
     }
 
     /// The pool this object came from.
     pub fn pool(this: &Self) -> &'a LocalPool<T, R> {
-        this.pool
+        // SAFETY: `lender` was set from the `&'a LocalPool` this guard
+        // borrows, which cannot move or drop while the guard lives.
+        unsafe { &*this.node.as_ref().lender.cast::<LocalPool<T, R>>() }
+    }
+
+    fn value(&self) -> &T {
+        // SAFETY: the guard owns the node (see `node`).
+        unsafe { &self.node.as_ref().value }
+    }
+
+    fn value_mut(&mut self) -> &mut T {
+        // SAFETY: the guard owns the node, and `&mut self` is unique.
+        unsafe { &mut self.node.as_mut().value }
+    }
+}
+
+impl<T: Send + 'static, R: Recycle<T>> Drop for Pooled<'_, T, R> {
+    #[inline(always)]
+    fn drop(&mut self) {
+        let pool = Pooled::pool(self);
+        // SAFETY: the node came from `Box::leak`; this is its one rebuild.
+        let node = unsafe { Box::from_raw(self.node.as_ptr()) };
+        give_back(pool, node);
     }
 }
 
@@ -91,28 +120,33 @@ impl<'a, T: Send + 'static, R: Recycle<T>> Pooled<'a, T, R> {
 /// assert_eq!(kept.len(), 8);
 /// ```
 pub struct PooledOwned<T: Send + 'static, R: Recycle<T>> {
-    pool: Arc<LocalPool<T, R>>,
-    /// Always initialised; taken only by `drop` or `into_inner`.
-    value: ManuallyDrop<T>,
+    /// The lent node, owned by this guard (from `Box::into_raw`).
+    node: NonNull<Node<T>>,
+    pool: ManuallyDrop<Arc<LocalPool<T, R>>>,
 }
+
+// SAFETY: a `PooledOwned` is a `Box<Node<T>>` plus an `Arc<LocalPool<T, R>>`.
+unsafe impl<T: Send, R: Recycle<T> + Send + Sync> Send for PooledOwned<T, R> {}
+// SAFETY: as above.
+unsafe impl<T: Send + Sync, R: Recycle<T> + Send + Sync> Sync for PooledOwned<T, R> {}
 
 impl<T: Send + 'static, R: Recycle<T>> PooledOwned<T, R> {
     #[inline(always)]
-    pub(crate) fn new(pool: Arc<LocalPool<T, R>>, value: T) -> Self {
+    pub(crate) fn new(pool: Arc<LocalPool<T, R>>, node: Box<Node<T>>) -> Self {
         Self {
-            pool,
-            value: ManuallyDrop::new(value),
+            node: NonNull::from(Box::leak(node)),
+            pool: ManuallyDrop::new(pool),
         }
     }
 
     /// Keeps the object; it will not go back to the pool.
     pub fn into_inner(this: Self) -> T {
         let mut this = ManuallyDrop::new(this);
-        // SAFETY: `this` is never used or dropped again, so the value and
-        // the pool handle are each moved out exactly once.
+        // SAFETY: `this` will not drop, so the node's box is rebuilt and the
+        // pool handle taken exactly once.
         unsafe {
-            drop(ptr::read(&this.pool));
-            ManuallyDrop::take(&mut this.value)
+            drop(ManuallyDrop::take(&mut this.pool));
+            Box::from_raw(this.node.as_ptr()).value
         }
     }
 
@@ -120,12 +154,47 @@ impl<T: Send + 'static, R: Recycle<T>> PooledOwned<T, R> {
     pub fn pool(this: &Self) -> &Arc<LocalPool<T, R>> {
         &this.pool
     }
+
+    fn value(&self) -> &T {
+        // SAFETY: the guard owns the node (see `node`).
+        unsafe { &self.node.as_ref().value }
+    }
+
+    fn value_mut(&mut self) -> &mut T {
+        // SAFETY: the guard owns the node, and `&mut self` is unique.
+        unsafe { &mut self.node.as_mut().value }
+    }
+}
+
+impl<T: Send + 'static, R: Recycle<T>> Drop for PooledOwned<T, R> {
+    #[inline(always)]
+    fn drop(&mut self) {
+        // SAFETY: the node came from `Box::leak`, the pool handle from `new`;
+        // each is taken once, here.
+        let (node, pool) = unsafe {
+            (
+                Box::from_raw(self.node.as_ptr()),
+                ManuallyDrop::take(&mut self.pool),
+            )
+        };
+        give_back(&pool, node);
+    }
+}
+
+/// Returns a guard's node to `pool`, or drops it if this thread is
+/// panicking (the panic may have left the object half-modified).
+#[inline(always)]
+fn give_back<T: Send + 'static, R: Recycle<T>>(pool: &LocalPool<T, R>, node: Box<Node<T>>) {
+    if thread::panicking() {
+        drop(node);
+    } else {
+        pool.give_back(node);
+    }
 }
 
 // === shared impls ===
 
-/// The impls both guards share: `Deref`, `DerefMut`, `AsRef`, `AsMut`,
-/// `Debug`, and giving the object back on drop.
+/// `Deref`, `DerefMut`, `AsRef`, `AsMut` and `Debug`, for both guards.
 macro_rules! guard_impls {
     ($guard:ident $(<$lt:lifetime>)?) => {
         impl<$($lt,)? T: Send + 'static, R: Recycle<T>> Deref for $guard<$($lt,)? T, R> {
@@ -133,14 +202,14 @@ macro_rules! guard_impls {
 
             #[inline(always)]
             fn deref(&self) -> &T {
-                &self.value
+                self.value()
             }
         }
 
         impl<$($lt,)? T: Send + 'static, R: Recycle<T>> DerefMut for $guard<$($lt,)? T, R> {
             #[inline(always)]
             fn deref_mut(&mut self) -> &mut T {
-                &mut self.value
+                self.value_mut()
             }
         }
 
@@ -163,23 +232,14 @@ macro_rules! guard_impls {
                 fmt::Debug::fmt(&**self, f)
             }
         }
-
-        impl<$($lt,)? T: Send + 'static, R: Recycle<T>> Drop for $guard<$($lt,)? T, R> {
-            #[inline(always)]
-            fn drop(&mut self) {
-                if thread::panicking() {
-                    // A panic may have left the object half-modified.
-                    // SAFETY: the value is initialised (only `drop` and
-                    // `into_inner` take it, and `into_inner` skips `drop`).
-                    unsafe { ManuallyDrop::drop(&mut self.value) }
-                } else {
-                    // SAFETY: as above; the value is not touched again.
-                    unsafe { self.pool.give_back_from(&mut self.value) }
-                }
-            }
-        }
     };
 }
 
 guard_impls!(Pooled<'a>);
 guard_impls!(PooledOwned);
+
+// A `Pooled` is one pointer, whatever it holds.
+const _: () = assert!(
+    std::mem::size_of::<Pooled<'static, [u8; 4096], fn() -> [u8; 4096]>>()
+        == std::mem::size_of::<usize>()
+);

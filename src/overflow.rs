@@ -11,17 +11,18 @@
 //! overflow survives exactly one sweep, as it would in a stash, however long
 //! it travelled between stashes and the queue: the age travels with it.
 
+use crate::node::Node;
 use crate::sync::{AtomicUsize, Ordering, Queue};
 
 /// Objects of one age, moving between a stash and the overflow.
 pub(crate) struct Batch<T> {
-    pub(crate) items: Vec<T>,
+    pub(crate) items: Vec<Box<Node<T>>>,
     /// The sweep count at which these objects were last returned.
     pub(crate) stamp: u64,
 }
 
 impl<T> Batch<T> {
-    pub(crate) fn new(items: Vec<T>, stamp: u64) -> Self {
+    pub(crate) fn new(items: Vec<Box<Node<T>>>, stamp: u64) -> Self {
         Self { items, stamp }
     }
 }
@@ -90,7 +91,7 @@ impl<T> Overflow<T> {
     /// queued again behind it), so concurrent spills cannot keep it going.
     /// Batches taken by gets meanwhile are simply not seen; batches pushed
     /// meanwhile were returned during the sweep and count as younger.
-    pub(crate) fn trim(&self, epoch: u64, all: bool, dead: &mut Vec<T>) {
+    pub(crate) fn trim(&self, epoch: u64, all: bool, dead: &mut Vec<Box<Node<T>>>) {
         let mut kept = Vec::new();
         for _ in 0..self.queue.len() {
             let Some(mut batch) = self.queue.pop() else {
@@ -119,6 +120,14 @@ impl<T> Overflow<T> {
 mod tests {
     use super::*;
 
+    fn batch(value: u64, n: usize, stamp: u64) -> Batch<u64> {
+        Batch::new((0..n).map(|_| Node::boxed(value)).collect(), stamp)
+    }
+
+    fn values(nodes: &[Box<Node<u64>>]) -> Vec<u64> {
+        nodes.iter().map(|node| node.value).collect()
+    }
+
     #[test]
     fn reserve_respects_max_idle() {
         let overflow = Overflow::<u8>::new(5);
@@ -133,14 +142,14 @@ mod tests {
         let overflow = Overflow::new(usize::MAX);
         for stamp in 0..3 {
             let n = overflow.reserve(2);
-            overflow.push(Batch::new(vec![stamp; n], stamp));
+            overflow.push(batch(stamp, n, stamp));
         }
         let mut dead = Vec::new();
         overflow.trim(3, false, &mut dead); // drops stamps 0 and 1
-        assert_eq!(dead, [0, 0, 1, 1]);
+        assert_eq!(values(&dead), [0, 0, 1, 1]);
         assert_eq!(overflow.len(), 2);
         let survivor = overflow.pop().expect("stamp 2 survives");
-        assert_eq!((survivor.stamp, survivor.items), (2, vec![2, 2]));
+        assert_eq!((survivor.stamp, values(&survivor.items)), (2, vec![2, 2]));
         assert!(overflow.pop().is_none());
         assert_eq!(overflow.len(), 0);
     }
@@ -149,7 +158,7 @@ mod tests {
     fn trim_all_empties_the_queue() {
         let overflow = Overflow::new(usize::MAX);
         let n = overflow.reserve(4);
-        overflow.push(Batch::new(vec![7u32; n], 9));
+        overflow.push(batch(7, n, 9));
         let mut dead = Vec::new();
         overflow.trim(0, true, &mut dead);
         assert_eq!(dead.len(), 4);

@@ -2,11 +2,11 @@
 
 use std::fmt;
 use std::marker::PhantomData;
-use std::mem::{self, ManuallyDrop, MaybeUninit};
-use std::ptr;
+use std::mem;
 use std::time::Duration;
 
 use crate::guard::{Pooled, PooledOwned};
+use crate::node::Node;
 use crate::shared::Shared;
 use crate::stash::{Counters, Stash};
 use crate::sync::{Arc, OnceLock};
@@ -239,20 +239,11 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
         let Some(stash) = Shared::stash(shared) else {
             return self.with_stashless(shared, f);
         };
-        // The object stays in `slot` from the pop to the push: no moves.
-        let mut slot = MaybeUninit::uninit();
-        self.take_into(shared, stash, &mut slot);
-        let value = slot.as_mut_ptr();
-        // If `f` unwinds, the object is dropped, not pooled: it may be
-        // half-modified.
-        let unwinding = DropOnUnwind(value);
-        // SAFETY: `take_into` initialised `slot`, and nothing else refers
-        // to it while `f` runs.
-        let out = f(unsafe { &mut *value });
-        mem::forget(unwinding);
-        // SAFETY: initialised, and not touched after this; `stash` is this
-        // thread's, looked up on this thread by this call.
-        unsafe { self.return_to(shared, stash, value) };
+        let mut node = self.take_from(shared, stash);
+        // If `f` unwinds, `node` is dropped with this frame, not pooled: the
+        // object may be half-modified.
+        let out = f(&mut node.value);
+        self.return_to(shared, stash, node);
         out
     }
 
@@ -271,9 +262,7 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
     /// ```
     #[inline(always)]
     pub fn put(&self, value: T) {
-        let mut value = ManuallyDrop::new(value);
-        // SAFETY: `value` is initialised and not used again.
-        unsafe { self.give_back_from(&mut value) }
+        self.give_back(Node::boxed(value));
     }
 
     /// One sweep now: the analogue of one Go GC cycle for this pool.
@@ -362,97 +351,74 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
 
     /// Takes an object out of the pool, or makes one.
     #[inline(always)]
-    pub(crate) fn take(&self) -> T {
+    pub(crate) fn take(&self) -> Box<Node<T>> {
         let shared = self.shared();
         match Shared::stash(shared) {
-            Some(stash) => {
-                let mut value = MaybeUninit::uninit();
-                self.take_into(shared, stash, &mut value);
-                // SAFETY: `take_into` initialised it.
-                unsafe { value.assume_init() }
-            }
+            Some(stash) => self.take_from(shared, stash),
             None => self.create(&shared.orphans),
         }
     }
 
-    /// Initialises `slot` with an object from the pool or a new one.
     #[inline(always)]
-    fn take_into(&self, shared: &Shared<T>, stash: &Stash<T>, slot: &mut MaybeUninit<T>) {
-        // SAFETY: `slot` is valid for a write of `T`.
-        if !unsafe { shared.pop_into(stash, slot.as_mut_ptr()) } {
-            slot.write(self.take_slow(shared, stash));
+    fn take_from(&self, shared: &Shared<T>, stash: &Stash<T>) -> Box<Node<T>> {
+        match shared.pop(stash) {
+            Some(node) => node,
+            None => self.take_slow(shared, stash),
         }
     }
 
     #[cold]
-    fn take_slow(&self, shared: &Shared<T>, stash: &Stash<T>) -> T {
+    fn take_slow(&self, shared: &Shared<T>, stash: &Stash<T>) -> Box<Node<T>> {
         match shared.pop_overflow(stash) {
-            Some(value) => value,
+            Some(node) => node,
             None => self.create(&stash.counters),
         }
     }
 
     /// A new object, counted in `counters`.
     #[cold]
-    fn create<const S: bool>(&self, counters: &Counters<S>) -> T {
-        let value = self.recycler.create();
+    fn create<const S: bool>(&self, counters: &Counters<S>) -> Box<Node<T>> {
+        let node = Node::boxed(self.recycler.create());
         counters.created.bump();
-        value
+        node
     }
 
-    /// Returns an object to the pool through `recycle`, moving it out of
-    /// `value` in place (see `guard.rs` for why by pointer).
-    ///
-    /// # Safety
-    ///
-    /// `value` must be initialised, and the caller must neither use nor drop
-    /// it afterwards: it is moved into the pool or dropped here.
+    /// Returns an object to the pool through `recycle`.
     #[inline(always)]
-    pub(crate) unsafe fn give_back_from(&self, value: &mut ManuallyDrop<T>) {
+    pub(crate) fn give_back(&self, node: Box<Node<T>>) {
         let shared = self.shared();
-        let value: *mut T = &mut **value;
-        // SAFETY: forwarded from our caller.
-        unsafe {
-            match Shared::stash(shared) {
-                Some(stash) => self.return_to(shared, stash, value),
-                None => self.return_stashless(shared, value),
-            }
+        match Shared::stash(shared) {
+            Some(stash) => self.return_to(shared, stash, node),
+            None => self.return_stashless(shared, node),
         }
     }
 
-    /// `give_back_from`, into a stash already looked up.
-    ///
-    /// # Safety
-    ///
-    /// As `give_back_from`; `stash` must be this thread's stash in `shared`.
+    /// `give_back`, into this thread's stash, already looked up.
     #[inline(always)]
-    unsafe fn return_to(&self, shared: &Shared<T>, stash: &Stash<T>, value: *mut T) {
-        // SAFETY: forwarded from our caller.
-        if unsafe { self.recycle(&stash.counters, value) } {
-            // SAFETY: as above; `push_from` moves it out.
-            unsafe { shared.push_from(stash, value) }
+    fn return_to(&self, shared: &Shared<T>, stash: &Stash<T>, node: Box<Node<T>>) {
+        if let Some(node) = self.recycle(&stash.counters, node) {
+            shared.push(stash, node);
         }
     }
 
-    /// Passes a returned object through `recycle`; drops it (counting it
-    /// rejected) if refused or if `recycle` panics, and returns whether it
-    /// is to be kept.
-    ///
-    /// # Safety
-    ///
-    /// As `give_back_from`; if this returns `true`, the object is still
-    /// initialised and the caller must move it on.
+    /// Passes a returned object through `recycle`: the node, if kept; else
+    /// `None`, the object dropped and counted rejected (also if `recycle`
+    /// panics: the node then drops as the panic unwinds).
     #[inline(always)]
-    unsafe fn recycle<const S: bool>(&self, counters: &Counters<S>, value: *mut T) -> bool {
-        // Drops the object and counts it rejected if `recycle` panics, so
-        // nothing leaks and the counters still add up.
-        let unwinding = RejectOnUnwind { counters, value };
-        // SAFETY: `value` is initialised and exclusively ours (contract).
-        let keep = self.recycler.recycle(unsafe { &mut *value });
+    fn recycle<const S: bool>(
+        &self,
+        counters: &Counters<S>,
+        mut node: Box<Node<T>>,
+    ) -> Option<Box<Node<T>>> {
+        let unwinding = RejectOnUnwind(counters);
+        let keep = self.recycler.recycle(&mut node.value);
+        mem::forget(unwinding);
         if keep {
-            mem::forget(unwinding);
+            Some(node)
+        } else {
+            counters.rejected.bump();
+            None
         }
-        keep
     }
 
     // === without a stash ===
@@ -463,50 +429,27 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
     // `create` and go back to the overflow directly.
 
     #[cold]
-    unsafe fn return_stashless(&self, shared: &Shared<T>, value: *mut T) {
-        // SAFETY: forwarded from our caller.
-        if unsafe { self.recycle(&shared.orphans, value) } {
-            // SAFETY: `recycle` kept it, so it is initialised and ours.
-            shared.push_stashless(unsafe { value.read() });
+    fn return_stashless(&self, shared: &Shared<T>, node: Box<Node<T>>) {
+        if let Some(node) = self.recycle(&shared.orphans, node) {
+            shared.push_stashless(node);
         }
     }
 
     #[cold]
     fn with_stashless<U>(&self, shared: &Shared<T>, f: impl FnOnce(&mut T) -> U) -> U {
-        let mut value = ManuallyDrop::new(self.create(&shared.orphans));
-        let unwinding = DropOnUnwind(&mut *value as *mut T);
-        let out = f(&mut value);
-        mem::forget(unwinding);
-        // SAFETY: initialised, and not touched after this.
-        unsafe { self.return_stashless(shared, &mut *value) };
+        let mut node = self.create(&shared.orphans);
+        let out = f(&mut node.value);
+        self.return_stashless(shared, node);
         out
     }
 }
 
-/// Drops the object lent to a `with` closure if the closure unwinds.
-struct DropOnUnwind<T>(*mut T);
+/// Counts an object rejected if `recycle` panics on it.
+struct RejectOnUnwind<'a, const S: bool>(&'a Counters<S>);
 
-impl<T> Drop for DropOnUnwind<T> {
+impl<const S: bool> Drop for RejectOnUnwind<'_, S> {
     fn drop(&mut self) {
-        // SAFETY: armed only while the closure runs, when the object is
-        // initialised and `with` will not touch it again.
-        unsafe { ptr::drop_in_place(self.0) }
-    }
-}
-
-/// Drops a returned object that `recycle` refused, or whose `recycle`
-/// panicked, counting it rejected.
-struct RejectOnUnwind<'a, T, const S: bool> {
-    counters: &'a Counters<S>,
-    value: *mut T,
-}
-
-impl<T, const S: bool> Drop for RejectOnUnwind<'_, T, S> {
-    fn drop(&mut self) {
-        self.counters.rejected.bump();
-        // SAFETY: runs only while `recycle` unwinds; the value is still
-        // initialised and `give_back_from`'s caller will not touch it.
-        unsafe { ptr::drop_in_place(self.value) }
+        self.0.rejected.bump();
     }
 }
 

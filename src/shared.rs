@@ -10,6 +10,7 @@
 //! while holding it: the objects they drop are dropped after it is released.
 
 use crate::barrier::{self, Strategy};
+use crate::node::Node;
 use crate::overflow::{Batch, Overflow};
 use crate::stash::{Counters, Spill, Stash, StashBox};
 use crate::sync::{lock, Arc, AtomicBool, AtomicU64, Mutex, Ordering, PerThread};
@@ -82,61 +83,42 @@ impl<T: Send> Shared<T> {
         Some(stash)
     }
 
-    /// Moves the most recently returned object of this thread's stash to
-    /// `dst`; returns whether there was one.
-    ///
-    /// # Safety
-    ///
-    /// As `Local::pop_into`.
+    /// The most recently returned object of this thread's stash.
     #[inline(always)]
-    pub(crate) unsafe fn pop_into(&self, stash: &Stash<T>, dst: *mut T) -> bool {
-        // SAFETY: forwarded from our caller.
-        let hit = stash.with_owner(self.strategy, |local| unsafe { local.pop_into(dst) });
-        if hit {
-            stash.counters.reused.bump();
-        }
-        hit
+    pub(crate) fn pop(&self, stash: &Stash<T>) -> Option<Box<Node<T>>> {
+        let node = stash.with_owner(self.strategy, |local| local.pop())?;
+        stash.counters.reused.bump();
+        Some(node)
     }
 
     /// An object from the overflow, taking its whole batch into the stash.
     #[cold]
-    pub(crate) fn pop_overflow(&self, stash: &Stash<T>) -> Option<T> {
+    pub(crate) fn pop_overflow(&self, stash: &Stash<T>) -> Option<Box<Node<T>>> {
         let mut batch = self.overflow.pop()?;
         // Batches are never empty (see `Overflow::push`).
-        let value = batch.items.pop()?;
+        let node = batch.items.pop()?;
         if !batch.items.is_empty() {
             stash.with_owner(self.strategy, |local| local.install(batch));
         }
         stash.counters.reused.bump();
-        Some(value)
+        Some(node)
     }
 
-    /// Pools a returned (already recycled) object in this thread's stash,
-    /// moving it out of `*value`.
-    ///
-    /// # Safety
-    ///
-    /// `value` must point to an initialised object that the caller will
-    /// neither use nor drop afterwards.
+    /// Pools a returned (already recycled) object in this thread's stash.
     #[inline(always)]
-    pub(crate) unsafe fn push_from(&self, stash: &Stash<T>, value: *mut T) {
+    pub(crate) fn push(&self, stash: &Stash<T>, node: Box<Node<T>>) {
         let capacity = self.local_capacity;
-        // SAFETY: forwarded from our caller.
-        if stash.with_owner(self.strategy, |local| unsafe {
-            local.push_from(value, capacity)
-        }) {
-            stash.counters.returned.bump();
-        } else {
-            // SAFETY: the stash did not take it, so it is still ours to move.
-            self.push_full(stash, unsafe { value.read() });
+        match stash.with_owner(self.strategy, |local| local.push(node, capacity)) {
+            Ok(()) => stash.counters.returned.bump(),
+            Err(node) => self.push_full(stash, node),
         }
     }
 
     #[cold]
-    fn push_full(&self, stash: &Stash<T>, value: T) {
+    fn push_full(&self, stash: &Stash<T>, node: Box<Node<T>>) {
         let capacity = self.local_capacity;
         let spill = stash.with_owner(self.strategy, |local| {
-            local.spill(value, capacity, &self.overflow)
+            local.spill(node, capacity, &self.overflow)
         });
         match spill {
             Spill::Kept => stash.counters.returned.bump(),
@@ -147,9 +129,9 @@ impl<T: Send> Shared<T> {
                 self.overflow.push(batch);
                 stash.counters.returned.bump();
             }
-            Spill::Rejected(value) => {
+            Spill::Rejected(node) => {
                 stash.counters.rejected.bump();
-                drop(value);
+                drop(node);
             }
         }
     }
@@ -157,14 +139,15 @@ impl<T: Send> Shared<T> {
     /// Pools an object returned by a thread without a stash: straight to
     /// the overflow, or dropped (rejected) if it is full.
     #[cold]
-    pub(crate) fn push_stashless(&self, value: T) {
-        let epoch = lock(&self.sweep);
-        if self.overflow.reserve(1) == 1 {
-            self.overflow.push(Batch::new(vec![value], *epoch));
-            self.orphans.returned.bump();
-        } else {
+    pub(crate) fn push_stashless(&self, node: Box<Node<T>>) {
+        if self.overflow.reserve(1) == 0 {
             self.orphans.rejected.bump();
+            return drop(node);
         }
+        // The lock gives the batch the pool's current epoch as its stamp.
+        let epoch = lock(&self.sweep);
+        self.overflow.push(Batch::new(vec![node], *epoch));
+        self.orphans.returned.bump();
     }
 
     // === sweeps ===

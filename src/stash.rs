@@ -29,12 +29,12 @@
 //! same reason. The owner's critical sections run no user code and cannot
 //! block, so a sweeper's wait is as short as a push or a pop.
 
-use std::mem;
-use std::ptr::{self, NonNull};
+use std::ptr::NonNull;
 
 use crossbeam_utils::CachePadded;
 
 use crate::barrier::{self, Strategy};
+use crate::node::Node;
 use crate::overflow::{Batch, Overflow};
 use crate::sync::{backoff, AtomicBool, AtomicU64, Ordering, UnsafeCell};
 
@@ -67,7 +67,7 @@ impl<T> Stash<T> {
                 items: Vec::new(),
                 victims: 0,
                 epoch,
-                spare: Vec::new(),
+                spares: Vec::new(),
             }),
             counters: Counters::default(),
         }
@@ -227,15 +227,20 @@ impl Drop for Unbusy<'_> {
 /// pop from the top, so recently used (cache-warm) objects are reused first
 /// and victims are only taken when nothing fresher is left.
 pub(crate) struct Local<T> {
-    items: Vec<T>,
+    items: Vec<Box<Node<T>>>,
     victims: usize,
     /// The pool's sweep count when this stash was last swept (or made). It
     /// equals the pool's count whenever the sweep lock is free, because
     /// stashes are made and swept under that lock.
     epoch: u64,
-    /// An empty allocation kept for the next spill batch.
-    spare: Vec<T>,
+    /// Empty buffers of batches installed here, for the next spills.
+    spares: Vec<Vec<Box<Node<T>>>>,
 }
+
+/// Most batch buffers a stash keeps for reuse: enough for a thread that
+/// holds several stashes' worth of objects at once to spill and steal
+/// without allocating.
+const MAX_SPARES: usize = 8;
 
 /// What a put into a full stash led to.
 pub(crate) enum Spill<T> {
@@ -244,68 +249,27 @@ pub(crate) enum Spill<T> {
     /// Room was made: push this batch to the overflow (its room is reserved).
     Batch(Batch<T>),
     /// Neither the stash nor the overflow had room: drop this object.
-    Rejected(T),
+    Rejected(Box<Node<T>>),
 }
 
 impl<T> Local<T> {
-    /// Moves the most recently returned object to `dst`; returns whether
-    /// there was one.
-    ///
-    /// Copies the object's bytes as one block, as `push_from` does, so the
-    /// CPU can forward a just-returned object's stores to this load (see
-    /// `guard.rs`); `Vec::pop` would inspect the object's niche first.
-    ///
-    /// # Safety
-    ///
-    /// `dst` must be valid for a write of `T`. If this returns `true`, `*dst`
-    /// holds an object the caller owns (whatever `*dst` held before is
-    /// overwritten, not dropped).
+    /// Takes the most recently returned object.
     #[inline(always)]
-    pub(crate) unsafe fn pop_into(&mut self, dst: *mut T) -> bool {
-        let Some(len) = self.items.len().checked_sub(1) else {
-            return false;
-        };
-        // SAFETY: `len` indexes the last initialised element, which we move
-        // out (the stash forgets it by shrinking its length); `dst` is valid
-        // for writes (contract) and cannot overlap the stash's buffer.
-        unsafe {
-            self.items.set_len(len);
-            ptr::copy_nonoverlapping(self.items.as_ptr().add(len), dst, 1);
+    pub(crate) fn pop(&mut self) -> Option<Box<Node<T>>> {
+        let node = self.items.pop()?;
+        if self.victims > self.items.len() {
+            self.victims = self.items.len();
         }
-        self.victims = self.victims.min(len);
-        true
-    }
-
-    /// Moves `*src` into the stash if it has room; returns whether it did.
-    ///
-    /// A copy of the object's bytes rather than a move of a value, so the
-    /// compiler copies it as one block, as `pop` does (see `guard.rs`).
-    ///
-    /// # Safety
-    ///
-    /// `src` must point to an initialised `T`. If this returns `true`, the
-    /// object now belongs to the stash and the caller must not use or drop
-    /// `*src`; if `false`, nothing happened.
-    #[inline(always)]
-    pub(crate) unsafe fn push_from(&mut self, src: *const T, capacity: usize) -> bool {
-        let len = self.items.len();
-        if len >= capacity {
-            return false;
-        }
-        self.items.reserve(1);
-        // SAFETY: `reserve` made room for one more element at `len`; `src`
-        // is initialised (contract) and cannot overlap the stash's buffer,
-        // which holds only objects the pool owns.
-        unsafe {
-            ptr::copy_nonoverlapping(src, self.items.as_mut_ptr().add(len), 1);
-            self.items.set_len(len + 1);
-        }
-        true
+        Some(node)
     }
 
     /// Keeps `value` if the stash has room, else hands it back.
     #[inline(always)]
-    pub(crate) fn push(&mut self, value: T, capacity: usize) -> Result<(), T> {
+    pub(crate) fn push(
+        &mut self,
+        value: Box<Node<T>>,
+        capacity: usize,
+    ) -> Result<(), Box<Node<T>>> {
         if self.items.len() < capacity {
             self.items.push(value);
             Ok(())
@@ -317,7 +281,12 @@ impl<T> Local<T> {
     /// Keeps `value` in a full stash by moving its oldest objects (up to half
     /// the capacity, all of one age) into a batch for the overflow.
     #[cold]
-    pub(crate) fn spill(&mut self, value: T, capacity: usize, overflow: &Overflow<T>) -> Spill<T> {
+    pub(crate) fn spill(
+        &mut self,
+        value: Box<Node<T>>,
+        capacity: usize,
+        overflow: &Overflow<T>,
+    ) -> Spill<T> {
         if let Err(value) = self.push(value, capacity) {
             if capacity == 0 {
                 // No private stash at all: the object itself goes over.
@@ -347,34 +316,37 @@ impl<T> Local<T> {
 
     /// Moves the `n` oldest objects into a batch stamped `stamp`.
     fn take_bottom(&mut self, n: usize, stamp: u64) -> Batch<T> {
-        let mut items = mem::take(&mut self.spare);
+        let mut items = self.spares.pop().unwrap_or_default();
         items.extend(self.items.drain(..n));
         self.victims -= n.min(self.victims);
         Batch::new(items, stamp)
     }
 
     /// Adds a batch taken from the overflow, keeping its age.
-    pub(crate) fn install(&mut self, batch: Batch<T>) {
-        let aged = batch.stamp < self.epoch;
-        if self.items.is_empty() {
-            let empty = mem::replace(&mut self.items, batch.items);
-            if empty.capacity() > self.spare.capacity() {
-                self.spare = empty;
-            }
-            self.victims = if aged { self.items.len() } else { 0 };
-        } else if aged {
-            // Victims belong at the bottom.
-            let n = batch.items.len();
-            self.items.splice(0..0, batch.items);
-            self.victims += n;
+    ///
+    /// The objects are copied into the stash's own buffer and the batch's
+    /// emptied buffer is kept as the next spill's: buffers circulate with
+    /// the batches, so spilling and stealing allocate nothing once warm.
+    pub(crate) fn install(&mut self, mut batch: Batch<T>) {
+        let n = batch.items.len();
+        if batch.stamp >= self.epoch {
+            self.items.append(&mut batch.items);
+        } else if self.items.is_empty() {
+            self.items.append(&mut batch.items);
+            self.victims = n;
         } else {
-            self.items.extend(batch.items);
+            // Victims belong at the bottom.
+            self.items.splice(0..0, batch.items.drain(..));
+            self.victims += n;
+        }
+        if self.spares.len() < MAX_SPARES {
+            self.spares.push(batch.items);
         }
     }
 
     /// One sweep (Go's victim rule): drops the victims into `dead` and makes
     /// every remaining object a victim.
-    pub(crate) fn age(&mut self, epoch: u64, dead: &mut Vec<T>) {
+    pub(crate) fn age(&mut self, epoch: u64, dead: &mut Vec<Box<Node<T>>>) {
         dead.extend(self.items.drain(..self.victims));
         self.victims = self.items.len();
         self.epoch = epoch;
@@ -404,7 +376,7 @@ impl<T> Local<T> {
     }
 
     /// Moves every object into `dead` (the pool is dropping).
-    pub(crate) fn drain(&mut self, dead: &mut Vec<T>) {
+    pub(crate) fn drain(&mut self, dead: &mut Vec<Box<Node<T>>>) {
         dead.append(&mut self.items);
         self.victims = 0;
         self.release_memory();
@@ -416,7 +388,7 @@ impl<T> Local<T> {
         if self.items.is_empty() {
             self.items = Vec::new();
         }
-        self.spare = Vec::new();
+        self.spares = Vec::new();
     }
 }
 
@@ -459,19 +431,32 @@ impl<const SHARED: bool> Counter<SHARED> {
 mod tests {
     use super::*;
 
+    fn nodes(values: &[u32]) -> Vec<Box<Node<u32>>> {
+        values.iter().map(|&v| Node::boxed(v)).collect()
+    }
+
+    fn values(nodes: &[Box<Node<u32>>]) -> Vec<u32> {
+        nodes.iter().map(|node| node.value).collect()
+    }
+
     fn local(items: &[u32], victims: usize, epoch: u64) -> Local<u32> {
         Local {
-            items: items.to_vec(),
+            items: nodes(items),
             victims,
             epoch,
-            spare: Vec::new(),
+            spares: Vec::new(),
         }
     }
 
     fn pop(local: &mut Local<u32>) -> Option<u32> {
-        let mut out = 0;
-        // SAFETY: `out` is a valid place for a `u32`.
-        unsafe { local.pop_into(&mut out) }.then_some(out)
+        local.pop().map(|node| node.value)
+    }
+
+    fn spilled(spill: Spill<u32>) -> (Vec<u32>, u64) {
+        match spill {
+            Spill::Batch(batch) => (values(&batch.items), batch.stamp),
+            _ => panic!("expected a spill"),
+        }
     }
 
     #[test]
@@ -481,7 +466,7 @@ mod tests {
         assert_eq!(l.victims, 2);
         assert_eq!(pop(&mut l), Some(2));
         assert_eq!(l.victims, 1, "a popped victim is no longer one");
-        l.push(9, 8).unwrap();
+        assert!(l.push(Node::boxed(9), 8).is_ok());
         assert_eq!(l.victims, 1, "a pushed object is fresh");
         assert_eq!(
             (pop(&mut l), pop(&mut l), pop(&mut l)),
@@ -490,14 +475,25 @@ mod tests {
     }
 
     #[test]
+    fn push_refuses_past_capacity() {
+        let mut l = local(&[1, 2], 0, 0);
+        let refused = l.push(Node::boxed(3), 2).unwrap_err();
+        assert_eq!(refused.value, 3);
+        assert_eq!(values(&l.items), [1, 2]);
+    }
+
+    #[test]
     fn age_drops_victims_and_marks_the_rest() {
         let mut l = local(&[1, 2, 3, 4], 1, 3);
         let mut dead = Vec::new();
         l.age(4, &mut dead);
-        assert_eq!(dead, [1]);
-        assert_eq!((l.items.clone(), l.victims, l.epoch), (vec![2, 3, 4], 3, 4));
+        assert_eq!(values(&dead), [1]);
+        assert_eq!(
+            (values(&l.items), l.victims, l.epoch),
+            (vec![2, 3, 4], 3, 4)
+        );
         l.age(5, &mut dead);
-        assert_eq!(dead, [1, 2, 3, 4]);
+        assert_eq!(values(&dead), [1, 2, 3, 4]);
         assert!(l.items.is_empty());
         assert_eq!(l.items.capacity(), 0, "an empty stash frees its buffer");
     }
@@ -506,40 +502,42 @@ mod tests {
     fn spill_moves_victims_first_with_their_stamp() {
         let overflow = Overflow::new(usize::MAX);
         let mut l = local(&[1, 2, 3, 4], 1, 7);
-        let Spill::Batch(batch) = l.spill(5, 4, &overflow) else {
-            panic!("expected a spill");
-        };
-        assert_eq!((batch.items, batch.stamp), (vec![1], 6));
-        assert_eq!((l.items.clone(), l.victims), (vec![2, 3, 4, 5], 0));
-        let Spill::Batch(batch) = l.spill(6, 4, &overflow) else {
-            panic!("expected a spill");
-        };
-        assert_eq!(
-            (batch.items, batch.stamp),
-            (vec![2, 3], 7),
-            "half of the fresh ones"
-        );
-        assert_eq!(l.items, [4, 5, 6]);
+        assert_eq!(spilled(l.spill(Node::boxed(5), 4, &overflow)), (vec![1], 6));
+        assert_eq!((values(&l.items), l.victims), (vec![2, 3, 4, 5], 0));
+        let half_of_the_fresh = spilled(l.spill(Node::boxed(6), 4, &overflow));
+        assert_eq!(half_of_the_fresh, (vec![2, 3], 7));
+        assert_eq!(values(&l.items), [4, 5, 6]);
     }
 
     #[test]
     fn spill_rejects_when_the_overflow_is_full() {
         let overflow = Overflow::new(0);
         let mut l = local(&[1, 2], 0, 0);
-        assert!(matches!(l.spill(3, 2, &overflow), Spill::Rejected(3)));
-        assert_eq!(l.items, [1, 2]);
-        assert!(matches!(l.spill(3, 5, &overflow), Spill::Kept));
+        match l.spill(Node::boxed(3), 2, &overflow) {
+            Spill::Rejected(node) => assert_eq!(node.value, 3),
+            _ => panic!("expected a rejection"),
+        }
+        assert_eq!(values(&l.items), [1, 2]);
+        assert!(matches!(l.spill(Node::boxed(3), 5, &overflow), Spill::Kept));
+    }
+
+    #[test]
+    fn zero_capacity_spills_the_object_itself() {
+        let overflow = Overflow::new(usize::MAX);
+        let mut l = local(&[], 0, 2);
+        assert_eq!(spilled(l.spill(Node::boxed(8), 0, &overflow)), (vec![8], 2));
+        assert!(l.items.is_empty());
     }
 
     #[test]
     fn install_keeps_the_age_of_a_batch() {
         let mut l = local(&[], 0, 5);
-        l.install(Batch::new(vec![1, 2], 4));
+        l.install(Batch::new(nodes(&[1, 2]), 4));
         assert_eq!(l.victims, 2, "stamped before this stash's last sweep");
-        l.install(Batch::new(vec![3], 5));
-        assert_eq!((l.items.clone(), l.victims), (vec![1, 2, 3], 2));
-        l.install(Batch::new(vec![0], 3));
-        assert_eq!((l.items.clone(), l.victims), (vec![0, 1, 2, 3], 3));
+        l.install(Batch::new(nodes(&[3]), 5));
+        assert_eq!((values(&l.items), l.victims), (vec![1, 2, 3], 2));
+        l.install(Batch::new(nodes(&[0]), 3));
+        assert_eq!((values(&l.items), l.victims), (vec![0, 1, 2, 3], 3));
     }
 
     #[test]
@@ -549,12 +547,12 @@ mod tests {
         let batches = l.flush(&overflow);
         assert_eq!(batches.len(), 2);
         assert_eq!(
-            (batches[0].items.clone(), batches[0].stamp),
+            (values(&batches[0].items), batches[0].stamp),
             (vec![1, 2], 1)
         );
-        assert_eq!((batches[1].items.clone(), batches[1].stamp), (vec![3], 2));
+        assert_eq!((values(&batches[1].items), batches[1].stamp), (vec![3], 2));
         assert_eq!(
-            (l.items.clone(), l.victims),
+            (values(&l.items), l.victims),
             (vec![4], 0),
             "what did not fit stays"
         );
@@ -564,10 +562,12 @@ mod tests {
     fn handshake_gives_the_sweeper_the_owners_writes() {
         let stash = Stash::<u32>::new(0);
         let strategy = crate::barrier::strategy();
-        stash.with_owner(strategy, |l| l.push(1, 4)).unwrap();
+        assert!(stash
+            .with_owner(strategy, |l| l.push(Node::boxed(1), 4))
+            .is_ok());
         stash.claim();
         crate::barrier::heavy(strategy);
-        let seen = stash.with_claimed(|l| l.items.clone());
+        let seen = stash.with_claimed(|l| values(&l.items));
         assert_eq!(seen, [1]);
         // Released: the owner can enter again.
         assert_eq!(stash.with_owner(strategy, |l| l.items.len()), 1);
