@@ -280,8 +280,8 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
     ///
     /// # Panics
     ///
-    /// If an object's `Drop` panics; every other trimmed object is still
-    /// dropped and the pool stays usable.
+    /// If an object's `Drop` panics: every other trimmed object is still
+    /// dropped, then the first panic is resumed; the pool stays usable.
     ///
     /// # Examples
     ///
@@ -481,7 +481,9 @@ impl<T: Send + 'static> crate::sweeper::Sweep for Shared<T> {
 }
 
 /// Dropping a pool drops every object pooled in it, in every thread's stash
-/// and in the overflow, before `drop` returns.
+/// and in the overflow, before `drop` returns. If some objects' `Drop`
+/// panics, every other object is still dropped and the first panic is then
+/// resumed.
 impl<T: Send + 'static, R: Recycle<T>> Drop for LocalPool<T, R> {
     fn drop(&mut self) {
         if let Some(shared) = self.shared.get() {

@@ -9,6 +9,8 @@
 //! of an exiting thread, and closing the pool. None of them runs user code
 //! while holding it: the objects they drop are dropped after it is released.
 
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+
 use crate::barrier::{self, Strategy};
 use crate::node::Node;
 use crate::overflow::{Batch, Overflow};
@@ -174,7 +176,7 @@ impl<T: Send> Shared<T> {
             self.trimmed.fetch_add(dead.len() as u64, Ordering::Relaxed);
         }
         // Dropped here, outside the lock: user `Drop` code may use the pool.
-        drop(dead);
+        drop_all(dead);
     }
 
     /// Drops every pooled object and refuses further flushes (pool drop).
@@ -189,7 +191,7 @@ impl<T: Send> Shared<T> {
             self.overflow.trim(0, true, &mut dead);
             self.closed.store(true, Ordering::Release);
         }
-        drop(dead);
+        drop_all(dead);
     }
 
     /// Moves an exiting thread's objects to the overflow, so other threads
@@ -265,5 +267,20 @@ impl<T: Send> Shared<T> {
             .saturating_sub(stats.trimmed);
         stats.idle = usize::try_from(idle).unwrap_or(usize::MAX);
         stats
+    }
+}
+
+/// Drops every object, even if some `Drop` impls panic; then re-raises the
+/// first panic. (Dropping the `Vec` would abort the process at a second
+/// panicking `Drop`.)
+fn drop_all<T>(dead: Vec<Box<Node<T>>>) {
+    let mut first = None;
+    for node in dead {
+        if let Err(panic) = catch_unwind(AssertUnwindSafe(|| drop(node))) {
+            first.get_or_insert(panic);
+        }
+    }
+    if let Some(panic) = first {
+        resume_unwind(panic);
     }
 }

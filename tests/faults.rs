@@ -1,0 +1,328 @@
+//! Faults and bad input: panics in user code at every point the pool calls
+//! it, objects whose `Drop` panics, refusing recyclers, failing makers, and
+//! extreme configurations. After each, nothing is lost and the pool works.
+
+mod common;
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::{Ledger, Tracked};
+use stashpool::{LocalPool, Pooled, Recycle};
+
+fn quiet<R>(f: impl FnOnce() -> R) -> std::thread::Result<R> {
+    catch_unwind(AssertUnwindSafe(f))
+}
+
+/// A maker that fails its first `failures` calls.
+struct Flaky {
+    ledger: Arc<Ledger>,
+    failures: AtomicUsize,
+}
+
+impl Recycle<Tracked> for Flaky {
+    fn create(&self) -> Tracked {
+        if self
+            .failures
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+            .is_ok()
+        {
+            panic!("create failed");
+        }
+        self.ledger.make()
+    }
+}
+
+#[test]
+fn create_failing_the_first_calls() {
+    let ledger = Ledger::new();
+    let pool = LocalPool::builder(Flaky {
+        ledger: Arc::clone(&ledger),
+        failures: AtomicUsize::new(6),
+    })
+    .manual_sweep()
+    .build();
+    for _ in 0..3 {
+        assert!(quiet(|| pool.with(|_| ())).is_err());
+        assert!(quiet(|| drop(pool.get())).is_err());
+    }
+    assert_eq!(pool.stats().created, 0);
+    // Back to normal: the six failures are behind us.
+    let fine: Vec<_> = (0..4).map(|_| pool.get()).collect();
+    drop(fine);
+    let stats = pool.stats();
+    assert_eq!((stats.created, stats.idle), (4, 4));
+    drop(pool);
+    assert_eq!(ledger.live(), 0);
+}
+
+struct RejectAll;
+
+impl Recycle<u32> for RejectAll {
+    fn create(&self) -> u32 {
+        1
+    }
+
+    fn recycle(&self, _: &mut u32) -> bool {
+        false
+    }
+}
+
+#[test]
+fn a_recycler_that_rejects_everything() {
+    let pool = LocalPool::builder(RejectAll).manual_sweep().build();
+    for _ in 0..10 {
+        pool.with(|n| *n += 1);
+        drop(pool.get());
+        pool.put(5);
+    }
+    let stats = pool.stats();
+    assert_eq!((stats.created, stats.reused), (20, 0));
+    assert_eq!((stats.returned, stats.rejected, stats.idle), (0, 30, 0));
+}
+
+/// Panics in `recycle` on the calls whose number `panics_on` says.
+struct PanickyRecycle {
+    ledger: Arc<Ledger>,
+    calls: AtomicUsize,
+}
+
+impl Recycle<Tracked> for PanickyRecycle {
+    fn create(&self) -> Tracked {
+        self.ledger.make()
+    }
+
+    fn recycle(&self, _: &mut Tracked) -> bool {
+        let n = self.calls.fetch_add(1, Ordering::SeqCst);
+        if n % 3 == 1 {
+            panic!("recycle failed");
+        }
+        true
+    }
+}
+
+#[test]
+fn recycle_panics_at_random_points() {
+    let ledger = Ledger::new();
+    let pool = LocalPool::builder(PanickyRecycle {
+        ledger: Arc::clone(&ledger),
+        calls: AtomicUsize::new(0),
+    })
+    .local_capacity(2)
+    .manual_sweep()
+    .build();
+    let mut panics = 0;
+    for i in 0..30 {
+        let result = match i % 3 {
+            0 => quiet(|| pool.with(|_| ())),
+            1 => quiet(|| drop(pool.get())),
+            _ => quiet(|| pool.put(ledger.make())),
+        };
+        panics += usize::from(result.is_err());
+    }
+    assert_eq!(panics, 10);
+    let stats = pool.stats();
+    assert_eq!(
+        stats.rejected, 10,
+        "each panicking return counted: {stats:?}"
+    );
+    assert_eq!(
+        stats.idle,
+        ledger.live(),
+        "the panicked objects were dropped"
+    );
+    drop(pool);
+    assert_eq!(ledger.live(), 0);
+}
+
+#[test]
+fn closure_and_guard_panics_on_many_threads() {
+    let ledger = Ledger::new();
+    let l = Arc::clone(&ledger);
+    let pool = LocalPool::builder(move || l.make())
+        .local_capacity(4)
+        .manual_sweep()
+        .build();
+    std::thread::scope(|s| {
+        for t in 0..4 {
+            let pool = &pool;
+            s.spawn(move || {
+                for i in 0..200 {
+                    if (i + t) % 7 == 0 {
+                        assert!(quiet(|| pool.with(|_| panic!("closure"))).is_err());
+                    } else if (i + t) % 11 == 0 {
+                        let r = quiet(|| {
+                            let _held = pool.get();
+                            panic!("while holding");
+                        });
+                        assert!(r.is_err());
+                    } else {
+                        pool.with(|obj| {
+                            obj.acquire();
+                            obj.release();
+                        });
+                    }
+                }
+            });
+        }
+    });
+    assert_eq!(pool.stats().idle, ledger.live());
+    drop(pool);
+    assert_eq!(ledger.live(), 0);
+}
+
+/// An object whose `Drop` panics when `explode` is set.
+struct Bomb {
+    explode: bool,
+    drops: Arc<AtomicUsize>,
+}
+
+impl Drop for Bomb {
+    fn drop(&mut self) {
+        self.drops.fetch_add(1, Ordering::SeqCst);
+        if self.explode {
+            panic!("drop failed");
+        }
+    }
+}
+
+#[test]
+fn panicking_drops_during_a_sweep_do_not_lose_the_others() {
+    let drops = Arc::new(AtomicUsize::new(0));
+    let pool = LocalPool::builder({
+        let drops = Arc::clone(&drops);
+        move || Bomb {
+            explode: false,
+            drops: Arc::clone(&drops),
+        }
+    })
+    .local_capacity(2)
+    .manual_sweep()
+    .build();
+    for i in 0..6 {
+        pool.put(Bomb {
+            explode: i % 2 == 0, // three of them panic when dropped
+            drops: Arc::clone(&drops),
+        });
+    }
+    pool.sweep();
+    let result = quiet(|| pool.sweep());
+    assert!(result.is_err(), "the first panic is re-raised");
+    assert_eq!(drops.load(Ordering::SeqCst), 6, "every object was dropped");
+    assert_eq!(pool.stats().idle, 0);
+    // The pool still works.
+    pool.with(|_| ());
+    assert_eq!(pool.stats().idle, 1);
+}
+
+#[test]
+fn panicking_drops_when_the_pool_drops() {
+    let drops = Arc::new(AtomicUsize::new(0));
+    let pool = LocalPool::builder({
+        let drops = Arc::clone(&drops);
+        move || Bomb {
+            explode: false,
+            drops: Arc::clone(&drops),
+        }
+    })
+    .manual_sweep()
+    .build();
+    for explode in [true, false, true] {
+        pool.put(Bomb {
+            explode,
+            drops: Arc::clone(&drops),
+        });
+    }
+    assert!(quiet(move || drop(pool)).is_err());
+    assert_eq!(drops.load(Ordering::SeqCst), 3);
+}
+
+#[test]
+fn background_sweeper_survives_panicking_drops() {
+    let drops = Arc::new(AtomicUsize::new(0));
+    let make = {
+        let drops = Arc::clone(&drops);
+        move || Bomb {
+            explode: true,
+            drops: Arc::clone(&drops),
+        }
+    };
+    let bad = LocalPool::builder(make)
+        .sweep_every(Duration::from_millis(2))
+        .build();
+    bad.with(|_| ());
+    let good_drops = Arc::new(AtomicUsize::new(0));
+    let good = LocalPool::builder({
+        let drops = Arc::clone(&good_drops);
+        move || Bomb {
+            explode: false,
+            drops: Arc::clone(&drops),
+        }
+    })
+    .sweep_every(Duration::from_millis(2))
+    .build();
+    good.with(|_| ());
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while (drops.load(Ordering::SeqCst) == 0 || good_drops.load(Ordering::SeqCst) == 0)
+        && std::time::Instant::now() < deadline
+    {
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    assert_eq!(drops.load(Ordering::SeqCst), 1, "the bad object was swept");
+    assert_eq!(good_drops.load(Ordering::SeqCst), 1, "and sweeping went on");
+}
+
+#[test]
+fn extreme_configurations_work() {
+    let huge = LocalPool::builder(|| 0u8)
+        .local_capacity(usize::MAX)
+        .max_idle(usize::MAX)
+        .sweep_every(Duration::MAX)
+        .build();
+    for i in 0..100 {
+        huge.put(i);
+    }
+    assert_eq!(huge.stats().idle, 100);
+
+    let tiny = LocalPool::builder(|| 0u8)
+        .sweep_every(Duration::from_nanos(1)) // raised to MIN_SWEEP_INTERVAL
+        .build();
+    tiny.with(|_| ());
+    assert!(tiny.stats().created == 1);
+}
+
+#[test]
+fn objects_returned_to_a_different_pool_are_fine() {
+    // `put` takes any object, wherever it came from.
+    let a = LocalPool::builder(String::new).manual_sweep().build();
+    let b = LocalPool::builder(String::new).manual_sweep().build();
+    let s = Pooled::into_inner(a.get());
+    b.put(s);
+    assert_eq!((a.stats().idle, b.stats().idle), (0, 1));
+}
+
+#[test]
+fn reentrant_use_from_recycle_and_drop() {
+    static POOL: LocalPool<Vec<u8>> = LocalPool::new(Vec::new);
+    /// Uses `POOL` from its own `Drop`.
+    struct UsesPool(Arc<AtomicBool>);
+    impl Drop for UsesPool {
+        fn drop(&mut self) {
+            POOL.with(|v| v.push(1));
+            self.0.store(true, Ordering::SeqCst);
+        }
+    }
+    let done = Arc::new(AtomicBool::new(false));
+    let pool = LocalPool::builder({
+        let done = Arc::clone(&done);
+        move || UsesPool(Arc::clone(&done))
+    })
+    .manual_sweep()
+    .build();
+    pool.with(|_| ());
+    pool.sweep();
+    pool.sweep(); // drops the object, whose Drop uses another pool
+    assert!(done.load(Ordering::SeqCst));
+}
