@@ -44,6 +44,24 @@ trait Contender: Sync {
     fn get(&self) -> Self::Buf<'_>;
     /// The per-use work: write 64 bytes.
     fn fill(buf: &mut Self::Buf<'_>);
+
+    /// `hot`: get, write, return.
+    #[inline]
+    fn hot(&self) {
+        let mut buf = self.get();
+        Self::fill(&mut buf);
+    }
+
+    /// `overflow`: hold `HELD` buffers, then return them all.
+    #[inline]
+    fn overflow<'a>(&'a self, held: &mut Vec<Self::Buf<'a>>) {
+        for _ in 0..HELD {
+            let mut buf = self.get();
+            Self::fill(&mut buf);
+            held.push(buf);
+        }
+        held.clear();
+    }
 }
 
 /// Implements `Contender` for a pool whose guard derefs to `Vec<u8>`.
@@ -63,10 +81,7 @@ macro_rules! vec_contender {
 
             #[inline]
             fn fill(buf: &mut Self::Buf<'_>) {
-                let buf: &mut Vec<u8> = &mut *buf;
-                buf.clear();
-                buf.extend_from_slice(&WRITE);
-                black_box(&*buf);
+                fill_vec(buf);
             }
         }
     };
@@ -111,11 +126,51 @@ impl DerefMut for FloorBuf {
         &mut self.0
     }
 }
-vec_contender!(Floor, FloorBuf, |_p| FloorBuf(
+impl Contender for Floor {
+    type Buf<'a> = FloorBuf;
+
+    #[inline]
+    fn get(&self) -> FloorBuf {
+        FloorBuf(floor_pop())
+    }
+
+    #[inline]
+    fn fill(buf: &mut FloorBuf) {
+        fill_vec(buf);
+    }
+
+    /// The floor at its barest: a pop and a push, no guard.
+    #[inline]
+    fn hot(&self) {
+        let mut buf = floor_pop();
+        fill_vec(&mut buf);
+        FLOOR.with(|stash| stash.borrow_mut().push(buf));
+    }
+
+    #[inline]
+    fn overflow<'a>(&'a self, _: &mut Vec<FloorBuf>) {
+        let mut held = [const { Vec::new() }; HELD];
+        for slot in &mut held {
+            *slot = floor_pop();
+            fill_vec(slot);
+        }
+        FLOOR.with(|stash| stash.borrow_mut().extend(held));
+    }
+}
+
+#[inline]
+fn floor_pop() -> Vec<u8> {
     FLOOR
         .with(|stash| stash.borrow_mut().pop())
         .unwrap_or_else(new_buf)
-));
+}
+
+#[inline]
+fn fill_vec(buf: &mut Vec<u8>) {
+    buf.clear();
+    buf.extend_from_slice(&WRITE);
+    black_box(&*buf);
+}
 
 /// A `Mutex<Vec<_>>`.
 struct Locked(Mutex<Vec<Vec<u8>>>);
@@ -250,20 +305,6 @@ vec_contender!(Plain, Vec<u8>, |_p| new_buf());
 
 // === workloads ===
 
-fn hot_op<C: Contender>(c: &C) {
-    let mut buf = c.get();
-    C::fill(&mut buf);
-}
-
-fn overflow_op<'a, C: Contender>(c: &'a C, held: &mut Vec<C::Buf<'a>>) {
-    for _ in 0..HELD {
-        let mut buf = c.get();
-        C::fill(&mut buf);
-        held.push(buf);
-    }
-    held.clear();
-}
-
 /// Runs `work(iters)` on `threads` threads at once; returns the wall time
 /// from their common start to the last one's end.
 fn parallel(threads: usize, iters: u64, work: impl Fn(u64) + Sync) -> Duration {
@@ -317,12 +358,12 @@ fn bench_hot<C: Contender>(
 ) {
     g.bench_function(name, |b| {
         if threads == 1 {
-            b.iter(|| hot_op(c));
+            b.iter(|| c.hot());
         } else {
             b.iter_custom(|iters| {
                 parallel(threads, iters, |n| {
                     for _ in 0..n {
-                        hot_op(c);
+                        c.hot();
                     }
                 })
             });
@@ -333,11 +374,7 @@ fn bench_hot<C: Contender>(
 fn bench_with(g: &mut BenchmarkGroup<'_, WallTime>, threads: usize) {
     let pool = StashWith(stashpool::LocalPool::new(new_buf));
     let op = |pool: &StashWith| {
-        pool.0.with(|buf| {
-            buf.clear();
-            buf.extend_from_slice(&WRITE);
-            black_box(&*buf);
-        })
+        pool.0.with(fill_vec)
     };
     g.bench_function("stashpool with", |b| {
         if threads == 1 {
@@ -380,7 +417,7 @@ fn bench_overflow<C: Contender>(
             parallel(threads, iters, |n| {
                 let mut held = Vec::with_capacity(HELD);
                 for _ in 0..n {
-                    overflow_op(c, &mut held);
+                    c.overflow(&mut held);
                 }
             })
         });
@@ -514,11 +551,7 @@ fn scaling(c: &mut Criterion) {
             b.iter_custom(|iters| {
                 parallel(threads, iters, |n| {
                     for _ in 0..n {
-                        pool.with(|buf| {
-                            buf.clear();
-                            buf.extend_from_slice(&WRITE);
-                            black_box(&*buf);
-                        });
+                        pool.with(fill_vec);
                     }
                 })
             })
@@ -527,7 +560,7 @@ fn scaling(c: &mut Criterion) {
             b.iter_custom(|iters| {
                 parallel(threads, iters, |n| {
                     for _ in 0..n {
-                        hot_op(&Floor);
+                        Floor.hot();
                     }
                 })
             })

@@ -1,0 +1,3 @@
+module stashpool/benches/go
+
+go 1.19
