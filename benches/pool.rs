@@ -148,7 +148,7 @@ impl Contender for Floor {
     }
 
     #[inline]
-    fn overflow<'a>(&'a self, _: &mut Vec<FloorBuf>) {
+    fn overflow(&self, _: &mut Vec<FloorBuf>) {
         let mut held = [const { Vec::new() }; HELD];
         for slot in &mut held {
             *slot = floor_pop();
@@ -373,9 +373,7 @@ fn bench_hot<C: Contender>(
 
 fn bench_with(g: &mut BenchmarkGroup<'_, WallTime>, threads: usize) {
     let pool = StashWith(stashpool::LocalPool::new(new_buf));
-    let op = |pool: &StashWith| {
-        pool.0.with(fill_vec)
-    };
+    let op = |pool: &StashWith| pool.0.with(fill_vec);
     g.bench_function("stashpool with", |b| {
         if threads == 1 {
             b.iter(|| op(&pool));

@@ -204,6 +204,9 @@ fn run(
 proptest! {
     #![proptest_config(ProptestConfig {
         cases: if cfg!(miri) { 4 } else { 256 },
+        // Failures print their minimal input; nothing is written to disk
+        // (and Miri's isolation allows no file system).
+        failure_persistence: None,
         ..ProptestConfig::default()
     })]
 

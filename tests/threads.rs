@@ -101,6 +101,7 @@ fn sweeps_reach_blocked_threads() {
 
 #[test]
 fn objects_flow_from_returning_threads_to_getting_threads() {
+    const SENT: u32 = if cfg!(miri) { 200 } else { 20_000 };
     // One thread only gets, the other only returns (a pipeline): the
     // returner's stash spills into the overflow and the getter takes batches
     // from it, so few objects are ever made.
@@ -114,7 +115,7 @@ fn objects_flow_from_returning_threads_to_getting_threads() {
     let producer = {
         let pool = Arc::clone(&pool);
         thread::spawn(move || {
-            for i in 0..20_000u32 {
+            for i in 0..SENT {
                 let mut buf = pool.get_owned();
                 buf[0] = i as u8;
                 tx.send(buf).unwrap();
@@ -130,11 +131,18 @@ fn objects_flow_from_returning_threads_to_getting_threads() {
         n
     });
     producer.join().unwrap();
-    assert_eq!(consumer.join().unwrap(), 20_000, "in order, each once");
+    assert_eq!(
+        consumer.join().unwrap(),
+        SENT as usize,
+        "in order, each once"
+    );
     let stats = pool.stats();
-    assert_eq!(stats.created + stats.reused, 20_000);
+    assert_eq!(stats.created + stats.reused, u64::from(SENT));
+    // The producer makes a buffer only when its stash and the overflow are
+    // empty; then every other buffer is in the channel (8), in the
+    // consumer's hand (1) or in the consumer's stash (16).
     assert!(
-        stats.created < 200,
+        stats.created <= 8 + 1 + 16 + 1,
         "objects were recycled across threads: {stats:?}"
     );
     assert_eq!(stats.idle as u64, stats.created, "all back in the pool");
@@ -181,7 +189,9 @@ fn background_sweeper_trims_an_idle_pool() {
         .build();
     let held: Vec<_> = (0..50).map(|_| pool.get()).collect();
     drop(held);
-    assert_eq!(pool.stats().idle, 50);
+    // (A sweep may already have run: only the accounting is certain here.)
+    let stats = pool.stats();
+    assert_eq!(stats.idle as u64 + stats.trimmed, 50);
     assert!(
         eventually(Duration::from_secs(20), || ledger.live() == 0),
         "the sweeper emptied the idle pool: {:?}",
@@ -193,10 +203,11 @@ fn background_sweeper_trims_an_idle_pool() {
 
 #[test]
 fn background_sweeper_serves_many_pools_and_forgets_dropped_ones() {
-    let ledger = Ledger::new();
-    let pools: Vec<_> = (0..10)
-        .map(|_| {
-            let l = Arc::clone(&ledger);
+    let ledgers: Vec<_> = (0..10).map(|_| Ledger::new()).collect();
+    let mut pools: Vec<_> = ledgers
+        .iter()
+        .map(|ledger| {
+            let l = Arc::clone(ledger);
             LocalPool::builder(move || l.make())
                 .sweep_every(Duration::from_millis(3))
                 .build()
@@ -205,10 +216,14 @@ fn background_sweeper_serves_many_pools_and_forgets_dropped_ones() {
     for pool in &pools {
         pool.with(|_| ());
     }
-    let mut pools = pools;
     pools.truncate(5); // dropped pools leave the sweeper's list...
-    assert_eq!(ledger.live(), 5, "...and drop their objects at once");
-    assert!(eventually(Duration::from_secs(20), || ledger.live() == 0));
+    for ledger in &ledgers[5..] {
+        assert_eq!(ledger.live(), 0, "...and drop their objects at once");
+    }
+    // The others are emptied by the sweeper.
+    assert!(eventually(Duration::from_secs(20), || ledgers
+        .iter()
+        .all(|ledger| ledger.live() == 0)));
     assert!(pools.iter().all(|p| p.stats().trimmed == 1));
 }
 
@@ -250,7 +265,9 @@ fn guards_dropped_by_thread_local_destructors_are_handled() {
 fn stress_nothing_lost_nothing_shared() {
     const THREADS: usize = 4;
     const ROUNDS: usize = 6;
-    let ops = if cfg!(debug_assertions) {
+    let ops = if cfg!(miri) {
+        100
+    } else if cfg!(debug_assertions) {
         20_000
     } else {
         100_000
