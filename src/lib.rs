@@ -55,11 +55,17 @@
 #![warn(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 
 mod barrier;
+#[cfg(not(loom))]
+pub mod bytes;
 mod exit;
+#[cfg(not(loom))]
+mod fallible;
 mod guard;
 mod overflow;
 mod pool;
 mod recycle;
+#[cfg(not(loom))]
+mod resource;
 mod shared;
 mod stash;
 mod stats;
@@ -72,4 +78,6 @@ pub use pool::{
     Builder, LocalPool, DEFAULT_LOCAL_CAPACITY, DEFAULT_SWEEP_INTERVAL, MIN_SWEEP_INTERVAL,
 };
 pub use recycle::Recycle;
+#[cfg(not(loom))]
+pub use resource::ResourceBuilder;
 pub use stats::Stats;
