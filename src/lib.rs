@@ -61,6 +61,8 @@ mod exit;
 #[cfg(not(loom))]
 mod fallible;
 mod guard;
+#[cfg(not(loom))]
+pub mod io;
 mod overflow;
 mod pool;
 mod recycle;
