@@ -61,8 +61,12 @@ mod exit;
 #[cfg(not(loom))]
 mod fallible;
 mod guard;
+#[cfg(all(feature = "image", not(loom)))]
+pub mod image;
 #[cfg(not(loom))]
 pub mod io;
+#[cfg(all(feature = "mmap", not(loom)))]
+pub mod mmap;
 mod overflow;
 mod pool;
 mod recycle;
