@@ -73,6 +73,8 @@ mod recycle;
 #[cfg(not(loom))]
 mod resource;
 mod shared;
+#[cfg(all(feature = "bytes", not(loom)))]
+pub mod slab;
 mod stash;
 mod stats;
 #[cfg(not(loom))]
