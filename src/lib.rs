@@ -45,6 +45,12 @@
 //! Resetting returned objects and refusing oversized ones is the job of a
 //! [`Recycle`] implementation.
 //!
+//! Ready-made pools, each built on `LocalPool` and resetting what it takes
+//! back: [`bytes`] (byte and text buffers, size classes), [`io`] (buffered
+//! readers and writers, copy buffers), `image` (RGBA and Y'CbCr frames,
+//! feature `image`), `mmap` (anonymous memory maps, feature `mmap`) and
+//! `slab` (slab-carved `BytesMut`, feature `bytes`).
+//!
 //! # How it works
 //!
 //! `IMPLEMENTATION.md` in the repository describes the algorithm: the stash

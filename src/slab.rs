@@ -4,7 +4,7 @@
 //! Node keeps one 8 KiB slab and serves every `Buffer.allocUnsafe(n)` with
 //! `n < slab / 2` by handing out the next `n` bytes of it, so thousands of
 //! small buffers cost one allocation. A [`SlabPool`] does the same with
-//! [`bytes::BytesMut`](::bytes::BytesMut): a piece is a `BytesMut` view of
+//! [`bytes::BytesMut`]: a piece is a `BytesMut` view of
 //! its own disjoint range of a slab (`BytesMut::split_off`), the slab is
 //! reference-counted by `bytes`, and its memory is freed when the last
 //! piece cut from it, and its unused remainder, have dropped.
@@ -38,13 +38,14 @@
 //! ```
 
 use std::fmt;
+use std::mem;
 
 use ::bytes::{Bytes, BytesMut};
 
 use crate::fallible;
 use crate::resource::sealed::{Knobs, Resource};
 use crate::resource::ResourceBuilder;
-use crate::{LocalPool, Pooled, Recycle, Stats};
+use crate::{LocalPool, Recycle, Stats};
 
 const BAD_SIZE: &str = "stashpool: a SlabPool slab size must be non-zero and at most isize::MAX";
 
@@ -154,15 +155,25 @@ impl SlabPool {
         // slab, so that a fresh slab always has room and the loop ends.
         let room = len.next_multiple_of(ALIGN).min(slab_size);
         loop {
-            let mut slab = Pooled::into_inner(self.slabs.get());
-            if slab.capacity() >= room {
-                let rest = slab.split_off(room);
-                self.slabs.put(rest);
-                return slab;
+            // The piece is cut off the front and the remainder stays in
+            // place, in this thread's stash: one stash lookup per piece.
+            let piece = self.slabs.with(|slab| {
+                if slab.capacity() >= room {
+                    let rest = slab.split_off(room);
+                    Some(mem::replace(slab, rest))
+                } else {
+                    // Too little left for this piece: leave an empty
+                    // remainder, which `recycle` refuses, so this slab is
+                    // let go (and freed with the last piece cut from it).
+                    // The next round takes another remainder, or a fresh
+                    // slab, counted as created.
+                    mem::take(slab);
+                    None
+                }
+            });
+            if let Some(piece) = piece {
+                return piece;
             }
-            // Too little left for this piece: let the remainder go (its
-            // slab is freed with the last piece cut from it) and try the
-            // next one, or a fresh slab.
         }
     }
 

@@ -1,5 +1,5 @@
 //! Pools of image frames (feature `image`): [`RgbaPool`] of
-//! [`image::RgbaImage`](::image::RgbaImage) frames and [`YCbCrPool`] of
+//! [`image::RgbaImage`] frames and [`YCbCrPool`] of
 //! planar [`YCbCrFrame`]s, the Rust counterparts of Go's
 //! `bp.ImageRGBAPool` and `bp.ImageYCbCrPool`.
 //!
