@@ -1,6 +1,6 @@
 //! Pools of image frames (feature `image`): [`RgbaPool`] of
-//! [`image::RgbaImage`] frames and [`YCbCrPool`] of
-//! planar [`YCbCrFrame`]s, the Rust counterparts of Go's
+//! [`image::RgbaImage`] frames and [`YCbCrPool`] of planar
+//! [`YCbCrFrame`]s, both [`FramePool`]s, the Rust counterparts of Go's
 //! `bp.ImageRGBAPool` and `bp.ImageYCbCrPool`.
 //!
 //! A 1080p RGBA frame is 8 MiB: allocating one per image means an `mmap`,
@@ -35,9 +35,11 @@
 //! assert_eq!(THUMBS.stats().created, 1);
 //! ```
 
+mod pool;
 mod rgba;
 mod ycbcr;
 
+pub use pool::{Frame, FramePool, PooledFrame};
 pub use rgba::{PooledRgba, RgbaPool, RgbaRecycler};
 pub use ycbcr::{PooledYCbCr, Subsampling, YCbCrFrame, YCbCrPool, YCbCrRecycler};
 

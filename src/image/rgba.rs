@@ -1,27 +1,22 @@
 //! `RgbaPool`: `image::RgbaImage` frames of one size.
 
-use std::fmt;
-
 use ::image::metadata::Cicp;
 use ::image::RgbaImage;
 
-use super::frame_len;
+use super::{frame_len, FramePool, PooledFrame};
 use crate::fallible;
 use crate::resource::sealed::{Knobs, Resource};
 use crate::resource::ResourceBuilder;
-use crate::{LocalPool, Pooled, Recycle, Stats};
+use crate::Recycle;
 
 /// A pooled RGBA frame: goes back to its [`RgbaPool`], zeroed, when dropped.
-pub type PooledRgba<'a> = Pooled<'a, RgbaImage, RgbaRecycler>;
+pub type PooledRgba<'a> = PooledFrame<'a, RgbaImage>;
 
-/// A pool of [`RgbaImage`] frames of one size (Go's `bp.ImageRGBAPool`).
+/// A pool of [`RgbaImage`] frames of one size (Go's `bp.ImageRGBAPool`):
+/// see [`FramePool`].
 ///
-/// Rendering, decoding and scaling code that needs a frame per image can
-/// reuse frames instead of allocating and page-faulting several megabytes
-/// each time. A frame comes out with every pixel zero (transparent black)
-/// and is zeroed again on return, so the next user cannot see the last
-/// user's picture. A frame whose size or color space was changed while it
-/// was out is dropped instead of pooled.
+/// A frame comes out with every pixel zero (transparent black). One whose
+/// size or color space changed while it was out is dropped on return.
 ///
 /// # Examples
 ///
@@ -43,12 +38,10 @@ pub type PooledRgba<'a> = Pooled<'a, RgbaImage, RgbaRecycler>;
 /// assert_eq!(render(2), 64 * 48 * (6 + 255));
 /// assert_eq!(FRAMES.stats().created, 1);
 /// ```
-pub struct RgbaPool {
-    pool: LocalPool<RgbaImage, RgbaRecycler>,
-}
+pub type RgbaPool = FramePool<RgbaImage>;
 
-impl RgbaPool {
-    /// A pool of `width` x `height` frames.
+impl FramePool<RgbaImage> {
+    /// A pool of `width` x `height` RGBA frames.
     ///
     /// `const`, so a pool can be a `static`.
     ///
@@ -66,9 +59,7 @@ impl RgbaPool {
     /// assert_eq!(pool.dimensions(), (1920, 1080));
     /// ```
     pub const fn new(width: u32, height: u32) -> Self {
-        Self {
-            pool: LocalPool::new(RgbaRecycler::new(width, height)),
-        }
+        Self::from_recycler(RgbaRecycler::new(width, height), width, height)
     }
 
     /// A builder, to set the core knobs.
@@ -84,120 +75,21 @@ impl RgbaPool {
     pub fn builder(width: u32, height: u32) -> ResourceBuilder<Self> {
         ResourceBuilder::new((width, height))
     }
-
-    /// A zeroed frame, from this thread's stash, the shared overflow, or a
-    /// new allocation. It goes back to the pool, zeroed, when the guard
-    /// drops.
-    ///
-    /// # Panics
-    ///
-    /// If a new frame is needed and cannot be allocated.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use image::Rgba;
-    /// use stashpool::image::RgbaPool;
-    ///
-    /// let pool = RgbaPool::new(4, 4);
-    /// let mut frame = pool.get();
-    /// assert_eq!(frame.get_pixel(0, 0), &Rgba([0, 0, 0, 0]));
-    /// frame.put_pixel(1, 1, Rgba([255, 0, 0, 255]));
-    /// ```
-    #[inline]
-    pub fn get(&self) -> PooledRgba<'_> {
-        self.pool.get()
-    }
-
-    /// Runs `f` on a zeroed frame, which goes back to the pool after `f`
-    /// returns (or is dropped if `f` panics).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use stashpool::image::RgbaPool;
-    ///
-    /// let pool = RgbaPool::new(8, 8);
-    /// let bytes = pool.with(|frame| frame.len());
-    /// assert_eq!(bytes, 8 * 8 * 4);
-    /// ```
-    #[inline]
-    pub fn with<U>(&self, f: impl FnOnce(&mut RgbaImage) -> U) -> U {
-        self.pool.with(f)
-    }
-
-    /// One sweep now: frames idle since the previous sweep are dropped (see
-    /// [`LocalPool::sweep`]).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use stashpool::image::RgbaPool;
-    ///
-    /// let pool = RgbaPool::builder(8, 8).manual_sweep().build();
-    /// drop(pool.get());
-    /// pool.sweep();
-    /// pool.sweep();
-    /// assert_eq!(pool.stats().idle, 0);
-    /// ```
-    pub fn sweep(&self) {
-        self.pool.sweep()
-    }
-
-    /// Counters since the pool was made (see [`Stats`]).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use stashpool::image::RgbaPool;
-    ///
-    /// let pool = RgbaPool::new(8, 8);
-    /// drop(pool.get());
-    /// assert_eq!(pool.stats().idle, 1);
-    /// ```
-    pub fn stats(&self) -> Stats {
-        self.pool.stats()
-    }
-
-    /// The frames' width and height, in pixels.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use stashpool::image::RgbaPool;
-    ///
-    /// assert_eq!(RgbaPool::new(3, 2).dimensions(), (3, 2));
-    /// ```
-    pub fn dimensions(&self) -> (u32, u32) {
-        let recycler = self.pool.recycler();
-        (recycler.width, recycler.height)
-    }
 }
 
-impl fmt::Debug for RgbaPool {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("RgbaPool")
-            .field("dimensions", &self.dimensions())
-            .field("pool", &self.pool)
-            .finish()
-    }
-}
-
-impl Resource for RgbaPool {
+impl Resource for FramePool<RgbaImage> {
     /// Width and height.
     type Params = (u32, u32);
 
     fn build((width, height): (u32, u32), knobs: Knobs) -> Self {
-        Self {
-            pool: knobs.pool(RgbaRecycler::new(width, height)),
-        }
+        Self::with_knobs(RgbaRecycler::new(width, height), width, height, knobs)
     }
 }
 
 /// Makes zeroed RGBA frames of one size, zeroes returned ones, and drops
 /// those that changed size or color space.
 ///
-/// The recycler of an [`RgbaPool`].
+/// The recycler of an [`RgbaPool`](super::RgbaPool).
 ///
 /// # Examples
 ///

@@ -2,11 +2,11 @@
 
 use std::fmt;
 
-use super::frame_len;
+use super::{frame_len, FramePool, PooledFrame};
 use crate::fallible;
 use crate::resource::sealed::{Knobs, Resource};
 use crate::resource::ResourceBuilder;
-use crate::{LocalPool, Pooled, Recycle, Stats};
+use crate::Recycle;
 
 /// How the chroma planes of a [`YCbCrFrame`] are subsampled (as Go's
 /// `image.YCbCrSubsampleRatio`).
@@ -241,15 +241,14 @@ impl Shape {
 
 /// A pooled Y'CbCr frame: goes back to its [`YCbCrPool`], zeroed, when
 /// dropped.
-pub type PooledYCbCr<'a> = Pooled<'a, YCbCrFrame, YCbCrRecycler>;
+pub type PooledYCbCr<'a> = PooledFrame<'a, YCbCrFrame>;
 
 /// A pool of planar [`YCbCrFrame`]s of one size and subsampling (Go's
-/// `bp.ImageYCbCrPool`), for video and JPEG pipelines.
+/// `bp.ImageYCbCrPool`), for video and JPEG pipelines: see [`FramePool`].
 ///
-/// A frame comes out zeroed and is zeroed again on return, so the next
-/// user cannot see the last user's picture; its strides are restored. A
-/// frame whose planes were replaced by ones of another length is dropped
-/// instead of pooled.
+/// A frame comes out zeroed; on return it is zeroed again and its strides
+/// are restored. One whose planes were replaced by planes of another
+/// length is dropped.
 ///
 /// # Examples
 ///
@@ -270,11 +269,9 @@ pub type PooledYCbCr<'a> = Pooled<'a, YCbCrFrame, YCbCrRecycler>;
 /// assert_eq!(decode_grey(235), 320 * 240 + 160 * 120);
 /// assert_eq!(FRAMES.stats().created, 1);
 /// ```
-pub struct YCbCrPool {
-    pool: LocalPool<YCbCrFrame, YCbCrRecycler>,
-}
+pub type YCbCrPool = FramePool<YCbCrFrame>;
 
-impl YCbCrPool {
+impl FramePool<YCbCrFrame> {
     /// A pool of `width` x `height` frames with `subsampling`.
     ///
     /// `const`, so a pool can be a `static`.
@@ -293,11 +290,11 @@ impl YCbCrPool {
     /// assert_eq!(pool.get().cb.len(), 640 * 360);
     /// ```
     pub const fn new(width: u32, height: u32, subsampling: Subsampling) -> Self {
-        Self {
-            pool: LocalPool::new(YCbCrRecycler {
-                shape: Shape::new(width, height, subsampling),
-            }),
-        }
+        Self::from_recycler(
+            YCbCrRecycler::new(width, height, subsampling),
+            width,
+            height,
+        )
     }
 
     /// A builder, to set the core knobs.
@@ -316,97 +313,6 @@ impl YCbCrPool {
         ResourceBuilder::new((width, height, subsampling))
     }
 
-    /// A zeroed frame, from this thread's stash, the shared overflow, or a
-    /// new allocation. It goes back to the pool, zeroed, when the guard
-    /// drops.
-    ///
-    /// # Panics
-    ///
-    /// If a new frame is needed and cannot be allocated.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use stashpool::image::{Subsampling, YCbCrPool};
-    ///
-    /// let pool = YCbCrPool::new(16, 16, Subsampling::S422);
-    /// let frame = pool.get();
-    /// assert!(frame.y.iter().all(|&b| b == 0));
-    /// assert_eq!(frame.c_stride, 8);
-    /// ```
-    #[inline]
-    pub fn get(&self) -> PooledYCbCr<'_> {
-        self.pool.get()
-    }
-
-    /// Runs `f` on a zeroed frame, which goes back to the pool after `f`
-    /// returns (or is dropped if `f` panics).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use stashpool::image::{Subsampling, YCbCrPool};
-    ///
-    /// let pool = YCbCrPool::new(16, 16, Subsampling::S420);
-    /// let luma_sum: u32 = pool.with(|frame| {
-    ///     frame.y.fill(2);
-    ///     frame.y.iter().map(|&v| v as u32).sum()
-    /// });
-    /// assert_eq!(luma_sum, 512);
-    /// ```
-    #[inline]
-    pub fn with<U>(&self, f: impl FnOnce(&mut YCbCrFrame) -> U) -> U {
-        self.pool.with(f)
-    }
-
-    /// One sweep now: frames idle since the previous sweep are dropped (see
-    /// [`LocalPool::sweep`]).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use stashpool::image::{Subsampling, YCbCrPool};
-    ///
-    /// let pool = YCbCrPool::builder(8, 8, Subsampling::S420).manual_sweep().build();
-    /// drop(pool.get());
-    /// pool.sweep();
-    /// pool.sweep();
-    /// assert_eq!(pool.stats().trimmed, 1);
-    /// ```
-    pub fn sweep(&self) {
-        self.pool.sweep()
-    }
-
-    /// Counters since the pool was made (see [`Stats`]).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use stashpool::image::{Subsampling, YCbCrPool};
-    ///
-    /// let pool = YCbCrPool::new(8, 8, Subsampling::S420);
-    /// drop(pool.get());
-    /// assert_eq!(pool.stats().returned, 1);
-    /// ```
-    pub fn stats(&self) -> Stats {
-        self.pool.stats()
-    }
-
-    /// The frames' width and height, in pixels.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use stashpool::image::{Subsampling, YCbCrPool};
-    ///
-    /// let pool = YCbCrPool::new(3, 2, Subsampling::S420);
-    /// assert_eq!(pool.dimensions(), (3, 2));
-    /// ```
-    pub fn dimensions(&self) -> (u32, u32) {
-        let shape = &self.pool.recycler().shape;
-        (shape.width, shape.height)
-    }
-
     /// The frames' chroma subsampling.
     ///
     /// # Examples
@@ -418,37 +324,24 @@ impl YCbCrPool {
     /// assert_eq!(pool.subsampling(), Subsampling::S422);
     /// ```
     pub fn subsampling(&self) -> Subsampling {
-        self.pool.recycler().shape.subsampling
+        self.recycler().shape.subsampling
     }
 }
 
-impl fmt::Debug for YCbCrPool {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("YCbCrPool")
-            .field("dimensions", &self.dimensions())
-            .field("subsampling", &self.subsampling())
-            .field("pool", &self.pool)
-            .finish()
-    }
-}
-
-impl Resource for YCbCrPool {
+impl Resource for FramePool<YCbCrFrame> {
     /// Width, height and subsampling.
     type Params = (u32, u32, Subsampling);
 
     fn build((width, height, subsampling): (u32, u32, Subsampling), knobs: Knobs) -> Self {
-        Self {
-            pool: knobs.pool(YCbCrRecycler {
-                shape: Shape::new(width, height, subsampling),
-            }),
-        }
+        let recycler = YCbCrRecycler::new(width, height, subsampling);
+        Self::with_knobs(recycler, width, height, knobs)
     }
 }
 
 /// Makes zeroed Y'CbCr frames of one shape, zeroes returned ones and
 /// restores their strides, and drops those whose planes changed length.
 ///
-/// The recycler of a [`YCbCrPool`].
+/// The recycler of a [`YCbCrPool`](super::YCbCrPool).
 ///
 /// # Examples
 ///

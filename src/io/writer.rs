@@ -340,6 +340,27 @@ impl<W: Write> PooledBufWriter<'_, W> {
         result
     }
 
+    /// Adds `data` to the buffer (flushing it first if `data` does not
+    /// fit) and returns `buffered`; or, for data as large as the buffer,
+    /// flushes and passes it straight to `pass` (as std's `BufWriter`).
+    #[inline]
+    fn buffer_or_pass<U>(
+        &mut self,
+        data: &[u8],
+        buffered: U,
+        pass: impl FnOnce(&mut W) -> io::Result<U>,
+    ) -> io::Result<U> {
+        if self.buf.len() + data.len() > self.buf.capacity() {
+            self.flush_buf()?;
+        }
+        if data.len() >= self.buf.capacity() {
+            self.write_through(pass)
+        } else {
+            self.buf.extend_from_slice(data);
+            Ok(buffered)
+        }
+    }
+
     /// Runs `write` on `inner`, past the buffer.
     fn write_through<U>(&mut self, write: impl FnOnce(&mut W) -> io::Result<U>) -> io::Result<U> {
         let inner = present(self.inner.as_mut());
@@ -353,28 +374,12 @@ impl<W: Write> PooledBufWriter<'_, W> {
 impl<W: Write> Write for PooledBufWriter<'_, W> {
     #[inline]
     fn write(&mut self, data: &[u8]) -> io::Result<usize> {
-        if self.buf.len() + data.len() > self.buf.capacity() {
-            self.flush_buf()?;
-        }
-        if data.len() >= self.buf.capacity() {
-            self.write_through(|inner| inner.write(data))
-        } else {
-            self.buf.extend_from_slice(data);
-            Ok(data.len())
-        }
+        self.buffer_or_pass(data, data.len(), |inner| inner.write(data))
     }
 
     #[inline]
     fn write_all(&mut self, data: &[u8]) -> io::Result<()> {
-        if self.buf.len() + data.len() > self.buf.capacity() {
-            self.flush_buf()?;
-        }
-        if data.len() >= self.buf.capacity() {
-            self.write_through(|inner| inner.write_all(data))
-        } else {
-            self.buf.extend_from_slice(data);
-            Ok(())
-        }
+        self.buffer_or_pass(data, (), |inner| inner.write_all(data))
     }
 
     fn flush(&mut self) -> io::Result<()> {
