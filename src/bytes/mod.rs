@@ -10,7 +10,22 @@
 //!
 //! Pooled `Vec<u8>` buffers are [`io::Write`](std::io::Write)rs and pooled
 //! `String`s are [`fmt::Write`](std::fmt::Write)rs, through the guard's
-//! `DerefMut`.
+//! `DerefMut`: `write!(buf, ...)` works on the guard, and a function that
+//! takes `impl Write` takes `&mut *buf`.
+//!
+//! ```
+//! use std::io::Write;
+//! use stashpool::bytes::BytePool;
+//!
+//! fn emit(out: &mut impl Write) -> std::io::Result<()> {
+//!     out.write_all(b"event\n")
+//! }
+//!
+//! let pool = BytePool::new(256);
+//! let mut buf = pool.get();
+//! emit(&mut *buf).unwrap();
+//! assert_eq!(&buf[..], b"event\n");
+//! ```
 //!
 //! # Examples
 //!
