@@ -222,6 +222,25 @@ fn resources(c: &mut Criterion) {
         })
     });
 
+    // A 3840x2160 frame (33 MB): larger than the most glibc ever serves
+    // from its heap (its mmap threshold stops rising at 32 MiB), so every
+    // `RgbaImage::new` maps, faults in and unmaps fresh memory.
+    let pool = RgbaPool::new(3840, 2160);
+    g.bench_function("rgba_4k/stashpool", |b| {
+        b.iter(|| {
+            let mut frame = pool.get();
+            frame.fill(0x80);
+            black_box(frame.as_raw().as_ptr());
+        })
+    });
+    g.bench_function("rgba_4k/rgbaimage_new", |b| {
+        b.iter(|| {
+            let mut frame = RgbaImage::new(3840, 2160);
+            frame.fill(0x80);
+            black_box(frame.as_raw().as_ptr());
+        })
+    });
+
     let pool = YCbCrPool::new(640, 480, Subsampling::S420);
     g.bench_function("ycbcr/stashpool", |b| {
         b.iter(|| {

@@ -3,12 +3,19 @@
 //! [`YCbCrFrame`]s, both [`FramePool`]s, the Rust counterparts of Go's
 //! `bp.ImageRGBAPool` and `bp.ImageYCbCrPool`.
 //!
-//! A 1080p RGBA frame is 8 MiB: allocating one per image means an `mmap`,
-//! two thousand page faults and an `munmap` each time. A pool keeps a few
-//! frames mapped and reuses them. Every frame comes out zeroed and is
-//! zeroed again on return, so no picture leaks from one user to the next;
-//! that `memset` over resident memory costs a fraction of the page faults
-//! it replaces.
+//! A frame is megabytes of memory. A pool keeps a few frames and reuses
+//! them, so a program that handles image after image does not hand that
+//! memory back and forth to the allocator and the kernel. Every frame
+//! comes out zeroed and is zeroed again on return, so no picture leaks from
+//! one user to the next.
+//!
+//! That zeroing costs about what a fresh zeroed frame costs: glibc keeps
+//! serving a repeated large allocation from its heap after the first one,
+//! where `calloc` clears it too, and above its 32 MiB threshold the kernel
+//! maps fresh memory in transparent huge pages. Measured on a 2-core VM, a
+//! 640x480 or 3840x2160 RGBA frame filled once per use cost the same
+//! pooled as from `RgbaImage::new`. The pool buys a steady footprint and
+//! no allocator traffic, not speed.
 //!
 //! # Examples
 //!

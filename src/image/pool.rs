@@ -40,8 +40,8 @@ pub type PooledFrame<'a, F> = Pooled<'a, F, <F as Frame>::Recycler>;
 /// [`RgbaImage`]s, [`YCbCrPool`](super::YCbCrPool) of [`YCbCrFrame`]s.
 ///
 /// Rendering, decoding and scaling code that needs a frame per image can
-/// reuse frames instead of allocating and page-faulting megabytes each
-/// time. A frame comes out zeroed and is zeroed again on return, so the
+/// reuse frames instead of allocating megabytes each time (see the
+/// [module docs](super) for what that buys). A frame comes out zeroed and is zeroed again on return, so the
 /// next user cannot see the last user's picture. A frame whose shape was
 /// changed while it was out (through `DerefMut` a user can swap in a frame
 /// of another size) is dropped instead of pooled.

@@ -22,6 +22,13 @@ const BAD_SIZE: &str = "stashpool: a CopyPool buffer size must be non-zero and a
 /// past [`DEFAULT_MAX_CAPACITY_FACTOR`](crate::bytes::DEFAULT_MAX_CAPACITY_FACTOR)
 /// times `buf_size` is dropped on return rather than pooled.
 ///
+/// Unlike Go's `io.Copy`, [`io::copy`] allocates nothing: it copies
+/// through an 8 KiB buffer on the stack. So `copy` does not beat it at that
+/// size (the pooled buffer is zeroed after each use, which `io::copy`'s
+/// stack buffer needs too, plus the pool's own get and return); it is for
+/// buffers larger than a stack should hold. `read_all` does beat a fresh
+/// `read_to_end`, which grows its vector from nothing for every stream.
+///
 /// # Examples
 ///
 /// ```

@@ -21,7 +21,11 @@ const BAD_SIZE: &str =
 /// unwrapped.
 ///
 /// A buffer that was read into is zeroed before it is pooled again, so one
-/// stream's bytes are never visible to the next stream's reader.
+/// stream's bytes are never visible to the next stream's reader. For an
+/// 8 KiB buffer that `memset` costs about what the `malloc` and `free` it
+/// replaces do (std's `BufReader` zeroes its fresh buffer too, for readers
+/// without a `read_buf` of their own), so the pool steadies memory use more
+/// than it speeds up reading.
 ///
 /// # Examples
 ///
