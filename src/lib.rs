@@ -45,6 +45,12 @@
 //! Resetting returned objects and refusing oversized ones is the job of a
 //! [`Recycle`] implementation.
 //!
+//! Ready-made pools, each built on `LocalPool` and resetting what it takes
+//! back: [`bytes`] (byte and text buffers, size classes), [`io`] (buffered
+//! readers and writers, copy buffers), `image` (RGBA and Y'CbCr frames,
+//! feature `image`), `mmap` (anonymous memory maps, feature `mmap`) and
+//! `slab` (slab-carved `BytesMut`, feature `bytes`).
+//!
 //! # How it works
 //!
 //! `IMPLEMENTATION.md` in the repository describes the algorithm: the stash
@@ -57,13 +63,27 @@
 #![allow(clippy::vec_box)]
 
 mod barrier;
+#[cfg(not(loom))]
+pub mod bytes;
 mod exit;
+#[cfg(not(loom))]
+mod fallible;
 mod guard;
+#[cfg(all(feature = "image", not(loom)))]
+pub mod image;
+#[cfg(not(loom))]
+pub mod io;
+#[cfg(all(feature = "mmap", not(loom)))]
+pub mod mmap;
 mod node;
 mod overflow;
 mod pool;
 mod recycle;
+#[cfg(not(loom))]
+mod resource;
 mod shared;
+#[cfg(all(feature = "bytes", not(loom)))]
+pub mod slab;
 mod stash;
 mod stats;
 #[cfg(not(loom))]
@@ -80,4 +100,6 @@ pub use pool::{
     Builder, LocalPool, DEFAULT_LOCAL_CAPACITY, DEFAULT_SWEEP_INTERVAL, MIN_SWEEP_INTERVAL,
 };
 pub use recycle::Recycle;
+#[cfg(not(loom))]
+pub use resource::ResourceBuilder;
 pub use stats::Stats;

@@ -1,0 +1,73 @@
+//! Pools of byte and text buffers: [`BytePool`] of `Vec<u8>`,
+//! [`StringPool`] of `String`, and [`SizeClassPool`] for buffers whose
+//! size varies from use to use.
+//!
+//! Buffers come out empty and go back cleared: what one user wrote lies
+//! beyond the buffer's `len`, where the safe API cannot read it. A buffer
+//! that grew past its pool's `max_capacity` is dropped on return instead of
+//! pooled, so one rare huge message does not pin its memory for as long as
+//! the pool lives (the lesson of Go issue 23199).
+//!
+//! Pooled `Vec<u8>` buffers are [`io::Write`](std::io::Write)rs and pooled
+//! `String`s are [`fmt::Write`](std::fmt::Write)rs, through the guard's
+//! `DerefMut`: `write!(buf, ...)` works on the guard, and a function that
+//! takes `impl Write` takes `&mut *buf`.
+//!
+//! ```
+//! use std::io::Write;
+//! use stashpool::bytes::BytePool;
+//!
+//! fn emit(out: &mut impl Write) -> std::io::Result<()> {
+//!     out.write_all(b"event\n")
+//! }
+//!
+//! let pool = BytePool::new(256);
+//! let mut buf = pool.get();
+//! emit(&mut *buf).unwrap();
+//! assert_eq!(&buf[..], b"event\n");
+//! ```
+//!
+//! # Examples
+//!
+//! Encode messages into pooled buffers; after warming up no message
+//! allocates:
+//!
+//! ```
+//! use std::io::Write;
+//! use stashpool::bytes::BytePool;
+//!
+//! static BUFS: BytePool = BytePool::new(1024);
+//!
+//! fn encode(id: u32, body: &str) -> usize {
+//!     let mut buf = BUFS.get();
+//!     write!(buf, "{id}:{}:{body}\n", body.len()).unwrap();
+//!     buf.len() // a real program would send `buf` here
+//! }
+//!
+//! for id in 0..100 {
+//!     assert_eq!(encode(id, "hello"), format!("{id}:5:hello\n").len());
+//! }
+//! assert_eq!(BUFS.stats().created, 1);
+//! ```
+//!
+//! Buffers sized per request:
+//!
+//! ```
+//! use stashpool::bytes::SizeClassPool;
+//!
+//! let pool = SizeClassPool::new(256, 1 << 20);
+//! for len in [100, 5_000, 70_000, 5_000] {
+//!     let mut buf = pool.get(len);
+//!     buf.resize(len, 0xAB);
+//! }
+//! assert_eq!(pool.stats().reused, 1); // the second 5 000-byte request
+//! ```
+
+mod buffer;
+mod size_class;
+
+pub use buffer::{
+    Buffer, BufferPool, BufferRecycler, BytePool, PooledBuffer, StringPool,
+    DEFAULT_MAX_CAPACITY_FACTOR,
+};
+pub use size_class::{SizeClassPool, SizedBuffer, MAX_CLASS};

@@ -1,0 +1,356 @@
+//! `SizeClassPool`: byte buffers in power-of-two size classes, one pool per
+//! class, for callers whose buffer sizes vary.
+
+use std::fmt;
+use std::ops::{Deref, DerefMut};
+
+use super::{BufferRecycler, PooledBuffer};
+use crate::fallible;
+use crate::resource::sealed::{Knobs, Resource};
+use crate::resource::{sum_stats, ResourceBuilder};
+use crate::{LocalPool, Pooled, Stats};
+
+/// The largest class a [`SizeClassPool`] may have: the largest power of two
+/// a `Vec<u8>` can hold.
+pub const MAX_CLASS: usize = 1 << (usize::BITS - 2);
+
+/// Byte buffers for requests of varying size, pooled in power-of-two size
+/// classes.
+///
+/// `get(len)` takes a buffer from the smallest class that holds `len`
+/// bytes, so a buffer never has less than `len` nor much more than twice
+/// `len` bytes of room. Each class is a [`LocalPool`] of its own; a guard
+/// returns its buffer to the class it came from. A buffer that grew into a
+/// larger class, or shrank below its own, is dropped on return rather than
+/// kept in a class where it does not belong. Requests larger than `max` get
+/// a plain allocation that is dropped, not pooled, when the guard drops.
+///
+/// Returned buffers are cleared, as in a [`BytePool`](super::BytePool).
+///
+/// # Examples
+///
+/// ```
+/// use stashpool::bytes::SizeClassPool;
+///
+/// let pool = SizeClassPool::new(512, 64 * 1024);
+///
+/// let small = pool.get(100); // from the 512-byte class
+/// assert!(small.capacity() >= 512);
+/// let medium = pool.get(3000); // from the 4096-byte class
+/// assert!((3000..8192).contains(&medium.capacity()));
+/// let huge = pool.get(1 << 20); // larger than max: not pooled
+/// assert!(huge.capacity() >= 1 << 20);
+/// ```
+pub struct SizeClassPool {
+    /// `classes[i]` holds buffers of `min_class << i` bytes.
+    classes: Box<[LocalPool<Vec<u8>, BufferRecycler>]>,
+    min_class: usize,
+    max: usize,
+}
+
+impl SizeClassPool {
+    /// A pool with a class for every power of two from `min` to `max`
+    /// (each rounded up to a power of two); requests above `max` are not
+    /// pooled.
+    ///
+    /// # Panics
+    ///
+    /// If `min` is zero, `min > max`, or `max > MAX_CLASS` (2<sup>62</sup>
+    /// on 64-bit targets).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use stashpool::bytes::SizeClassPool;
+    ///
+    /// let pool = SizeClassPool::new(100, 1000); // classes 128 to 1024
+    /// assert_eq!(pool.classes().collect::<Vec<_>>(), [128, 256, 512, 1024]);
+    /// ```
+    pub fn new(min: usize, max: usize) -> Self {
+        Self::builder(min, max).build()
+    }
+
+    /// A builder, to set the core knobs (they apply to every class).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use stashpool::bytes::SizeClassPool;
+    ///
+    /// let pool = SizeClassPool::builder(64, 4096).local_capacity(8).build();
+    /// pool.with(10, |buf| buf.push(1));
+    /// ```
+    pub fn builder(min: usize, max: usize) -> ResourceBuilder<Self> {
+        ResourceBuilder::new(SizeClassParams { min, max })
+    }
+
+    /// An empty buffer with room for at least `len` bytes: from the
+    /// smallest class that holds `len`, or a plain allocation when
+    /// `len > max`. The guard gives a pooled buffer back to its class,
+    /// cleared, when it drops.
+    ///
+    /// # Panics
+    ///
+    /// If the buffer cannot be allocated, for example when `len` is larger
+    /// than `isize::MAX`. It panics rather than aborts, so the caller can
+    /// catch it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use stashpool::bytes::SizeClassPool;
+    ///
+    /// let pool = SizeClassPool::new(64, 1024);
+    /// let mut buf = pool.get(200);
+    /// assert!(buf.is_empty());
+    /// assert_eq!(buf.capacity(), 256);
+    /// buf.extend_from_slice(&[7; 200]);
+    /// ```
+    pub fn get(&self, len: usize) -> SizedBuffer<'_> {
+        SizedBuffer(match self.class_of(len) {
+            Some(class) => Repr::Pooled(self.classes[class].get()),
+            None => Repr::Alone(fallible::with_capacity(len)),
+        })
+    }
+
+    /// Runs `f` on a buffer with room for `len` bytes (as from
+    /// [`get`](Self::get)), which goes back to its class after `f` returns.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use stashpool::bytes::SizeClassPool;
+    ///
+    /// let pool = SizeClassPool::new(64, 1024);
+    /// let sum: u32 = pool.with(300, |buf| {
+    ///     buf.extend((0..300).map(|i| i as u8));
+    ///     buf.iter().map(|&b| b as u32).sum()
+    /// });
+    /// assert!(sum > 0);
+    /// ```
+    pub fn with<U>(&self, len: usize, f: impl FnOnce(&mut Vec<u8>) -> U) -> U {
+        match self.class_of(len) {
+            Some(class) => self.classes[class].with(f),
+            None => f(&mut fallible::with_capacity(len)),
+        }
+    }
+
+    /// One sweep of every class now (see [`LocalPool::sweep`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use stashpool::bytes::SizeClassPool;
+    ///
+    /// let pool = SizeClassPool::builder(64, 1024).manual_sweep().build();
+    /// drop((pool.get(10), pool.get(1000)));
+    /// assert_eq!(pool.stats().idle, 2);
+    /// pool.sweep();
+    /// pool.sweep();
+    /// assert_eq!(pool.stats().idle, 0);
+    /// ```
+    pub fn sweep(&self) {
+        self.classes.iter().for_each(LocalPool::sweep)
+    }
+
+    /// Counters of all classes added up (see [`Stats`]); requests above
+    /// `max` are not counted.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use stashpool::bytes::SizeClassPool;
+    ///
+    /// let pool = SizeClassPool::new(64, 1024);
+    /// drop(pool.get(100));
+    /// drop(pool.get(100));
+    /// drop(pool.get(5000)); // above max
+    /// let stats = pool.stats();
+    /// assert_eq!((stats.created, stats.reused), (1, 1));
+    /// ```
+    pub fn stats(&self) -> Stats {
+        sum_stats(self.classes.iter().map(LocalPool::stats))
+    }
+
+    /// The counters of the class that serves requests of `len` bytes, or
+    /// `None` if such requests are not pooled.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use stashpool::bytes::SizeClassPool;
+    ///
+    /// let pool = SizeClassPool::new(64, 1024);
+    /// drop(pool.get(100));
+    /// assert_eq!(pool.class_stats(128).unwrap().idle, 1);
+    /// assert_eq!(pool.class_stats(64).unwrap().idle, 0);
+    /// assert!(pool.class_stats(2000).is_none());
+    /// ```
+    pub fn class_stats(&self, len: usize) -> Option<Stats> {
+        self.class_of(len).map(|class| self.classes[class].stats())
+    }
+
+    /// The class sizes, smallest first.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use stashpool::bytes::SizeClassPool;
+    ///
+    /// let pool = SizeClassPool::new(1024, 4096);
+    /// assert_eq!(pool.classes().collect::<Vec<_>>(), [1024, 2048, 4096]);
+    /// ```
+    pub fn classes(&self) -> impl Iterator<Item = usize> + '_ {
+        (0..self.classes.len()).map(|class| self.min_class << class)
+    }
+
+    /// The largest request that is pooled.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use stashpool::bytes::SizeClassPool;
+    ///
+    /// assert_eq!(SizeClassPool::new(64, 1000).max(), 1000);
+    /// ```
+    pub fn max(&self) -> usize {
+        self.max
+    }
+
+    /// The index of the smallest class that holds `len` bytes, if pooled.
+    #[inline]
+    fn class_of(&self, len: usize) -> Option<usize> {
+        if len > self.max {
+            return None;
+        }
+        // `len <= max <= MAX_CLASS`, so this cannot overflow.
+        let size = len.max(self.min_class).next_power_of_two();
+        Some((size.trailing_zeros() - self.min_class.trailing_zeros()) as usize)
+    }
+}
+
+impl fmt::Debug for SizeClassPool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SizeClassPool")
+            .field("classes", &self.classes().collect::<Vec<_>>())
+            .field("max", &self.max)
+            .field("stats", &self.stats())
+            .finish()
+    }
+}
+
+/// A [`SizeClassPool`]'s parameters, as given to its builder.
+#[derive(Clone, Copy, Debug)]
+pub struct SizeClassParams {
+    min: usize,
+    max: usize,
+}
+
+impl Resource for SizeClassPool {
+    type Params = SizeClassParams;
+
+    fn build(SizeClassParams { min, max }: SizeClassParams, knobs: Knobs) -> Self {
+        assert!(
+            min > 0,
+            "stashpool: the smallest size class must be non-zero"
+        );
+        assert!(
+            min <= max,
+            "stashpool: the smallest size class must not exceed the largest"
+        );
+        assert!(
+            max <= MAX_CLASS,
+            "stashpool: the largest size class must be at most 2^(usize::BITS - 2) bytes"
+        );
+        let (min_class, max_class) = (min.next_power_of_two(), max.next_power_of_two());
+        let count = (max_class.trailing_zeros() - min_class.trailing_zeros() + 1) as usize;
+        let classes = (0..count)
+            .map(|class| {
+                let size = min_class << class;
+                // A buffer that grew into the next class is dropped (it
+                // would waste half its memory here); one that shrank below
+                // its class can no longer serve its requests.
+                knobs.pool(BufferRecycler::new(size, 2 * size - 1))
+            })
+            .collect();
+        Self {
+            classes,
+            min_class,
+            max,
+        }
+    }
+}
+
+// === impl SizedBuffer ===
+
+/// A buffer from a [`SizeClassPool`]: goes back to its size class, cleared,
+/// when dropped, unless it was too large to be pooled.
+///
+/// Dereferences to `Vec<u8>`.
+///
+/// # Examples
+///
+/// ```
+/// use std::io::Write;
+/// use stashpool::bytes::{SizeClassPool, SizedBuffer};
+///
+/// let pool = SizeClassPool::new(64, 1024);
+/// let mut buf = pool.get(100);
+/// write!(buf, "{}", 42).unwrap();
+/// assert!(SizedBuffer::is_pooled(&buf));
+/// let kept: Vec<u8> = SizedBuffer::into_inner(buf); // leaves the pool
+/// assert_eq!(kept, b"42");
+/// ```
+pub struct SizedBuffer<'a>(Repr<'a>);
+
+enum Repr<'a> {
+    Pooled(PooledBuffer<'a>),
+    /// Larger than the pool's `max`: dropped with the guard.
+    Alone(Vec<u8>),
+}
+
+impl SizedBuffer<'_> {
+    /// Keeps the buffer; it will not go back to the pool.
+    ///
+    /// An associated function, so it cannot shadow a method of `Vec<u8>`.
+    pub fn into_inner(this: Self) -> Vec<u8> {
+        match this.0 {
+            Repr::Pooled(buf) => Pooled::into_inner(buf),
+            Repr::Alone(buf) => buf,
+        }
+    }
+
+    /// Whether the buffer came from (and goes back to) a size class, rather
+    /// than being a plain allocation for a request above the pool's `max`.
+    pub fn is_pooled(this: &Self) -> bool {
+        matches!(this.0, Repr::Pooled(_))
+    }
+}
+
+impl Deref for SizedBuffer<'_> {
+    type Target = Vec<u8>;
+
+    #[inline]
+    fn deref(&self) -> &Vec<u8> {
+        match &self.0 {
+            Repr::Pooled(buf) => buf,
+            Repr::Alone(buf) => buf,
+        }
+    }
+}
+
+impl DerefMut for SizedBuffer<'_> {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut Vec<u8> {
+        match &mut self.0 {
+            Repr::Pooled(buf) => buf,
+            Repr::Alone(buf) => buf,
+        }
+    }
+}
+
+impl fmt::Debug for SizedBuffer<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&**self, f)
+    }
+}

@@ -1,0 +1,155 @@
+//! `RgbaPool`: `image::RgbaImage` frames of one size.
+
+use ::image::metadata::Cicp;
+use ::image::RgbaImage;
+
+use super::{frame_len, FramePool, PooledFrame};
+use crate::fallible;
+use crate::resource::sealed::{Knobs, Resource};
+use crate::resource::ResourceBuilder;
+use crate::Recycle;
+
+/// A pooled RGBA frame: goes back to its [`RgbaPool`], zeroed, when dropped.
+pub type PooledRgba<'a> = PooledFrame<'a, RgbaImage>;
+
+/// A pool of [`RgbaImage`] frames of one size (Go's `bp.ImageRGBAPool`):
+/// see [`FramePool`].
+///
+/// A frame comes out with every pixel zero (transparent black). One whose
+/// size or color space changed while it was out is dropped on return.
+///
+/// # Examples
+///
+/// ```
+/// use image::Rgba;
+/// use stashpool::image::RgbaPool;
+///
+/// static FRAMES: RgbaPool = RgbaPool::new(64, 48);
+///
+/// fn render(shade: u8) -> u64 {
+///     let mut frame = FRAMES.get();
+///     for pixel in frame.pixels_mut() {
+///         *pixel = Rgba([shade, shade, shade, 255]);
+///     }
+///     frame.iter().map(|&b| b as u64).sum() // stands in for encoding it
+/// }
+///
+/// assert_eq!(render(1), 64 * 48 * (3 + 255));
+/// assert_eq!(render(2), 64 * 48 * (6 + 255));
+/// assert_eq!(FRAMES.stats().created, 1);
+/// ```
+pub type RgbaPool = FramePool<RgbaImage>;
+
+impl FramePool<RgbaImage> {
+    /// A pool of `width` x `height` RGBA frames.
+    ///
+    /// `const`, so a pool can be a `static`.
+    ///
+    /// # Panics
+    ///
+    /// If `width` or `height` is zero, or a frame would be larger than
+    /// `isize::MAX` bytes.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use stashpool::image::RgbaPool;
+    ///
+    /// let pool = RgbaPool::new(1920, 1080);
+    /// assert_eq!(pool.dimensions(), (1920, 1080));
+    /// ```
+    pub const fn new(width: u32, height: u32) -> Self {
+        Self::from_recycler(RgbaRecycler::new(width, height), width, height)
+    }
+
+    /// A builder, to set the core knobs.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use stashpool::image::RgbaPool;
+    ///
+    /// let pool = RgbaPool::builder(640, 480).max_idle(4).build();
+    /// assert_eq!(pool.get().dimensions(), (640, 480));
+    /// ```
+    pub fn builder(width: u32, height: u32) -> ResourceBuilder<Self> {
+        ResourceBuilder::new((width, height))
+    }
+}
+
+impl Resource for FramePool<RgbaImage> {
+    /// Width and height.
+    type Params = (u32, u32);
+
+    fn build((width, height): (u32, u32), knobs: Knobs) -> Self {
+        Self::with_knobs(RgbaRecycler::new(width, height), width, height, knobs)
+    }
+}
+
+/// Makes zeroed RGBA frames of one size, zeroes returned ones, and drops
+/// those that changed size or color space.
+///
+/// The recycler of an [`RgbaPool`](super::RgbaPool).
+///
+/// # Examples
+///
+/// ```
+/// use stashpool::image::RgbaRecycler;
+/// use stashpool::Recycle;
+///
+/// let recycler = RgbaRecycler::new(2, 2);
+/// let mut frame = recycler.create();
+/// frame.put_pixel(0, 0, image::Rgba([255, 255, 255, 255]));
+/// assert!(recycler.recycle(&mut frame));
+/// assert!(frame.iter().all(|&b| b == 0));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RgbaRecycler {
+    width: u32,
+    height: u32,
+    /// Bytes in a frame: 4 per pixel.
+    len: usize,
+}
+
+impl RgbaRecycler {
+    /// A recycler of `width` x `height` frames.
+    ///
+    /// # Panics
+    ///
+    /// As [`RgbaPool::new`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use stashpool::image::RgbaRecycler;
+    ///
+    /// let recycler = RgbaRecycler::new(640, 480);
+    /// ```
+    pub const fn new(width: u32, height: u32) -> Self {
+        let len = frame_len(width, height, 4);
+        Self { width, height, len }
+    }
+}
+
+impl Recycle<RgbaImage> for RgbaRecycler {
+    fn create(&self) -> RgbaImage {
+        RgbaImage::from_raw(self.width, self.height, fallible::zeroed(self.len))
+            .expect("stashpool: a frame buffer of width * height * 4 bytes fits its image")
+    }
+
+    fn recycle(&self, frame: &mut RgbaImage) -> bool {
+        // A frame swapped in through `DerefMut` may differ in any way the
+        // safe API allows; keep only those that still match a new frame.
+        if frame.dimensions() != (self.width, self.height)
+            || frame.as_raw().len() != self.len
+            || frame.color_space() != Cicp::SRGB
+        {
+            return false;
+        }
+        // `Deref` reaches the whole buffer (checked above), so this clears
+        // every byte the next user could read.
+        let bytes: &mut [u8] = frame;
+        bytes.fill(0);
+        true
+    }
+}

@@ -1,0 +1,51 @@
+//! Pooled I/O buffers: buffered readers ([`BufReaderPool`]) and writers
+//! ([`BufWriterPool`]), and copy buffers ([`CopyPool`]).
+//!
+//! `std::io::BufReader::new` and `BufWriter::new` allocate a fresh 8 KiB
+//! buffer per stream, and `Read::read_to_end` grows a fresh vector per
+//! body. For a program that handles many short streams these allocations
+//! add up; the pools here lend each stream a pooled buffer and take it
+//! back when the reader, writer or body is dropped.
+//!
+//! A buffer lent to a `Read` implementation is zeroed before it is pooled
+//! again (a reader may look at the bytes it is given), and a write buffer
+//! or body vector is cleared, so nothing one stream put in a buffer can be
+//! read through the next stream's use of it.
+//!
+//! # Examples
+//!
+//! Parse many small requests, each through a buffered reader, with one
+//! buffer between them:
+//!
+//! ```
+//! use std::io::BufRead;
+//! use stashpool::io::BufReaderPool;
+//!
+//! static READERS: BufReaderPool = BufReaderPool::new(4096);
+//!
+//! fn header_count(request: &[u8]) -> std::io::Result<usize> {
+//!     let mut count = 0;
+//!     for line in READERS.reader(request).lines() {
+//!         if line?.is_empty() {
+//!             break;
+//!         }
+//!         count += 1;
+//!     }
+//!     Ok(count)
+//! }
+//!
+//! for _ in 0..10 {
+//!     let request = b"GET / HTTP/1.1\nHost: example.com\nAccept: */*\n\nbody";
+//!     assert_eq!(header_count(request).unwrap(), 3);
+//! }
+//! assert_eq!(READERS.stats().created, 1);
+//! ```
+
+mod copy;
+mod reader;
+mod scratch;
+mod writer;
+
+pub use copy::CopyPool;
+pub use reader::{BufReaderPool, PooledBufReader};
+pub use writer::{BufWriterPool, PooledBufWriter};

@@ -1,0 +1,225 @@
+//! What every resource pool shares: its builder and the core knobs.
+//!
+//! Each resource pool (`BytePool`, `MmapPool`, ...) wraps one or more
+//! `LocalPool`s whose recycler it makes from its own parameters (a buffer
+//! size, a frame's dimensions). A core `Builder` needs the recycler up front,
+//! so a resource builder cannot hold one while its parameters may still
+//! change; it records the core knobs instead and applies them to each
+//! `LocalPool` when it builds. One generic builder serves every resource
+//! pool, so the knobs are written and documented once.
+
+use std::fmt;
+use std::time::Duration;
+
+use crate::{Builder, LocalPool, Recycle, Stats};
+
+/// Configures a resource pool before making it; made by the pool's
+/// `builder` function (for example [`BytePool::builder`]).
+///
+/// It has the knobs of the core [`Builder`] (applied to every [`LocalPool`]
+/// the resource pool is made of) and, for some pools, knobs of their own
+/// such as [`max_capacity`](ResourceBuilder::max_capacity).
+///
+/// [`BytePool::builder`]: crate::bytes::BufferPool::builder
+/// [`LocalPool`]: crate::LocalPool
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use stashpool::bytes::BytePool;
+///
+/// let pool = BytePool::builder(4096)
+///     .max_capacity(64 * 1024)
+///     .local_capacity(16)
+///     .max_idle(256)
+///     .sweep_every(Duration::from_secs(10))
+///     .build();
+/// assert!(pool.get().capacity() >= 4096);
+/// ```
+#[must_use = "a builder does nothing until `build` is called"]
+pub struct ResourceBuilder<P: sealed::Resource> {
+    pub(crate) params: P::Params,
+    knobs: sealed::Knobs,
+}
+
+impl<P: sealed::Resource> ResourceBuilder<P> {
+    pub(crate) fn new(params: P::Params) -> Self {
+        Self {
+            params,
+            knobs: sealed::Knobs::default(),
+        }
+    }
+
+    /// Most objects one thread keeps in its private stash (see
+    /// [`Builder::local_capacity`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use stashpool::bytes::StringPool;
+    ///
+    /// let pool = StringPool::builder(256).local_capacity(4).build();
+    /// pool.with(|s| s.push_str("hi"));
+    /// ```
+    pub fn local_capacity(mut self, n: usize) -> Self {
+        self.knobs.local_capacity = Some(n);
+        self
+    }
+
+    /// Most objects kept in the shared overflow (see
+    /// [`Builder::max_idle`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use stashpool::bytes::BytePool;
+    ///
+    /// let pool = BytePool::builder(1024).max_idle(8).build();
+    /// pool.with(|buf| buf.push(1));
+    /// ```
+    pub fn max_idle(mut self, n: usize) -> Self {
+        self.knobs.max_idle = Some(n);
+        self
+    }
+
+    /// Sweeps automatically on this interval (see
+    /// [`Builder::sweep_every`]).
+    ///
+    /// # Panics
+    ///
+    /// If `interval` is zero.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use stashpool::bytes::BytePool;
+    ///
+    /// let pool = BytePool::builder(1024)
+    ///     .sweep_every(Duration::from_millis(500))
+    ///     .build();
+    /// pool.with(|buf| buf.push(1));
+    /// ```
+    pub fn sweep_every(mut self, interval: Duration) -> Self {
+        assert!(
+            !interval.is_zero(),
+            "stashpool: the sweep interval must be non-zero (use `manual_sweep` to sweep only on demand)"
+        );
+        self.knobs.sweep = Some(Some(interval));
+        self
+    }
+
+    /// No automatic sweeping: only the pool's `sweep` calls trim (see
+    /// [`Builder::manual_sweep`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use stashpool::bytes::BytePool;
+    ///
+    /// let pool = BytePool::builder(1024).manual_sweep().build();
+    /// drop(pool.get());
+    /// pool.sweep();
+    /// assert_eq!(pool.stats().idle, 1); // survives one sweep
+    /// pool.sweep();
+    /// assert_eq!(pool.stats().idle, 0); // dropped by the second
+    /// ```
+    pub fn manual_sweep(mut self) -> Self {
+        self.knobs.sweep = Some(None);
+        self
+    }
+
+    /// Makes the pool.
+    ///
+    /// # Panics
+    ///
+    /// If the pool's parameters are invalid: the `new` function of each
+    /// pool lists what it refuses.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use stashpool::bytes::BytePool;
+    ///
+    /// let pool = BytePool::builder(512).build();
+    /// assert_eq!(pool.capacity(), 512);
+    /// ```
+    pub fn build(self) -> P {
+        P::build(self.params, self.knobs)
+    }
+}
+
+impl<P: sealed::Resource> fmt::Debug for ResourceBuilder<P>
+where
+    P::Params: fmt::Debug,
+{
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ResourceBuilder")
+            .field("params", &self.params)
+            .field("knobs", &self.knobs)
+            .finish()
+    }
+}
+
+/// Adds up the counters of the pools a resource pool is made of.
+pub(crate) fn sum_stats(all: impl IntoIterator<Item = Stats>) -> Stats {
+    all.into_iter().fold(Stats::default(), |sum, s| Stats {
+        created: sum.created + s.created,
+        reused: sum.reused + s.reused,
+        returned: sum.returned + s.returned,
+        rejected: sum.rejected + s.rejected,
+        trimmed: sum.trimmed + s.trimmed,
+        idle: sum.idle + s.idle,
+    })
+}
+
+/// Not nameable outside the crate: which pools a `ResourceBuilder` builds
+/// is for the crate to decide.
+pub(crate) mod sealed {
+    use super::*;
+
+    /// A pool a [`ResourceBuilder`] can build.
+    pub trait Resource: Sized {
+        /// The pool's own parameters.
+        type Params;
+
+        /// Makes the pool from its parameters and the core knobs.
+        fn build(params: Self::Params, knobs: Knobs) -> Self;
+    }
+
+    /// The core builder's knobs, as set so far (`None`: the default).
+    #[derive(Clone, Copy, Debug, Default)]
+    pub struct Knobs {
+        pub(crate) local_capacity: Option<usize>,
+        pub(crate) max_idle: Option<usize>,
+        /// `Some(None)`: manual sweeping.
+        pub(crate) sweep: Option<Option<Duration>>,
+    }
+
+    impl Knobs {
+        /// Applies the knobs that were set to a core builder.
+        pub(crate) fn apply<T: Send + 'static, R: Recycle<T>>(
+            self,
+            mut builder: Builder<T, R>,
+        ) -> Builder<T, R> {
+            if let Some(n) = self.local_capacity {
+                builder = builder.local_capacity(n);
+            }
+            if let Some(n) = self.max_idle {
+                builder = builder.max_idle(n);
+            }
+            builder = match self.sweep {
+                Some(Some(interval)) => builder.sweep_every(interval),
+                Some(None) => builder.manual_sweep(),
+                None => builder,
+            };
+            builder
+        }
+
+        /// A `LocalPool` of `recycler`'s objects with these knobs.
+        pub(crate) fn pool<T: Send + 'static, R: Recycle<T>>(self, recycler: R) -> LocalPool<T, R> {
+            self.apply(LocalPool::builder(recycler)).build()
+        }
+    }
+}

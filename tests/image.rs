@@ -1,0 +1,163 @@
+//! `RgbaPool` and `YCbCrPool`: reuse, zeroing, shape checks, bad input.
+#![cfg(feature = "image")]
+
+use std::panic::catch_unwind;
+
+use image::{Rgba, RgbaImage};
+use stashpool::image::{RgbaPool, Subsampling, YCbCrFrame, YCbCrPool};
+
+// === RgbaPool ===
+
+#[test]
+fn rgba_frames_have_the_pool_size_and_start_zeroed() {
+    let pool = RgbaPool::builder(7, 5).manual_sweep().build();
+    let frame = pool.get();
+    assert_eq!(frame.dimensions(), (7, 5));
+    assert_eq!(frame.len(), 7 * 5 * 4);
+    assert!(frame.iter().all(|&b| b == 0));
+}
+
+#[test]
+fn a_returned_rgba_frame_is_reused_and_zeroed() {
+    let pool = RgbaPool::builder(16, 16).manual_sweep().build();
+    let mut frame = pool.get();
+    for pixel in frame.pixels_mut() {
+        *pixel = Rgba([1, 2, 3, 4]);
+    }
+    let ptr = frame.as_raw().as_ptr();
+    drop(frame);
+
+    let frame = pool.get();
+    assert_eq!(frame.as_raw().as_ptr(), ptr, "the same frame comes back");
+    assert!(frame.as_raw().iter().all(|&b| b == 0), "the picture leaked");
+    let stats = pool.stats();
+    assert_eq!((stats.created, stats.reused), (1, 1));
+}
+
+#[test]
+fn an_rgba_frame_swapped_for_another_size_is_dropped() {
+    let pool = RgbaPool::builder(16, 16).manual_sweep().build();
+    let mut frame = pool.get();
+    *frame = RgbaImage::new(8, 8);
+    drop(frame);
+    let mut frame = pool.get();
+    // Same size, but a longer buffer behind it than a frame needs.
+    *frame = RgbaImage::from_raw(16, 16, vec![9; 16 * 16 * 4 + 1]).unwrap();
+    drop(frame);
+    let stats = pool.stats();
+    assert_eq!((stats.rejected, stats.idle), (2, 0));
+    assert_eq!(pool.get().dimensions(), (16, 16));
+}
+
+#[test]
+fn an_rgba_frame_with_another_color_space_is_dropped() {
+    use image::metadata::Cicp;
+
+    let pool = RgbaPool::builder(4, 4).manual_sweep().build();
+    pool.with(|frame| frame.set_color_space(Cicp::SRGB_LINEAR).unwrap());
+    assert_eq!(pool.stats().rejected, 1);
+    assert_eq!(pool.get().color_space(), Cicp::SRGB);
+}
+
+#[test]
+fn bad_rgba_sizes_are_refused() {
+    assert!(catch_unwind(|| RgbaPool::new(0, 10)).is_err());
+    assert!(catch_unwind(|| RgbaPool::new(10, 0)).is_err());
+    // 2^64 * 4 bytes: larger than any address space.
+    assert!(catch_unwind(|| RgbaPool::new(u32::MAX, u32::MAX)).is_err());
+    assert!(catch_unwind(|| RgbaPool::builder(0, 0).build()).is_err());
+}
+
+#[test]
+fn an_unallocatable_rgba_frame_panics_instead_of_aborting() {
+    // 2^30 x 2^30 x 4 bytes = 4 EiB: a valid size, but no allocator has it.
+    let pool = RgbaPool::new(1 << 30, 1 << 30);
+    assert!(catch_unwind(|| drop(pool.get())).is_err());
+}
+
+// === YCbCrPool ===
+
+#[test]
+fn ycbcr_planes_follow_the_subsampling() {
+    for (subsampling, c_width, c_height) in [
+        (Subsampling::S444, 5, 3),
+        (Subsampling::S422, 3, 3),
+        (Subsampling::S420, 3, 2),
+    ] {
+        let pool = YCbCrPool::new(5, 3, subsampling);
+        let frame = pool.get();
+        assert_eq!(frame.y.len(), 15);
+        assert_eq!((frame.y_stride, frame.c_stride), (5, c_width));
+        assert_eq!(frame.cb.len(), c_width * c_height);
+        assert_eq!(frame.cr.len(), c_width * c_height);
+        // The last pixel's samples are the planes' last bytes.
+        assert_eq!(frame.y_offset(4, 2), frame.y.len() - 1);
+        assert_eq!(frame.c_offset(4, 2), frame.cb.len() - 1);
+        assert_eq!(
+            (frame.width(), frame.height(), frame.subsampling()),
+            (5, 3, subsampling)
+        );
+    }
+}
+
+#[test]
+fn a_returned_ycbcr_frame_is_reused_zeroed_with_its_strides_restored() {
+    let pool = YCbCrPool::builder(8, 8, Subsampling::S420)
+        .manual_sweep()
+        .build();
+    let mut frame = pool.get();
+    frame.y.fill(200);
+    frame.cb.fill(100);
+    frame.cr.fill(50);
+    frame.y_stride = 99;
+    frame.c_stride = 0;
+    let ptr = frame.y.as_ptr();
+    drop(frame);
+
+    let frame = pool.get();
+    assert_eq!(frame.y.as_ptr(), ptr);
+    assert!(frame
+        .y
+        .iter()
+        .chain(&frame.cb)
+        .chain(&frame.cr)
+        .all(|&b| b == 0));
+    assert_eq!((frame.y_stride, frame.c_stride), (8, 4));
+    assert_eq!(pool.stats().reused, 1);
+}
+
+#[test]
+fn a_ycbcr_frame_with_a_replaced_plane_is_dropped() {
+    let pool = YCbCrPool::builder(8, 8, Subsampling::S444)
+        .manual_sweep()
+        .build();
+    pool.with(|frame| frame.cr = vec![7; 3]);
+    pool.with(|frame| frame.y.truncate(10));
+    assert_eq!(pool.stats().rejected, 2);
+    assert_eq!(pool.stats().idle, 0);
+    assert_eq!(pool.get().cr.len(), 64);
+}
+
+#[test]
+fn a_plain_ycbcr_frame_matches_a_pooled_one() {
+    let pool = YCbCrPool::new(6, 4, Subsampling::S422);
+    assert_eq!(*pool.get(), YCbCrFrame::new(6, 4, Subsampling::S422));
+    let text = format!("{:?}", YCbCrFrame::new(6, 4, Subsampling::S422));
+    assert!(text.contains("width: 6") && !text.contains("[0"), "{text}");
+}
+
+#[test]
+fn bad_ycbcr_sizes_are_refused() {
+    assert!(catch_unwind(|| YCbCrPool::new(0, 4, Subsampling::S420)).is_err());
+    assert!(catch_unwind(|| YCbCrPool::new(u32::MAX, u32::MAX, Subsampling::S444)).is_err());
+    assert!(catch_unwind(|| YCbCrFrame::new(4, 0, Subsampling::S422)).is_err());
+    assert!(catch_unwind(|| YCbCrPool::builder(0, 0, Subsampling::S420).build()).is_err());
+}
+
+#[test]
+fn image_pools_have_debug_forms() {
+    let rgba = RgbaPool::new(2, 3);
+    assert!(format!("{rgba:?}").contains("dimensions: (2, 3)"));
+    let ycbcr = YCbCrPool::new(2, 3, Subsampling::S420);
+    assert!(format!("{ycbcr:?}").contains("S420"));
+}

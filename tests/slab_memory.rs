@@ -1,0 +1,58 @@
+//! A slab's memory is freed when the last piece carved from it drops.
+//!
+//! Alone in its test binary: it counts the bytes the whole process has
+//! allocated, which another test running beside it would disturb.
+#![cfg(feature = "bytes")]
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use stashpool::slab::SlabPool;
+
+struct Counting;
+
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+
+// SAFETY: forwards to the system allocator, only counting bytes.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        LIVE.fetch_add(layout.size(), Ordering::Relaxed);
+        // SAFETY: forwarded from our caller.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+        // SAFETY: forwarded from our caller.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+fn live() -> usize {
+    LIVE.load(Ordering::Relaxed)
+}
+
+#[test]
+fn a_slab_is_freed_when_its_last_piece_drops() {
+    const SLAB: usize = 1 << 20;
+    let before = live();
+    let pool = SlabPool::builder(SLAB).manual_sweep().build();
+    let mut pieces: Vec<_> = (0..100).map(|_| pool.alloc(1000)).collect();
+    assert_eq!(pool.stats().created, 1);
+    assert!(live() >= before + SLAB);
+
+    drop(pool); // drops the slab's unused remainder
+    let last = pieces.pop().unwrap();
+    drop(pieces);
+    assert!(live() >= before + SLAB, "one piece still holds the slab");
+
+    drop(last);
+    assert!(
+        live() < before + SLAB / 2,
+        "the slab was not freed: {} bytes live, {before} before",
+        live()
+    );
+}
