@@ -5,6 +5,7 @@
 //! moving it around moves a pointer. The node records which pool lent it.
 
 use std::fmt;
+use std::io;
 use std::marker::PhantomData;
 use std::mem::ManuallyDrop;
 use std::ops::{Deref, DerefMut};
@@ -32,6 +33,24 @@ use crate::{LocalPool, Recycle};
 /// let owned: String = Pooled::into_inner(s); // leaves the pool for good
 /// assert_eq!(owned, "kept");
 /// assert_eq!(pool.stats().idle, 0);
+/// ```
+///
+/// A guard is whatever its object is for I/O: a pooled `Vec<u8>` is an
+/// `io::Write`, a pooled `String` takes `write!`.
+///
+/// ```
+/// use std::fmt::Write as _;
+/// use std::io::Write as _;
+/// use stashpool::LocalPool;
+///
+/// let bytes = LocalPool::new(Vec::<u8>::new);
+/// let mut out = bytes.get();
+/// out.write_all(b"GET / HTTP/1.1").unwrap();
+///
+/// let text = LocalPool::new(String::new);
+/// let mut line = text.get();
+/// write!(line, "{} {}", 1, 2).unwrap();
+/// assert_eq!(*line, "1 2");
 /// ```
 pub struct Pooled<'a, T: Send + 'static, R: Recycle<T>> {
     /// The lent node, owned by this guard (from `Box::into_raw`); its
@@ -230,6 +249,41 @@ macro_rules! guard_impls {
         {
             fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 fmt::Debug::fmt(&**self, f)
+            }
+        }
+
+        /// A pooled writer is a writer (`&mut *guard` works too).
+        impl<$($lt,)? T: Send + 'static + io::Write, R: Recycle<T>> io::Write
+            for $guard<$($lt,)? T, R>
+        {
+            fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+                self.value_mut().write(buf)
+            }
+
+            fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+                self.value_mut().write_all(buf)
+            }
+
+            fn flush(&mut self) -> io::Result<()> {
+                self.value_mut().flush()
+            }
+        }
+
+        /// A pooled reader is a reader.
+        impl<$($lt,)? T: Send + 'static + io::Read, R: Recycle<T>> io::Read
+            for $guard<$($lt,)? T, R>
+        {
+            fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+                self.value_mut().read(buf)
+            }
+        }
+
+        /// A pooled `String` (or other text sink) takes `write!`.
+        impl<$($lt,)? T: Send + 'static + fmt::Write, R: Recycle<T>> fmt::Write
+            for $guard<$($lt,)? T, R>
+        {
+            fn write_str(&mut self, s: &str) -> fmt::Result {
+                self.value_mut().write_str(s)
             }
         }
     };

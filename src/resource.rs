@@ -11,7 +11,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use crate::{Builder, LocalPool, Recycle, Stats};
+use crate::{Builder, LocalPool, Recycle};
 
 /// Configures a resource pool before making it; made by the pool's
 /// `builder` function (for example [`BytePool::builder`]).
@@ -160,18 +160,6 @@ where
             .field("knobs", &self.knobs)
             .finish()
     }
-}
-
-/// Adds up the counters of the pools a resource pool is made of.
-pub(crate) fn sum_stats(all: impl IntoIterator<Item = Stats>) -> Stats {
-    all.into_iter().fold(Stats::default(), |sum, s| Stats {
-        created: sum.created + s.created,
-        reused: sum.reused + s.reused,
-        returned: sum.returned + s.returned,
-        rejected: sum.rejected + s.rejected,
-        trimmed: sum.trimmed + s.trimmed,
-        idle: sum.idle + s.idle,
-    })
 }
 
 /// Not nameable outside the crate: which pools a `ResourceBuilder` builds

@@ -1,5 +1,8 @@
 //! Counters a pool keeps about itself.
 
+use std::iter::Sum;
+use std::ops::{Add, AddAssign};
+
 /// Counters since the pool was made.
 ///
 /// Each thread counts its own operations in its own stash, so counting costs
@@ -44,6 +47,32 @@ pub struct Stats {
 }
 
 impl Stats {
+    /// The counters of two pools together (also `+`, `+=` and `Sum`), for
+    /// pools built from several `LocalPool`s.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use stashpool::{LocalPool, Stats};
+    ///
+    /// let (a, b) = (LocalPool::new(|| 1u8), LocalPool::new(|| 2u8));
+    /// a.with(|_| ());
+    /// b.with(|_| ());
+    /// let total: Stats = [a.stats(), b.stats()].into_iter().sum();
+    /// assert_eq!(total.created, 2);
+    /// assert_eq!(total, a.stats() + b.stats());
+    /// ```
+    pub fn combined(self, other: Stats) -> Stats {
+        Stats {
+            created: self.created + other.created,
+            reused: self.reused + other.reused,
+            returned: self.returned + other.returned,
+            rejected: self.rejected + other.rejected,
+            trimmed: self.trimmed + other.trimmed,
+            idle: self.idle + other.idle,
+        }
+    }
+
     /// The share of gets served without calling `create`, from 0.0 to 1.0
     /// (`0.0` before the first get).
     ///
@@ -65,5 +94,25 @@ impl Stats {
         } else {
             self.reused as f64 / gets as f64
         }
+    }
+}
+
+impl Add for Stats {
+    type Output = Stats;
+
+    fn add(self, other: Stats) -> Stats {
+        self.combined(other)
+    }
+}
+
+impl AddAssign for Stats {
+    fn add_assign(&mut self, other: Stats) {
+        *self = self.combined(other);
+    }
+}
+
+impl Sum for Stats {
+    fn sum<I: Iterator<Item = Stats>>(iter: I) -> Stats {
+        iter.fold(Stats::default(), Stats::combined)
     }
 }

@@ -62,7 +62,7 @@ struct Trickle {
 impl Write for Trickle {
     fn write(&mut self, data: &[u8]) -> io::Result<usize> {
         self.calls += 1;
-        if self.calls % 2 == 0 {
+        if self.calls.is_multiple_of(2) {
             return Err(io::ErrorKind::Interrupted.into());
         }
         let n = data.len().min(self.chunk);

@@ -379,7 +379,7 @@ impl Recycle<common::Tracked> for PanicsOnRecycle {
     }
 
     fn recycle(&self, value: &mut common::Tracked) -> bool {
-        if value.id % 2 == 0 {
+        if value.id.is_multiple_of(2) {
             panic!("recycle panics on even ids");
         }
         true

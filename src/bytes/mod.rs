@@ -9,9 +9,9 @@
 //! the pool lives (the lesson of Go issue 23199).
 //!
 //! Pooled `Vec<u8>` buffers are [`io::Write`](std::io::Write)rs and pooled
-//! `String`s are [`fmt::Write`](std::fmt::Write)rs, through the guard's
-//! `DerefMut`: `write!(buf, ...)` works on the guard, and a function that
-//! takes `impl Write` takes `&mut *buf`.
+//! `String`s are [`fmt::Write`](std::fmt::Write)rs: the guards forward both,
+//! so `write!(buf, ...)` works on a guard and a function that takes
+//! `impl Write` takes the guard itself.
 //!
 //! ```
 //! use std::io::Write;
@@ -23,7 +23,7 @@
 //!
 //! let pool = BytePool::new(256);
 //! let mut buf = pool.get();
-//! emit(&mut *buf).unwrap();
+//! emit(&mut buf).unwrap();
 //! assert_eq!(&buf[..], b"event\n");
 //! ```
 //!

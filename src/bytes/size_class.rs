@@ -7,7 +7,7 @@ use std::ops::{Deref, DerefMut};
 use super::{BufferRecycler, PooledBuffer};
 use crate::fallible;
 use crate::resource::sealed::{Knobs, Resource};
-use crate::resource::{sum_stats, ResourceBuilder};
+use crate::resource::ResourceBuilder;
 use crate::{LocalPool, Pooled, Stats};
 
 /// The largest class a [`SizeClassPool`] may have: the largest power of two
@@ -169,7 +169,7 @@ impl SizeClassPool {
     /// assert_eq!((stats.created, stats.reused), (1, 1));
     /// ```
     pub fn stats(&self) -> Stats {
-        sum_stats(self.classes.iter().map(LocalPool::stats))
+        self.classes.iter().map(LocalPool::stats).sum()
     }
 
     /// The counters of the class that serves requests of `len` bytes, or

@@ -6,7 +6,7 @@ use std::io::{self, Read, Write};
 use super::scratch::ScratchPool;
 use crate::bytes::{BufferPool, BufferRecycler, BytePool, PooledBuffer};
 use crate::resource::sealed::{Knobs, Resource};
-use crate::resource::{sum_stats, ResourceBuilder};
+use crate::resource::ResourceBuilder;
 use crate::Stats;
 
 const BAD_SIZE: &str = "stashpool: a CopyPool buffer size must be non-zero and at most isize::MAX";
@@ -195,7 +195,7 @@ impl CopyPool {
     /// assert_eq!(pool.stats().idle, 2);
     /// ```
     pub fn stats(&self) -> Stats {
-        sum_stats([self.scratch.stats(), self.vecs.stats()])
+        self.scratch.stats() + self.vecs.stats()
     }
 
     /// The size of each copy buffer, and the room each `read_all` vector
