@@ -152,12 +152,14 @@ impl Shared {
 
     fn admit(&self, mode: Mode) -> Option<Admission> {
         let mut how = None;
-        self.state.update(|s| {
+        let (_, admitted) = self.state.update(|s| {
+            // Every retry plans afresh; only the plan whose swap succeeded
+            // counts.
             let (next, planned) = self.plan(s, mode)?;
             how = Some(planned);
             Some(next)
         });
-        how
+        how.filter(|_| admitted)
     }
 
     /// Hands `task` to the pool: see `WorkerPool::submit`. With `block`
@@ -254,7 +256,10 @@ impl Shared {
             }
             Err(error) => {
                 let task = lock(&seed).take();
-                Err((task.expect("a thread that never started took its task"), error))
+                Err((
+                    task.expect("a thread that never started took its task"),
+                    error,
+                ))
             }
         }
     }
@@ -277,7 +282,9 @@ impl Shared {
                 drop(task);
                 panic!("stashpool: could not start a worker thread: {error}");
             }
-            let how = this.admit(mode).expect("an unbounded admission always succeeds");
+            let how = this
+                .admit(mode)
+                .expect("an unbounded admission always succeeds");
             if how != Admission::Start {
                 return Self::dispatch(this, how, task);
             }

@@ -224,7 +224,10 @@ mod tests {
     #[test]
     fn fields_are_independent() {
         let s = State(0).start().start().queue().spin();
-        assert_eq!((s.running(), s.queued(), s.spinning(), s.sleeping()), (2, 1, 1, 0));
+        assert_eq!(
+            (s.running(), s.queued(), s.spinning(), s.sleeping()),
+            (2, 1, 1, 0)
+        );
         let s = s.sleep().with_waiting();
         assert_eq!((s.spinning(), s.sleeping(), s.free()), (0, 1, 1));
         assert!(s.waiting());
@@ -242,7 +245,10 @@ mod tests {
         for _ in 0..MAX_WORKERS {
             s = s.sleep();
         }
-        assert_eq!((s.running(), s.spinning(), s.sleeping()), (MAX_WORKERS, 0, MAX_WORKERS));
+        assert_eq!(
+            (s.running(), s.spinning(), s.sleeping()),
+            (MAX_WORKERS, 0, MAX_WORKERS)
+        );
         assert!(!s.waiting());
         let s = s.wake_all(MAX_WORKERS);
         assert_eq!((s.spinning(), s.sleeping()), (MAX_WORKERS, 0));

@@ -82,7 +82,11 @@ impl Shared {
         // queued task fewer, or one free worker more), so it also wakes
         // blocked submitters.
         let (before, _) = self.state.update(|s| {
-            let next = if s.queued() > 0 { s.claim_busy() } else { s.spin() };
+            let next = if s.queued() > 0 {
+                s.claim_busy()
+            } else {
+                s.spin()
+            };
             Some(next.without_waiting())
         });
         if before.waiting() {
