@@ -29,6 +29,7 @@
 
 use std::collections::VecDeque;
 
+use super::state::invariant;
 use crate::sync::{Arc, AtomicBool, Condvar, Ordering};
 
 /// One worker's parking place.
@@ -90,7 +91,7 @@ impl IdleStack {
         if let Some(at) = self.0.iter().position(|s| Arc::ptr_eq(s, sleeper)) {
             self.0.remove(at);
         } else {
-            debug_assert!(false, "a sleeper that was not woken is on the stack");
+            invariant!(false);
         }
     }
 }

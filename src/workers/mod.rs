@@ -113,6 +113,7 @@
 //! group of `benches/workers.rs` measures both stacks beside a wake. The
 //! tasks themselves never wait for this lock.
 
+mod finished;
 mod idle;
 mod pool;
 mod shared;

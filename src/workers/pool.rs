@@ -285,16 +285,21 @@ impl Drop for WorkerPool {
     /// Runs every queued task, then joins every worker.
     fn drop(&mut self) {
         let me = thread::current().id();
+        let mut on_own_worker = false;
         for handle in self.shared.close() {
             // The pool is dropped by one of its own tasks (the last `Arc`
             // of it went away there): that worker exits on its own after
             // the task returns, and joining it here would wait for itself.
             if handle.thread().id() == me {
+                on_own_worker = true;
                 continue;
             }
             // Workers catch every task's panic, so a worker thread never
             // ends in one; there is nothing to report.
             let _ = handle.join();
+        }
+        if !on_own_worker {
+            self.shared.check_closed();
         }
     }
 }

@@ -10,8 +10,9 @@ use std::time::Duration;
 
 use crossbeam_utils::CachePadded;
 
+use super::finished::Finished;
 use super::idle::{IdleStack, Sleeper};
-use super::state::{AtomicState, State, MAX_QUEUED};
+use super::state::{invariant, AtomicState, State, MAX_QUEUED};
 use super::worker;
 use super::WorkerStats;
 use crate::sync::thread::{self, JoinHandle};
@@ -23,7 +24,7 @@ pub(crate) type Task = Box<dyn FnOnce() + Send + 'static>;
 /// How often a blocked submitter retries before it parks (see `backoff`):
 /// a few spins and a few yields, a few microseconds in all, which is about
 /// how long a busy worker takes to free a slot when tasks are small.
-const SUBMIT_SPINS: u32 = if cfg!(loom) { 0 } else { 10 };
+const SUBMIT_SPINS: u32 = if cfg!(loom) { 1 } else { 10 };
 
 /// A pool's settings, checked by the builder.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -63,12 +64,9 @@ pub(crate) struct Shared {
     /// Admitted tasks that no worker has taken yet, oldest first.
     pub(super) queue: Queue<Task>,
     /// Tasks finished (returned or panicked). Written by every worker.
-    pub(super) finished: CachePadded<AtomicU64>,
+    finished: Finished,
     /// Tasks admitted; counted before a task can run. Written by submitters.
     submitted: CachePadded<AtomicU64>,
-    /// The smallest `finished` count a `wait` caller is waiting for
-    /// (`u64::MAX`: none); a worker whose count reaches it wakes them.
-    pub(super) wake_at: AtomicU64,
     pub(super) panicked: AtomicU64,
     spawned: AtomicU64,
     pub(super) inner: Mutex<Inner>,
@@ -95,9 +93,8 @@ impl Shared {
         Self {
             state: CachePadded::new(AtomicState::new()),
             queue: Queue::new(),
-            finished: CachePadded::new(AtomicU64::new(0)),
+            finished: Finished::new(),
             submitted: CachePadded::new(AtomicU64::new(0)),
-            wake_at: AtomicU64::new(u64::MAX),
             panicked: AtomicU64::new(0),
             spawned: AtomicU64::new(0),
             inner: Mutex::new(Inner {
@@ -174,7 +171,7 @@ impl Shared {
             may_start: true,
             bounded: !(block && worker::is_worker_of(this)),
         };
-        let mut step = 0;
+        let (mut step, mut tries) = (0, 0);
         let how = loop {
             if let Some(how) = this.admit(mode) {
                 break how;
@@ -182,15 +179,16 @@ impl Shared {
             if !block {
                 return Err(task);
             }
-            if step < SUBMIT_SPINS {
+            if tries < SUBMIT_SPINS {
+                tries += 1;
                 backoff(&mut step);
             } else {
                 this.wait_for_room(mode);
             }
         };
-        // Counted before the task can run, so a `wait` that sees the task
-        // finish also sees it submitted (SeqCst: read by `wait_all`).
-        this.submitted.fetch_add(1, Ordering::SeqCst);
+        // Counted before the task can run: a task is never finished before
+        // it is counted submitted, so a `wait` never waits for too few.
+        this.submitted.fetch_add(1, Ordering::Release);
         Self::dispatch(this, how, task);
         Ok(())
     }
@@ -326,22 +324,21 @@ impl Shared {
 
     // === waiting for tasks ===
 
-    /// Counts one finished task and wakes `wait` callers whose tasks are
-    /// all done.
+    /// Counts one finished task and wakes the `wait` callers whose tasks
+    /// are all done.
     #[inline]
     pub(super) fn finish_one(&self) {
-        // SeqCst, and SeqCst on `wake_at`: this and `wait_all` form a
-        // store-load pair on two locations; one of the two sees the other.
-        let finished = self.finished.fetch_add(1, Ordering::SeqCst) + 1;
-        if finished >= self.wake_at.load(Ordering::SeqCst) {
-            self.notify_done();
+        if let Some(finished) = self.finished.add_one() {
+            self.notify_done(finished);
         }
     }
 
     #[cold]
-    fn notify_done(&self) {
-        let _inner = lock(&self.inner);
-        self.done.notify_all();
+    fn notify_done(&self, finished: u64) {
+        let inner = lock(&self.inner);
+        if inner.targets.iter().any(|&target| finished >= target) {
+            self.done.notify_all();
+        }
     }
 
     /// Blocks until every task admitted before the call has finished.
@@ -351,24 +348,25 @@ impl Shared {
             "stashpool: WorkerPool::wait called from one of the pool's own tasks \
              (it would wait for itself)"
         );
-        let target = self.submitted.load(Ordering::SeqCst);
-        if self.finished.load(Ordering::SeqCst) >= target {
+        let target = self.submitted.load(Ordering::Acquire);
+        if self.finished.count() >= target {
             return;
         }
         let mut inner = lock(&self.inner);
         inner.targets.push(target);
-        self.publish_wake_at(&inner);
-        while self.finished.load(Ordering::SeqCst) < target {
+        // From here until the wait releases the lock, a worker that counts a
+        // task sees the flag and queues on the lock to wake us; one that
+        // counted before, we see in the count.
+        let mut finished = self.finished.mark_waiting();
+        while finished < target {
             inner = wait(&self.done, inner);
+            finished = self.finished.count();
         }
         let at = inner.targets.iter().position(|&t| t == target);
         inner.targets.swap_remove(at.expect("our target is listed"));
-        self.publish_wake_at(&inner);
-    }
-
-    fn publish_wake_at(&self, inner: &Inner) {
-        let min = inner.targets.iter().copied().min().unwrap_or(u64::MAX);
-        self.wake_at.store(min, Ordering::SeqCst);
+        if inner.targets.is_empty() {
+            self.finished.clear_waiting();
+        }
     }
 
     // === the rest ===
@@ -376,7 +374,7 @@ impl Shared {
     pub(crate) fn stats(&self) -> WorkerStats {
         // `finished` first: what it counts was submitted before and, if it
         // panicked, counted in `panicked` before.
-        let finished = self.finished.load(Ordering::Acquire);
+        let finished = self.finished.count();
         let panicked = self.panicked.load(Ordering::Relaxed);
         let submitted = self.submitted.load(Ordering::Relaxed);
         let state = self.state.load();
@@ -410,5 +408,12 @@ impl Shared {
             sleeper.wakeup.notify_one();
         }
         handles
+    }
+
+    /// Checks, once every worker has been joined, that nothing was left.
+    pub(crate) fn check_closed(&self) {
+        let state = self.state.load();
+        invariant!(state.running() == 0 && state.queued() == 0 && state.free() == 0);
+        invariant!(self.queue.pop().is_none());
     }
 }

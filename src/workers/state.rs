@@ -41,6 +41,17 @@ const ONE_RUNNING: u64 = 1 << RUNNING_SHIFT;
 const ONE_SPINNING: u64 = 1 << SPINNING_SHIFT;
 const ONE_SLEEPING: u64 = 1 << SLEEPING_SHIFT;
 
+/// Asserts a property of the protocol in debug builds and in loom models
+/// (which run optimised, and are where a broken one would show).
+macro_rules! invariant {
+    ($cond:expr) => {
+        if cfg!(any(debug_assertions, loom)) {
+            assert!($cond, "WorkerPool invariant broken: {}", stringify!($cond));
+        }
+    };
+}
+pub(crate) use invariant;
+
 /// The most workers a pool can have (the width of the worker fields).
 pub(crate) const MAX_WORKERS: usize = WORKER_MASK as usize;
 
@@ -80,72 +91,72 @@ impl State {
 
     // The steps below are the only ways the word changes. Each keeps every
     // field in range: callers check the field they decrement is non-zero and
-    // the field they increment is below its maximum (debug builds assert it).
+    // the field they increment is below its maximum (`invariant!` checks it).
 
     /// A task was queued.
     pub(crate) fn queue(self) -> Self {
-        debug_assert!(self.queued() < MAX_QUEUED);
+        invariant!(self.queued() < MAX_QUEUED);
         Self(self.0 + ONE_QUEUED)
     }
 
     /// A worker is being started.
     pub(crate) fn start(self) -> Self {
-        debug_assert!(self.running() < MAX_WORKERS);
+        invariant!(self.running() < MAX_WORKERS);
         Self(self.0 + ONE_RUNNING)
     }
 
     /// A worker could not be started after all.
     pub(crate) fn unstart(self) -> Self {
-        debug_assert!(self.running() > 0);
+        invariant!(self.running() > 0);
         Self(self.0 - ONE_RUNNING)
     }
 
     /// A worker that ran a task claims a queued one.
     pub(crate) fn claim_busy(self) -> Self {
-        debug_assert!(self.queued() > 0);
+        invariant!(self.queued() > 0);
         Self(self.0 - ONE_QUEUED)
     }
 
     /// A worker that ran a task found none queued and starts looking.
     pub(crate) fn spin(self) -> Self {
-        debug_assert!(self.spinning() < MAX_WORKERS);
+        invariant!(self.spinning() < MAX_WORKERS);
         Self(self.0 + ONE_SPINNING)
     }
 
     /// A spinning worker claims a queued task.
     pub(crate) fn claim_spinning(self) -> Self {
-        debug_assert!(self.queued() > 0 && self.spinning() > 0);
+        invariant!(self.queued() > 0 && self.spinning() > 0);
         Self(self.0 - ONE_QUEUED - ONE_SPINNING)
     }
 
     /// A spinning worker parks on the idle stack.
     pub(crate) fn sleep(self) -> Self {
-        debug_assert!(self.spinning() > 0);
+        invariant!(self.spinning() > 0);
         Self(self.0 - ONE_SPINNING + ONE_SLEEPING)
     }
 
     /// A parked worker was woken (by a submitter or by its timer) and looks
     /// for a task again.
     pub(crate) fn wake(self) -> Self {
-        debug_assert!(self.sleeping() > 0);
+        invariant!(self.sleeping() > 0);
         Self(self.0 - ONE_SLEEPING + ONE_SPINNING)
     }
 
     /// `n` parked workers were woken at once (the pool is closing).
     pub(crate) fn wake_all(self, n: usize) -> Self {
-        debug_assert!(self.sleeping() >= n);
+        invariant!(self.sleeping() >= n);
         Self(self.0 - n as u64 * (ONE_SLEEPING - ONE_SPINNING))
     }
 
     /// A spinning worker exits (the pool is closing).
     pub(crate) fn exit_spinning(self) -> Self {
-        debug_assert!(self.spinning() > 0 && self.running() > 0);
+        invariant!(self.spinning() > 0 && self.running() > 0);
         Self(self.0 - ONE_SPINNING - ONE_RUNNING)
     }
 
     /// A parked worker exits (its idle timeout passed).
     pub(crate) fn exit_sleeping(self) -> Self {
-        debug_assert!(self.sleeping() > 0 && self.running() > 0);
+        invariant!(self.sleeping() > 0 && self.running() > 0);
         Self(self.0 - ONE_SLEEPING - ONE_RUNNING)
     }
 

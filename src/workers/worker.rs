@@ -103,7 +103,7 @@ impl Shared {
             // nor start a worker for a task we will take. The loop only
             // reads the word until a task is queued.
             let mut step = 0;
-            while step < SPIN_STEPS {
+            for _ in 0..SPIN_STEPS {
                 let (_, claimed) = self
                     .state
                     .update(|s| (s.queued() > 0).then(|| s.claim_spinning()));
