@@ -119,6 +119,7 @@ mod pool;
 mod shared;
 mod state;
 mod stats;
+mod task;
 mod worker;
 
 pub use pool::{

@@ -24,7 +24,7 @@ pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How many tasks may wait for a busy worker, by default, before `submit`
 /// waits too. See [`Builder::queue_capacity`].
-pub const DEFAULT_QUEUE_CAPACITY: usize = 64;
+pub const DEFAULT_QUEUE_CAPACITY: usize = 256;
 
 /// A bounded pool of worker threads that recycles them: Go's goroutine pools
 /// (`ants`, `itogami`) for Rust threads.
@@ -159,7 +159,7 @@ impl WorkerPool {
     where
         F: FnOnce() + Send + 'static,
     {
-        if Shared::offer(&self.shared, Box::new(task), true).is_err() {
+        if Shared::offer(&self.shared, task, true).is_err() {
             unreachable!("a blocking submit always admits its task");
         }
     }
@@ -195,7 +195,7 @@ impl WorkerPool {
     where
         F: FnOnce() + Send + 'static,
     {
-        Shared::offer(&self.shared, Box::new(task), false).map_err(|task| *task)
+        Shared::offer(&self.shared, task, false)
     }
 
     /// Blocks until every task submitted before this call has finished

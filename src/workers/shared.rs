@@ -13,13 +13,11 @@ use crossbeam_utils::CachePadded;
 use super::finished::Finished;
 use super::idle::{IdleStack, Sleeper};
 use super::state::{invariant, AtomicState, State, MAX_QUEUED};
+use super::task::Task;
 use super::worker;
 use super::WorkerStats;
 use crate::sync::thread::{self, JoinHandle};
 use crate::sync::{backoff, lock, wait, Arc, AtomicU64, Condvar, Mutex, Ordering, Queue};
-
-/// A submitted task, type-erased.
-pub(crate) type Task = Box<dyn FnOnce() + Send + 'static>;
 
 /// How often a blocked submitter retries before it parks (see `backoff`):
 /// a few spins and a few yields, a few microseconds in all, which is about
@@ -161,7 +159,7 @@ impl Shared {
 
     /// Hands `task` to the pool: see `WorkerPool::submit`. With `block`
     /// false, gives the task back instead of waiting when the pool is full.
-    pub(crate) fn offer<F>(this: &Arc<Self>, task: Box<F>, block: bool) -> Result<(), Box<F>>
+    pub(crate) fn offer<F>(this: &Arc<Self>, task: F, block: bool) -> Result<(), F>
     where
         F: FnOnce() + Send + 'static,
     {
@@ -189,7 +187,7 @@ impl Shared {
         // Counted before the task can run: a task is never finished before
         // it is counted submitted, so a `wait` never waits for too few.
         this.submitted.fetch_add(1, Ordering::Release);
-        Self::dispatch(this, how, task);
+        Self::dispatch(this, how, Task::new(task));
         Ok(())
     }
 

@@ -10,7 +10,8 @@ use std::mem;
 use std::panic::{self, AssertUnwindSafe};
 
 use super::idle::Sleeper;
-use super::shared::{Shared, Task};
+use super::shared::Shared;
+use super::task::Task;
 use crate::sync::{backoff, lock, thread_local, wait, wait_timeout, Arc, Mutex, Ordering};
 
 /// How long a worker that found the queue empty keeps looking before it
@@ -66,7 +67,7 @@ impl Shared {
     /// Runs one task, catching a panic so that the worker survives it.
     #[inline]
     fn execute(&self, task: Task) {
-        if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(task)) {
+        if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(|| task.run())) {
             self.panicked.fetch_add(1, Ordering::Relaxed);
             // A payload whose drop panics must not take the worker down.
             if let Err(again) = panic::catch_unwind(AssertUnwindSafe(|| drop(payload))) {
