@@ -28,6 +28,19 @@ fn count(counter: &Arc<AtomicUsize>) -> impl FnOnce() + Send + 'static {
     }
 }
 
+/// Runs one task, waits, runs another while the worker heads for parking
+/// (and, with a zero idle timeout, for exiting), and waits again.
+fn two_tasks_with_a_wait_between(pool: &WorkerPool) {
+    let counter = Arc::new(AtomicUsize::new(0));
+    pool.submit(count(&counter));
+    pool.wait();
+    pool.submit(count(&counter));
+    assert!(pool.running() <= 1);
+    pool.wait();
+    assert_eq!(counter.load(Ordering::Relaxed), 2);
+    assert_eq!(pool.stats().completed, 2);
+}
+
 /// The second task races the only worker on its way from its first task to
 /// parking: it must be handed over, by the queue to a spinning worker or by
 /// a wake to a parked one, and `wait` must see both tasks finish.
@@ -51,14 +64,8 @@ fn a_submit_reaches_a_worker_on_its_way_to_park() {
 fn a_parked_worker_is_woken_and_reused() {
     loom::model(|| {
         let pool = WorkerPool::builder(1).idle_timeout(Duration::MAX).build();
-        let counter = Arc::new(AtomicUsize::new(0));
-        pool.submit(count(&counter));
-        pool.wait();
-        pool.submit(count(&counter));
-        pool.wait();
-        assert_eq!(counter.load(Ordering::Relaxed), 2);
-        let stats = pool.stats();
-        assert_eq!((stats.spawned, stats.completed), (1, 2));
+        two_tasks_with_a_wait_between(&pool);
+        assert_eq!(pool.stats().spawned, 1);
     });
 }
 
@@ -70,13 +77,7 @@ fn a_parked_worker_is_woken_and_reused() {
 fn an_idle_exit_races_a_submit() {
     loom::model(|| {
         let pool = WorkerPool::builder(1).idle_timeout(Duration::ZERO).build();
-        let counter = Arc::new(AtomicUsize::new(0));
-        pool.submit(count(&counter));
-        pool.wait();
-        pool.submit(count(&counter));
-        assert!(pool.running() <= 1);
-        pool.wait();
-        assert_eq!(counter.load(Ordering::Relaxed), 2);
+        two_tasks_with_a_wait_between(&pool);
         let stats = pool.stats();
         assert!((1..=2).contains(&stats.spawned), "{stats:?}");
         drop(pool);

@@ -461,6 +461,13 @@ fn the_last_handle_can_drop_inside_a_task() {
 }
 
 #[test]
+fn a_pool_can_be_shared_between_threads() {
+    fn shareable<T: Send + Sync>() {}
+    shareable::<WorkerPool>();
+    shareable::<stashpool::workers::WorkerStats>();
+}
+
+#[test]
 #[should_panic(expected = "max_workers >= 1")]
 fn zero_workers_is_refused() {
     let _ = WorkerPool::new(0);

@@ -29,7 +29,9 @@ pub struct WorkerStats {
     pub submitted: u64,
     /// Tasks that ran to completion.
     pub completed: u64,
-    /// Tasks that panicked. The panic was caught; the worker went on.
+    /// Tasks that panicked. The panic was caught; the worker went on. Also
+    /// counts a task dropped unrun because no thread could be started for
+    /// it (its `submit` panicked instead).
     pub panicked: u64,
     /// Worker threads started since the pool was made. Far below
     /// `submitted` when threads are being reused.
