@@ -375,6 +375,7 @@ fn a_zero_idle_timeout_keeps_no_idle_worker() {
 
 #[cfg(target_os = "linux")]
 #[test]
+#[cfg_attr(miri, ignore = "reads /proc, which Miri's isolation hides")]
 fn parked_workers_use_no_cpu() {
     /// User plus system CPU time of one thread of this process, in clock
     /// ticks (fields 14 and 15 of `/proc/self/task/<tid>/stat`).
@@ -461,6 +462,29 @@ fn the_last_handle_can_drop_inside_a_task() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "Miri's threads ignore the stack size and start")]
+fn a_thread_that_cannot_start_is_a_clear_panic_and_leaves_the_pool_sound() {
+    // No operating system gives a thread a stack of `usize::MAX` bytes.
+    let pool = WorkerPool::builder(2).stack_size(usize::MAX).build();
+    for _ in 0..2 {
+        let refused = panic::catch_unwind(AssertUnwindSafe(|| pool.submit(|| {})));
+        let message = *refused
+            .expect_err("no worker could start")
+            .downcast::<String>()
+            .unwrap();
+        assert!(
+            message.contains("could not start a worker thread"),
+            "{message}"
+        );
+    }
+    // The refused tasks are not waited for, and nothing is left counted.
+    pool.wait();
+    let stats = pool.stats();
+    assert_eq!((stats.submitted, stats.panicked), (2, 2), "{stats:?}");
+    assert_eq!((stats.running, stats.queued, stats.spawned), (0, 0, 0));
+}
+
+#[test]
 fn a_pool_can_be_shared_between_threads() {
     fn shareable<T: Send + Sync>() {}
     shareable::<WorkerPool>();
@@ -500,6 +524,7 @@ fn limits_are_accepted_and_cost_nothing_until_used() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "8000 tasks take minutes under Miri")]
 fn submitters_race_workers_that_exit_when_idle() {
     // A zero idle timeout makes workers exit whenever they find nothing to
     // do, so submits keep racing exits, wakes and starts.

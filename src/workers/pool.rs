@@ -40,7 +40,8 @@ pub const DEFAULT_QUEUE_CAPACITY: usize = 256;
 /// it exits, so an idle pool shrinks to no threads at all.
 ///
 /// A task that panics is caught and counted in [`stats`](Self::stats); its
-/// worker goes on, so a panic never lowers the pool's capacity. Dropping the
+/// worker goes on, so a panic never lowers the pool's capacity (with
+/// `panic = "abort"` a panic ends the process, as anywhere). Dropping the
 /// pool runs every queued task, then joins every worker.
 ///
 /// # Examples
@@ -393,7 +394,9 @@ impl Builder {
     /// The stack size of each worker thread, in bytes (default: the
     /// standard library's, 2 MiB unless `RUST_MIN_STACK` says otherwise).
     /// Only the pages a thread touches use memory, so this bounds how deep
-    /// tasks may recurse more than what a worker costs.
+    /// tasks may recurse more than what a worker costs. A size the
+    /// operating system refuses makes [`WorkerPool::submit`] panic when it
+    /// needs a first worker.
     ///
     /// # Examples
     ///

@@ -49,8 +49,10 @@ impl Task {
             unsafe { ptr::write(slot.as_mut_ptr().cast::<F>(), f) };
             Inline::<F>::VTABLE
         } else {
-            let boxed = Box::into_raw(Box::new(f));
-            slot[0] = MaybeUninit::new(boxed as usize);
+            let boxed: *mut F = Box::into_raw(Box::new(f));
+            // SAFETY: a pointer fits in the first word, which is aligned for
+            // one; written as a pointer, so it keeps its provenance.
+            unsafe { ptr::write(slot.as_mut_ptr().cast::<*mut F>(), boxed) };
             Boxed::<F>::VTABLE
         };
         Self { vtable, slot }
@@ -113,7 +115,7 @@ impl<F: FnOnce()> Inline<F> {
 }
 
 /// Closures too large or too aligned for the slot: kept in a `Box` whose
-/// pointer is in the slot.
+/// pointer is in the slot's first word.
 struct Boxed<F>(PhantomData<F>);
 
 impl<F: FnOnce()> Boxed<F> {
@@ -124,12 +126,12 @@ impl<F: FnOnce()> Boxed<F> {
 
     /// # Safety
     ///
-    /// `slot[0]` holds a pointer from `Box::<F>::into_raw`, not yet taken
-    /// back.
+    /// The slot's first word holds a pointer from `Box::<F>::into_raw`, not
+    /// yet taken back.
     unsafe fn take(slot: &mut Slot) -> Box<F> {
-        // SAFETY: per the contract, the word is initialised and is the
-        // pointer of a live `Box<F>`, which we take back once.
-        unsafe { Box::from_raw(slot[0].assume_init() as *mut F) }
+        // SAFETY: per the contract, the first word holds the pointer of a
+        // live `Box<F>`, which we take back once.
+        unsafe { Box::from_raw(ptr::read(slot.as_ptr().cast::<*mut F>())) }
     }
 
     /// # Safety

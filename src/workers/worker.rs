@@ -70,9 +70,14 @@ impl Shared {
         if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(|| task.run())) {
             self.panicked.fetch_add(1, Ordering::Relaxed);
             // A payload whose drop panics must not take the worker down.
-            if let Err(again) = panic::catch_unwind(AssertUnwindSafe(|| drop(payload))) {
-                mem::forget(again);
+            // That drop's own payload is dropped too; one whose drop panics
+            // yet again is leaked rather than chased forever.
+            let mut payload = Some(payload);
+            for _ in 0..2 {
+                let Some(next) = payload.take() else { break };
+                payload = panic::catch_unwind(AssertUnwindSafe(|| drop(next))).err();
             }
+            mem::forget(payload);
         }
     }
 
