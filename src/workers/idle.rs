@@ -15,12 +15,12 @@
 //! * The stack is touched only when a worker parks or is woken, never while
 //!   tasks flow to busy or spinning workers. Each of those transitions costs
 //!   a futex wake and a context switch; the `idle_stack` group of
-//!   `benches/workers.rs` measured a park/unpark round trip at about 10 µs
-//!   on a 2-core VM, a push and pop under the lock at about 60 ns, and a
-//!   push and pop on a Treiber stack reclaimed by `crossbeam-epoch` at about
-//!   140 ns (a node allocation per push, an epoch pin per operation). A
-//!   lock-free stack would not make the transition measurably faster; here
-//!   it is slower.
+//!   `benches/workers.rs`, on a 2-core VM, measured a park/unpark round
+//!   trip at 4 to 11 µs across runs, a push and pop under the lock at about
+//!   60 ns, and a push and pop on a Treiber stack reclaimed by
+//!   `crossbeam-epoch` at 120 to 145 ns (a node allocation per push, an
+//!   epoch pin per operation). A lock-free stack would not make the
+//!   transition measurably faster; here it is slower.
 //! * A worker's idle timeout must be decided atomically with respect to a
 //!   submitter choosing that worker: either the submitter takes the sleeper
 //!   off the stack and the sleeper runs, or the sleeper leaves the stack and
