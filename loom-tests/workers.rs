@@ -20,6 +20,21 @@ use loom::sync::Arc;
 use loom::thread;
 use stashpool::workers::WorkerPool;
 
+/// Runs `f` under `loom::model` and reports (with `--nocapture`) how many
+/// interleavings were explored.
+fn model(name: &str, f: impl Fn() + Sync + Send + 'static) {
+    let explored = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let count = std::sync::Arc::clone(&explored);
+    loom::model(move || {
+        count.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        f();
+    });
+    eprintln!(
+        "{name}: {} interleavings",
+        explored.load(std::sync::atomic::Ordering::Relaxed)
+    );
+}
+
 /// A task that counts itself.
 fn count(counter: &Arc<AtomicUsize>) -> impl FnOnce() + Send + 'static {
     let counter = Arc::clone(counter);
@@ -46,7 +61,7 @@ fn two_tasks_with_a_wait_between(pool: &WorkerPool) {
 /// a wake to a parked one, and `wait` must see both tasks finish.
 #[test]
 fn a_submit_reaches_a_worker_on_its_way_to_park() {
-    loom::model(|| {
+    model("a_submit_reaches_a_worker_on_its_way_to_park", || {
         let pool = WorkerPool::builder(1).idle_timeout(Duration::MAX).build();
         let counter = Arc::new(AtomicUsize::new(0));
         pool.submit(count(&counter));
@@ -62,7 +77,7 @@ fn a_submit_reaches_a_worker_on_its_way_to_park() {
 /// with no idle timeout the second submit must wake it, not start another.
 #[test]
 fn a_parked_worker_is_woken_and_reused() {
-    loom::model(|| {
+    model("a_parked_worker_is_woken_and_reused", || {
         let pool = WorkerPool::builder(1).idle_timeout(Duration::MAX).build();
         two_tasks_with_a_wait_between(&pool);
         assert_eq!(pool.stats().spawned, 1);
@@ -75,7 +90,7 @@ fn a_parked_worker_is_woken_and_reused() {
 /// both exit and be counted on, never two workers at once.
 #[test]
 fn an_idle_exit_races_a_submit() {
-    loom::model(|| {
+    model("an_idle_exit_races_a_submit", || {
         let pool = WorkerPool::builder(1).idle_timeout(Duration::ZERO).build();
         two_tasks_with_a_wait_between(&pool);
         let stats = pool.stats();
@@ -88,7 +103,7 @@ fn an_idle_exit_races_a_submit() {
 /// blocks until the worker makes room, and must be woken.
 #[test]
 fn a_blocked_submitter_is_woken_when_a_worker_frees() {
-    loom::model(|| {
+    model("a_blocked_submitter_is_woken_when_a_worker_frees", || {
         let pool = Arc::new(
             WorkerPool::builder(1)
                 .queue_capacity(0)
@@ -112,7 +127,7 @@ fn a_blocked_submitter_is_woken_when_a_worker_frees() {
 /// the worker, wherever it was (running, spinning or parked).
 #[test]
 fn dropping_runs_queued_tasks_and_joins_the_worker() {
-    loom::model(|| {
+    model("dropping_runs_queued_tasks_and_joins_the_worker", || {
         let pool = WorkerPool::builder(1)
             .queue_capacity(1)
             .idle_timeout(Duration::MAX)
@@ -130,7 +145,7 @@ fn dropping_runs_queued_tasks_and_joins_the_worker() {
 /// there.
 #[test]
 fn two_workers_drain_the_queue_while_timing_out() {
-    loom::model(|| {
+    model("two_workers_drain_the_queue_while_timing_out", || {
         let pool = WorkerPool::builder(2)
             .queue_capacity(1)
             .idle_timeout(Duration::ZERO)
@@ -143,5 +158,33 @@ fn two_workers_drain_the_queue_while_timing_out() {
         assert_eq!(counter.load(Ordering::Relaxed), 3);
         assert!(pool.running() <= 2);
         drop(pool);
+    });
+}
+
+/// Two submitters race a worker whose idle timeout fires at once: every
+/// exit, wake and start must leave exactly the tasks submitted run, with
+/// never more than one worker alive.
+#[test]
+fn concurrent_submits_race_idle_exits() {
+    model("concurrent_submits_race_idle_exits", || {
+        let pool = Arc::new(
+            WorkerPool::builder(1)
+                .queue_capacity(1)
+                .idle_timeout(Duration::ZERO)
+                .build(),
+        );
+        let counter = Arc::new(AtomicUsize::new(0));
+        let other = {
+            let (pool, counter) = (Arc::clone(&pool), Arc::clone(&counter));
+            thread::spawn(move || {
+                pool.submit(count(&counter));
+                assert!(pool.running() <= 1);
+            })
+        };
+        pool.submit(count(&counter));
+        other.join().unwrap();
+        pool.wait();
+        assert_eq!(counter.load(Ordering::Relaxed), 2);
+        assert_eq!(pool.stats().completed, 2);
     });
 }

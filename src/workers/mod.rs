@@ -82,8 +82,9 @@
 //!
 //! The `loom-tests/workers.rs` models check these races on the real code:
 //! a submit racing a worker on its way to park, a parked worker woken, an
-//! idle timeout firing as a submit arrives, blocked submitters woken by a
-//! worker, two workers draining the queue while timing out, and closing.
+//! idle timeout firing as a submit arrives, two submitters racing idle
+//! exits, blocked submitters woken by a worker, two workers draining the
+//! queue while timing out, and closing.
 //!
 //! # Growing, shrinking, bounding
 //!
