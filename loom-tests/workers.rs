@@ -56,6 +56,26 @@ fn two_tasks_with_a_wait_between(pool: &WorkerPool) {
     assert_eq!(pool.stats().completed, 2);
 }
 
+/// Submits a task from another thread and one from this one at the same
+/// time, then waits for both; returns the pool.
+fn submit_from_two_threads(pool: WorkerPool) -> Arc<WorkerPool> {
+    let pool = Arc::new(pool);
+    let counter = Arc::new(AtomicUsize::new(0));
+    let other = {
+        let (pool, counter) = (Arc::clone(&pool), Arc::clone(&counter));
+        thread::spawn(move || {
+            pool.submit(count(&counter));
+            assert!(pool.running() <= 1);
+        })
+    };
+    pool.submit(count(&counter));
+    other.join().unwrap();
+    pool.wait();
+    assert_eq!(counter.load(Ordering::Relaxed), 2);
+    assert_eq!(pool.stats().completed, 2);
+    pool
+}
+
 /// The second task races the only worker on its way from its first task to
 /// parking: it must be handed over, by the queue to a spinning worker or by
 /// a wake to a parked one, and `wait` must see both tasks finish.
@@ -104,21 +124,11 @@ fn an_idle_exit_races_a_submit() {
 #[test]
 fn a_blocked_submitter_is_woken_when_a_worker_frees() {
     model("a_blocked_submitter_is_woken_when_a_worker_frees", || {
-        let pool = Arc::new(
-            WorkerPool::builder(1)
-                .queue_capacity(0)
-                .idle_timeout(Duration::MAX)
-                .build(),
-        );
-        let counter = Arc::new(AtomicUsize::new(0));
-        let other = {
-            let (pool, counter) = (Arc::clone(&pool), Arc::clone(&counter));
-            thread::spawn(move || pool.submit(count(&counter)))
-        };
-        pool.submit(count(&counter));
-        other.join().unwrap();
-        pool.wait();
-        assert_eq!(counter.load(Ordering::Relaxed), 2);
+        let pool = WorkerPool::builder(1)
+            .queue_capacity(0)
+            .idle_timeout(Duration::MAX)
+            .build();
+        let pool = submit_from_two_threads(pool);
         assert_eq!(pool.stats().spawned, 1);
     });
 }
@@ -167,24 +177,10 @@ fn two_workers_drain_the_queue_while_timing_out() {
 #[test]
 fn concurrent_submits_race_idle_exits() {
     model("concurrent_submits_race_idle_exits", || {
-        let pool = Arc::new(
-            WorkerPool::builder(1)
-                .queue_capacity(1)
-                .idle_timeout(Duration::ZERO)
-                .build(),
-        );
-        let counter = Arc::new(AtomicUsize::new(0));
-        let other = {
-            let (pool, counter) = (Arc::clone(&pool), Arc::clone(&counter));
-            thread::spawn(move || {
-                pool.submit(count(&counter));
-                assert!(pool.running() <= 1);
-            })
-        };
-        pool.submit(count(&counter));
-        other.join().unwrap();
-        pool.wait();
-        assert_eq!(counter.load(Ordering::Relaxed), 2);
-        assert_eq!(pool.stats().completed, 2);
+        let pool = WorkerPool::builder(1)
+            .queue_capacity(1)
+            .idle_timeout(Duration::ZERO)
+            .build();
+        drop(submit_from_two_threads(pool));
     });
 }
