@@ -20,6 +20,7 @@
 //!   [`LocalPool::get`] returns a guard that gives it back on drop;
 //!   [`LocalPool::get_owned`] a guard that can cross threads.
 //! * **`static` pools.** [`LocalPool::new`] is a `const fn`.
+//! * **Threads too.** [`workers::WorkerPool`] recycles threads the way Go's goroutine pools do.
 //!
 //! # Examples
 //!
@@ -89,6 +90,7 @@ mod stats;
 #[cfg(not(loom))]
 mod sweeper;
 mod sync;
+pub mod workers;
 
 // The README's examples run as doctests.
 #[cfg(doctest)]

@@ -22,7 +22,7 @@ pub(crate) use std::sync::atomic::Ordering;
 #[cfg(not(loom))]
 pub(crate) use std::sync::atomic::{compiler_fence, fence, AtomicBool, AtomicU64, AtomicUsize};
 #[cfg(not(loom))]
-pub(crate) use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+pub(crate) use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 #[cfg(not(loom))]
 pub(crate) use std::thread_local;
 
@@ -31,7 +31,7 @@ pub(crate) use self::loom_impl::OnceLock;
 #[cfg(loom)]
 pub(crate) use loom::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize};
 #[cfg(loom)]
-pub(crate) use loom::sync::{Arc, Mutex, MutexGuard};
+pub(crate) use loom::sync::{Arc, Condvar, Mutex, MutexGuard};
 #[cfg(loom)]
 pub(crate) use loom::thread_local;
 
@@ -46,6 +46,69 @@ pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Blocks on `condvar` until notified, ignoring poisoning (see [`lock`]).
+pub(crate) fn wait<'a, T>(condvar: &Condvar, guard: MutexGuard<'a, T>) -> MutexGuard<'a, T> {
+    condvar
+        .wait(guard)
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Blocks on `condvar` until notified or until `timeout` has passed; returns
+/// the guard of `mutex` (the mutex `guard` came from) and whether the wait
+/// timed out.
+///
+/// loom has no clock, and its `Condvar::wait_timeout` never times out. Under
+/// loom this releases the lock, lets the other threads run, and reports a
+/// timeout: the earliest a timer can fire, which is the case that races
+/// hardest with a notification. Callers must handle a timeout that crosses a
+/// notification in any case, so the models check that they do.
+pub(crate) fn wait_timeout<'a, T>(
+    condvar: &Condvar,
+    mutex: &'a Mutex<T>,
+    guard: MutexGuard<'a, T>,
+    timeout: std::time::Duration,
+) -> (MutexGuard<'a, T>, bool) {
+    #[cfg(not(loom))]
+    {
+        let _ = mutex;
+        let (guard, result) = condvar
+            .wait_timeout(guard, timeout)
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        (guard, result.timed_out())
+    }
+    #[cfg(loom)]
+    {
+        let _ = (condvar, timeout);
+        drop(guard);
+        loom::thread::yield_now();
+        (lock(mutex), true)
+    }
+}
+
+/// Threads: spawning, joining and identity, from std or from loom's model.
+pub(crate) mod thread {
+    #[cfg(not(loom))]
+    pub(crate) use std::thread::{current, Builder, JoinHandle};
+
+    #[cfg(loom)]
+    pub(crate) use loom::thread::{current, Builder, JoinHandle};
+
+    /// Whether `handle`'s thread has finished running. loom's handles cannot
+    /// tell; there the answer is always no, which only means the handle is
+    /// joined later instead of released early.
+    pub(crate) fn is_finished<T>(handle: &JoinHandle<T>) -> bool {
+        #[cfg(not(loom))]
+        {
+            handle.is_finished()
+        }
+        #[cfg(loom)]
+        {
+            let _ = handle;
+            false
+        }
+    }
 }
 
 /// Backs off inside a wait loop: spin a little, then give the core away.

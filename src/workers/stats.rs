@@ -1,0 +1,65 @@
+//! Counters a worker pool keeps about itself.
+
+/// A snapshot of a [`WorkerPool`](super::WorkerPool)'s counters and of its
+/// workers now.
+///
+/// The counts since the pool was made only grow. While tasks are being
+/// submitted or run, the fields are read one after another, not all at one
+/// instant; each is exact once the pool is quiet (for example after
+/// [`wait`](super::WorkerPool::wait)).
+///
+/// # Examples
+///
+/// ```
+/// use stashpool::workers::WorkerPool;
+///
+/// let pool = WorkerPool::new(2);
+/// pool.submit(|| {});
+/// pool.submit(|| panic!("a task that fails"));
+/// pool.wait();
+/// let stats = pool.stats();
+/// assert_eq!(stats.submitted, 2);
+/// assert_eq!((stats.completed, stats.panicked), (1, 1));
+/// assert!(stats.spawned >= 1 && stats.running <= 2);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct WorkerStats {
+    /// Tasks accepted by `submit` and `try_submit`.
+    pub submitted: u64,
+    /// Tasks that ran to completion.
+    pub completed: u64,
+    /// Tasks that panicked. The panic was caught; the worker went on. Also
+    /// counts a task dropped unrun because no thread could be started for
+    /// it (its `submit` panicked instead).
+    pub panicked: u64,
+    /// Worker threads started since the pool was made. Far below
+    /// `submitted` when threads are being reused.
+    pub spawned: u64,
+    /// Tasks waiting for a worker now.
+    pub queued: usize,
+    /// Workers alive now (as [`running`](super::WorkerPool::running)).
+    pub running: usize,
+    /// Workers alive and waiting for a task now.
+    pub idle: usize,
+}
+
+impl WorkerStats {
+    /// Tasks accepted and not finished yet (queued or running).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use stashpool::workers::WorkerPool;
+    ///
+    /// let pool = WorkerPool::new(1);
+    /// pool.submit(|| {});
+    /// pool.wait();
+    /// assert_eq!(pool.stats().unfinished(), 0);
+    /// ```
+    pub fn unfinished(&self) -> u64 {
+        self.submitted
+            .saturating_sub(self.completed)
+            .saturating_sub(self.panicked)
+    }
+}

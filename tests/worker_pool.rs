@@ -1,0 +1,571 @@
+//! `WorkerPool`: the bound on workers, thread reuse, growing and shrinking,
+//! panics, `wait`, dropping, bad input, and a stress run where submits race
+//! idle workers that exit.
+
+use std::cell::Cell;
+use std::panic::{self, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use stashpool::workers::{WorkerPool, MAX_QUEUE_CAPACITY, MAX_WORKERS};
+
+/// How long a test waits for something that must happen before it calls it
+/// a failure (instead of hanging). Never an expectation of speed.
+const DEADLINE: Duration = Duration::from_secs(60);
+
+/// Checks `done` over and over, yielding in between, until it holds or
+/// `limit` has passed; returns its last answer.
+fn poll_until(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
+    let give_up = Instant::now() + limit;
+    loop {
+        if done() {
+            return true;
+        }
+        if Instant::now() >= give_up {
+            return false;
+        }
+        thread::park_timeout(Duration::from_millis(1));
+    }
+}
+
+/// Tasks that block until released, and tell when they start.
+struct Gate {
+    started_tx: mpsc::Sender<()>,
+    started: mpsc::Receiver<()>,
+    release_tx: Vec<mpsc::Sender<()>>,
+}
+
+impl Gate {
+    fn new() -> Self {
+        let (started_tx, started) = mpsc::channel();
+        Self {
+            started_tx,
+            started,
+            release_tx: Vec::new(),
+        }
+    }
+
+    /// A task that reports its start, then blocks until `release_all`.
+    fn task(&mut self) -> impl FnOnce() + Send + 'static {
+        let started = self.started_tx.clone();
+        let (release_tx, release) = mpsc::channel::<()>();
+        self.release_tx.push(release_tx);
+        move || {
+            started.send(()).unwrap();
+            // An error means the test is over (the sender dropped): return.
+            let _ = release.recv();
+        }
+    }
+
+    /// Waits until `n` gated tasks have started (all at once, as they block).
+    fn started(&self, n: usize) {
+        for i in 0..n {
+            assert!(
+                self.started.recv_timeout(DEADLINE).is_ok(),
+                "only {i} of {n} gated tasks started"
+            );
+        }
+    }
+
+    fn release_all(&mut self) {
+        for tx in self.release_tx.drain(..) {
+            let _ = tx.send(());
+        }
+    }
+}
+
+fn counter_task(counter: &Arc<AtomicUsize>) -> impl FnOnce() + Send + 'static {
+    let counter = Arc::clone(counter);
+    move || {
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+#[test]
+fn runs_every_task_on_reused_threads() {
+    let pool = WorkerPool::new(4);
+    let counter = Arc::new(AtomicUsize::new(0));
+    for _ in 0..2000 {
+        pool.submit(counter_task(&counter));
+    }
+    pool.wait();
+    assert_eq!(counter.load(Ordering::Relaxed), 2000);
+    let stats = pool.stats();
+    assert_eq!(
+        (stats.submitted, stats.completed, stats.panicked),
+        (2000, 2000, 0)
+    );
+    assert_eq!((stats.queued, stats.unfinished()), (0, 0));
+    assert!(stats.spawned <= 4, "{stats:?}");
+    assert!(
+        stats.running <= 4 && stats.idle == stats.running,
+        "{stats:?}"
+    );
+}
+
+#[test]
+fn grows_to_max_workers_when_busy_and_no_further() {
+    let pool = WorkerPool::builder(3).queue_capacity(0).build();
+    let mut gate = Gate::new();
+    for _ in 0..3 {
+        pool.submit(gate.task());
+    }
+    // Three tasks block at once: the pool started a worker for each.
+    gate.started(3);
+    assert_eq!(pool.running(), 3);
+    // Full: no free worker, no new one allowed, no room in the queue.
+    let extra = counter_task(&Arc::new(AtomicUsize::new(0)));
+    let extra = pool
+        .try_submit(extra)
+        .expect_err("a full pool gives the task back");
+    gate.release_all();
+    pool.wait();
+    assert!(pool.try_submit(extra).is_ok());
+    pool.wait();
+    let stats = pool.stats();
+    assert_eq!(stats.spawned, 3, "{stats:?}");
+    assert_eq!(stats.completed, 4);
+}
+
+#[test]
+fn never_runs_more_tasks_at_once_than_max_workers() {
+    let pool = WorkerPool::builder(3).queue_capacity(2).build();
+    let now = Arc::new(AtomicUsize::new(0));
+    let peak = Arc::new(AtomicUsize::new(0));
+    for _ in 0..500 {
+        let (now, peak) = (Arc::clone(&now), Arc::clone(&peak));
+        pool.submit(move || {
+            let n = now.fetch_add(1, Ordering::SeqCst) + 1;
+            peak.fetch_max(n, Ordering::SeqCst);
+            for _ in 0..50 {
+                thread::yield_now();
+            }
+            now.fetch_sub(1, Ordering::SeqCst);
+        });
+        let stats = pool.stats();
+        assert!(stats.running <= 3, "{stats:?}");
+    }
+    pool.wait();
+    let peak = peak.load(Ordering::SeqCst);
+    assert!((1..=3).contains(&peak), "peak concurrency {peak}");
+}
+
+#[test]
+fn queued_tasks_wait_for_a_busy_worker_up_to_the_capacity() {
+    let pool = WorkerPool::builder(1).queue_capacity(2).build();
+    let mut gate = Gate::new();
+    pool.submit(gate.task());
+    gate.started(1);
+    let counter = Arc::new(AtomicUsize::new(0));
+    assert!(pool.try_submit(counter_task(&counter)).is_ok());
+    assert!(pool.try_submit(counter_task(&counter)).is_ok());
+    assert!(pool.try_submit(counter_task(&counter)).is_err());
+    assert_eq!(pool.stats().queued, 2);
+    gate.release_all();
+    pool.wait();
+    assert_eq!(counter.load(Ordering::Relaxed), 2);
+}
+
+#[test]
+fn submit_waits_until_a_worker_is_free() {
+    let pool = Arc::new(WorkerPool::builder(1).queue_capacity(0).build());
+    let mut gate = Gate::new();
+    let first_done = Arc::new(AtomicBool::new(false));
+    {
+        let task = gate.task();
+        let first_done = Arc::clone(&first_done);
+        pool.submit(move || {
+            task();
+            first_done.store(true, Ordering::SeqCst);
+        });
+    }
+    gate.started(1);
+    let returned = Arc::new(AtomicBool::new(false));
+    let submitter = {
+        let (pool, returned, first_done) = (pool.clone(), returned.clone(), first_done.clone());
+        thread::spawn(move || {
+            pool.submit(|| {});
+            returned.store(true, Ordering::SeqCst);
+            // Admitted only once the one worker finished the first task.
+            first_done.load(Ordering::SeqCst)
+        })
+    };
+    // While the only worker is busy, the submit does not return.
+    assert!(!poll_until(Duration::from_millis(100), || returned
+        .load(Ordering::SeqCst)));
+    gate.release_all();
+    assert!(
+        submitter.join().unwrap(),
+        "submit returned while the pool was full"
+    );
+    pool.wait();
+    assert_eq!(pool.stats().completed, 2);
+}
+
+/// A panic payload whose own drop panics.
+struct PanickyPayload;
+
+impl Drop for PanickyPayload {
+    fn drop(&mut self) {
+        panic!("dropping the payload panics too");
+    }
+}
+
+#[test]
+fn panics_are_counted_and_never_lower_capacity() {
+    let pool = WorkerPool::new(2);
+    for i in 0..20 {
+        pool.submit(move || {
+            if i % 2 == 0 {
+                panic!("task {i} fails");
+            } else {
+                panic::panic_any(PanickyPayload);
+            }
+        });
+    }
+    pool.wait();
+    let stats = pool.stats();
+    assert_eq!((stats.panicked, stats.completed), (20, 0), "{stats:?}");
+    // Both workers survived: two tasks still run at once, on the same threads.
+    let mut gate = Gate::new();
+    pool.submit(gate.task());
+    pool.submit(gate.task());
+    gate.started(2);
+    gate.release_all();
+    pool.wait();
+    let stats = pool.stats();
+    assert_eq!((stats.completed, stats.spawned), (2, 2), "{stats:?}");
+}
+
+#[test]
+fn wait_waits_for_every_task_submitted_before_it() {
+    let pool = WorkerPool::new(3);
+    let done: Arc<Vec<AtomicBool>> = Arc::new((0..200).map(|_| AtomicBool::new(false)).collect());
+    for i in 0..200 {
+        let done = Arc::clone(&done);
+        pool.submit(move || {
+            for _ in 0..(i % 7) * 20 {
+                thread::yield_now();
+            }
+            done[i].store(true, Ordering::SeqCst);
+        });
+    }
+    pool.wait();
+    let unfinished = done.iter().filter(|d| !d.load(Ordering::SeqCst)).count();
+    assert_eq!(unfinished, 0);
+    // And with nothing to wait for, it returns at once.
+    pool.wait();
+    WorkerPool::new(1).wait();
+}
+
+#[test]
+fn several_threads_can_wait_at_once() {
+    let pool = Arc::new(WorkerPool::new(2));
+    let mut gate = Gate::new();
+    pool.submit(gate.task());
+    gate.started(1);
+    let finished = Arc::new(AtomicBool::new(false));
+    {
+        let finished = Arc::clone(&finished);
+        pool.submit(move || finished.store(true, Ordering::SeqCst));
+    }
+    let waiters: Vec<_> = (0..3)
+        .map(|_| {
+            let (pool, finished) = (Arc::clone(&pool), Arc::clone(&finished));
+            thread::spawn(move || {
+                pool.wait();
+                finished.load(Ordering::SeqCst)
+            })
+        })
+        .collect();
+    gate.release_all();
+    for waiter in waiters {
+        assert!(waiter.join().unwrap());
+    }
+}
+
+thread_local! {
+    static ON_EXIT: ExitCounter = const { ExitCounter(Cell::new(None)) };
+}
+
+/// Counts, when a worker thread's thread-locals are destroyed, that it exited.
+struct ExitCounter(Cell<Option<Arc<AtomicUsize>>>);
+
+impl Drop for ExitCounter {
+    fn drop(&mut self) {
+        if let Some(exited) = self.0.take() {
+            exited.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+}
+
+#[test]
+fn dropping_runs_queued_tasks_and_joins_every_worker() {
+    let pool = WorkerPool::builder(2).queue_capacity(100).build();
+    let exited = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::new(AtomicUsize::new(0));
+    let mut gate = Gate::new();
+    for _ in 0..2 {
+        // Each of the two workers runs one of these first.
+        let (task, exited) = (gate.task(), Arc::clone(&exited));
+        pool.submit(move || {
+            ON_EXIT.with(|on_exit| on_exit.0.set(Some(exited)));
+            task();
+        });
+    }
+    gate.started(2);
+    for _ in 0..50 {
+        let (exited, counter) = (Arc::clone(&exited), Arc::clone(&counter));
+        pool.submit(move || {
+            ON_EXIT.with(|on_exit| on_exit.0.set(Some(exited)));
+            counter.fetch_add(1, Ordering::SeqCst);
+        });
+    }
+    assert_eq!(pool.stats().queued, 50);
+    gate.release_all();
+    let spawned = pool.stats().spawned;
+    drop(pool);
+    // Every queued task ran, and every worker's thread has ended.
+    assert_eq!(counter.load(Ordering::SeqCst), 50);
+    assert_eq!(exited.load(Ordering::SeqCst) as u64, spawned);
+}
+
+#[test]
+fn idle_workers_exit_and_the_pool_grows_again() {
+    let pool = WorkerPool::builder(4)
+        .idle_timeout(Duration::from_millis(20))
+        .build();
+    let mut gate = Gate::new();
+    for _ in 0..4 {
+        pool.submit(gate.task());
+    }
+    gate.started(4);
+    gate.release_all();
+    pool.wait();
+    assert!(
+        poll_until(DEADLINE, || pool.running() == 0),
+        "idle workers did not exit: {:?}",
+        pool.stats()
+    );
+    assert_eq!(pool.stats().idle, 0);
+    // Busy again: it starts threads again, up to the bound.
+    for _ in 0..4 {
+        pool.submit(gate.task());
+    }
+    gate.started(4);
+    assert_eq!(pool.running(), 4);
+    gate.release_all();
+    pool.wait();
+    assert_eq!(pool.stats().spawned, 8);
+}
+
+#[test]
+fn a_zero_idle_timeout_keeps_no_idle_worker() {
+    let pool = WorkerPool::builder(2).idle_timeout(Duration::ZERO).build();
+    let counter = Arc::new(AtomicUsize::new(0));
+    for _ in 0..100 {
+        pool.submit(counter_task(&counter));
+    }
+    pool.wait();
+    assert!(poll_until(DEADLINE, || pool.running() == 0));
+    assert_eq!(counter.load(Ordering::Relaxed), 100);
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+#[cfg_attr(miri, ignore = "reads /proc, which Miri's isolation hides")]
+fn parked_workers_use_no_cpu() {
+    /// User plus system CPU time of one thread of this process, in clock
+    /// ticks (fields 14 and 15 of `/proc/self/task/<tid>/stat`).
+    fn cpu_ticks(tid: i32) -> u64 {
+        let stat = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).unwrap();
+        // The command name, in parentheses, may hold spaces: split after it.
+        let fields: Vec<&str> = stat[stat.rfind(')').unwrap() + 2..].split(' ').collect();
+        // Fields 14 and 15 overall are the 12th and 13th after the name.
+        fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
+    }
+
+    let pool = WorkerPool::new(2);
+    let (tid_tx, tids) = mpsc::channel();
+    let mut gate = Gate::new();
+    for _ in 0..2 {
+        let (task, tid_tx) = (gate.task(), tid_tx.clone());
+        pool.submit(move || {
+            // SAFETY: `gettid` takes no arguments and cannot fail.
+            tid_tx.send(unsafe { libc::gettid() }).unwrap();
+            task();
+        });
+    }
+    gate.started(2);
+    let tids: Vec<i32> = tids.iter().take(2).collect();
+    gate.release_all();
+    pool.wait();
+    assert_eq!(pool.running(), 2);
+    let before: u64 = tids.iter().map(|&tid| cpu_ticks(tid)).sum();
+    // A window to measure over, not a synchronisation: the workers are
+    // parked whatever its length; spinning ones would burn most of it.
+    thread::sleep(Duration::from_millis(500));
+    let used: u64 = tids.iter().map(|&tid| cpu_ticks(tid)).sum::<u64>() - before;
+    assert_eq!(pool.running(), 2, "the workers are still alive");
+    // Clock ticks are 10 ms here; two spinning workers would use 50 or more.
+    assert!(used <= 5, "idle workers used {used} ticks of CPU in 500 ms");
+}
+
+#[test]
+fn a_task_can_submit_to_its_own_full_pool() {
+    let pool = Arc::new(WorkerPool::builder(1).queue_capacity(0).build());
+    let (tx, rx) = mpsc::channel();
+    let inner_pool = Arc::clone(&pool);
+    pool.submit(move || {
+        // The only worker is this one, and the queue has no room: a submit
+        // that waited for room would wait forever.
+        for i in 0..3 {
+            let tx = tx.clone();
+            inner_pool.submit(move || tx.send(i).unwrap());
+        }
+    });
+    let mut got: Vec<i32> = (0..3).map(|_| rx.recv_timeout(DEADLINE).unwrap()).collect();
+    got.sort();
+    assert_eq!(got, [0, 1, 2]);
+}
+
+#[test]
+fn wait_inside_a_task_panics_instead_of_hanging() {
+    let pool = Arc::new(WorkerPool::new(2));
+    let (tx, rx) = mpsc::channel();
+    let inner_pool = Arc::clone(&pool);
+    pool.submit(move || {
+        let result = panic::catch_unwind(AssertUnwindSafe(|| inner_pool.wait()));
+        tx.send(result.is_err()).unwrap();
+    });
+    assert!(rx.recv_timeout(DEADLINE).unwrap());
+    pool.wait();
+}
+
+#[test]
+fn the_last_handle_can_drop_inside_a_task() {
+    let pool = Arc::new(WorkerPool::new(2));
+    let (dropped_tx, dropped) = mpsc::channel::<()>();
+    let (done_tx, done) = mpsc::channel();
+    let task_pool = Arc::clone(&pool);
+    pool.submit(move || {
+        dropped.recv().unwrap();
+        // Ours is the last handle now: the pool drops on its own worker.
+        drop(task_pool);
+        done_tx.send(()).unwrap();
+    });
+    drop(pool);
+    dropped_tx.send(()).unwrap();
+    assert!(done.recv_timeout(DEADLINE).is_ok());
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "Miri's threads ignore the stack size and start")]
+fn a_thread_that_cannot_start_is_a_clear_panic_and_leaves_the_pool_sound() {
+    // No operating system gives a thread a stack of `usize::MAX` bytes.
+    let pool = WorkerPool::builder(2).stack_size(usize::MAX).build();
+    for _ in 0..2 {
+        let refused = panic::catch_unwind(AssertUnwindSafe(|| pool.submit(|| {})));
+        let message = *refused
+            .expect_err("no worker could start")
+            .downcast::<String>()
+            .unwrap();
+        assert!(
+            message.contains("could not start a worker thread"),
+            "{message}"
+        );
+    }
+    // The refused tasks are not waited for, and nothing is left counted.
+    pool.wait();
+    let stats = pool.stats();
+    assert_eq!((stats.submitted, stats.panicked), (2, 2), "{stats:?}");
+    assert_eq!((stats.running, stats.queued, stats.spawned), (0, 0, 0));
+}
+
+#[test]
+fn a_pool_can_be_shared_between_threads() {
+    fn shareable<T: Send + Sync>() {}
+    shareable::<WorkerPool>();
+    shareable::<stashpool::workers::WorkerStats>();
+}
+
+#[test]
+#[should_panic(expected = "max_workers >= 1")]
+fn zero_workers_is_refused() {
+    let _ = WorkerPool::new(0);
+}
+
+#[test]
+#[should_panic(expected = "at most 8191 workers")]
+fn too_many_workers_is_refused() {
+    let _ = WorkerPool::builder(MAX_WORKERS + 1);
+}
+
+#[test]
+#[should_panic(expected = "queue holds at most")]
+fn too_large_a_queue_is_refused() {
+    let _ = WorkerPool::builder(1).queue_capacity(MAX_QUEUE_CAPACITY + 1);
+}
+
+#[test]
+fn limits_are_accepted_and_cost_nothing_until_used() {
+    let pool = WorkerPool::builder(MAX_WORKERS)
+        .queue_capacity(MAX_QUEUE_CAPACITY)
+        .idle_timeout(Duration::MAX)
+        .build();
+    assert_eq!(pool.running(), 0);
+    let counter = Arc::new(AtomicUsize::new(0));
+    pool.submit(counter_task(&counter));
+    pool.wait();
+    assert_eq!(counter.load(Ordering::Relaxed), 1);
+    assert!(format!("{pool:?}").contains("max_workers: 8191"));
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "8000 tasks take minutes under Miri")]
+fn submitters_race_workers_that_exit_when_idle() {
+    // A zero idle timeout makes workers exit whenever they find nothing to
+    // do, so submits keep racing exits, wakes and starts.
+    let pool = Arc::new(
+        WorkerPool::builder(3)
+            .idle_timeout(Duration::ZERO)
+            .queue_capacity(1)
+            .build(),
+    );
+    let counter = Arc::new(AtomicUsize::new(0));
+    let submitters: Vec<_> = (0..4)
+        .map(|t| {
+            let (pool, counter) = (Arc::clone(&pool), Arc::clone(&counter));
+            thread::spawn(move || {
+                for i in 0..2000 {
+                    if (i + t) % 3 == 0 {
+                        let mut task = counter_task(&counter);
+                        while let Err(back) = pool.try_submit(task) {
+                            task = back;
+                            thread::yield_now();
+                        }
+                    } else {
+                        pool.submit(counter_task(&counter));
+                    }
+                }
+            })
+        })
+        .collect();
+    for submitter in submitters {
+        submitter.join().unwrap();
+    }
+    pool.wait();
+    assert_eq!(counter.load(Ordering::Relaxed), 8000);
+    let stats = pool.stats();
+    assert_eq!(
+        (stats.submitted, stats.completed, stats.queued),
+        (8000, 8000, 0)
+    );
+    assert!(
+        poll_until(DEADLINE, || pool.running() == 0),
+        "{:?}",
+        pool.stats()
+    );
+}
