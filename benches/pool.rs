@@ -154,7 +154,9 @@ impl Contender for Floor {
             *slot = floor_pop();
             fill_vec(slot);
         }
-        FLOOR.with(|stash| stash.borrow_mut().extend(held));
+        for buf in held {
+            FLOOR.with(|stash| stash.borrow_mut().push(buf));
+        }
     }
 }
 

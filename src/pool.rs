@@ -14,10 +14,14 @@ use crate::{Recycle, Stats};
 
 /// How many objects one thread keeps in its private stash by default.
 ///
-/// Enough that a thread cycling a few dozen objects never touches shared
-/// memory, small enough that a pool of 4 KiB buffers holds at most 256 KiB
-/// per thread before spilling to the shared overflow.
-pub const DEFAULT_LOCAL_CAPACITY: usize = 64;
+/// A stash slot is one pointer, so the stash itself costs 1 KiB; what the
+/// capacity bounds is how many idle objects a thread may keep between
+/// sweeps. 128 lets a thread that holds up to about a hundred objects at
+/// once (a fan-out, a batch of requests) return and take them again without
+/// touching shared memory, where 64 made such a thread spill and steal
+/// batches every round (measured: 17 ns per object instead of about 12 on
+/// Go's hold-100-then-return-100 shape). Sweeps still trim what it keeps.
+pub const DEFAULT_LOCAL_CAPACITY: usize = 128;
 
 /// How often the background sweeper sweeps a pool by default.
 ///
