@@ -261,6 +261,40 @@ fn wait_waits_for_every_task_submitted_before_it() {
 }
 
 #[test]
+fn wait_is_not_fooled_by_later_tasks_finishing_first() {
+    // A task that submits a short sub-task and then blocks: the sub-task
+    // finishing brings the finished count up to what was submitted before
+    // `wait` was called, but the first task is still running.
+    let pool = Arc::new(WorkerPool::new(2));
+    let (sub_done_tx, sub_done) = mpsc::channel();
+    let (release_tx, release) = mpsc::channel::<()>();
+    let p = Arc::clone(&pool);
+    pool.submit(move || {
+        p.submit(move || sub_done_tx.send(()).unwrap());
+        release.recv().unwrap();
+    });
+    let (returned_tx, returned) = mpsc::channel();
+    let waiter = {
+        let pool = Arc::clone(&pool);
+        thread::spawn(move || {
+            pool.wait();
+            returned_tx.send(()).unwrap();
+        })
+    };
+    sub_done.recv().unwrap();
+    // The first task is still blocked: `wait` must not have returned. (A
+    // correct pool never returns here; a wrong one would within a moment.)
+    assert_eq!(
+        returned.recv_timeout(Duration::from_millis(300)),
+        Err(mpsc::RecvTimeoutError::Timeout),
+        "wait returned while a task submitted before it was running"
+    );
+    release_tx.send(()).unwrap();
+    returned.recv_timeout(DEADLINE).unwrap();
+    waiter.join().unwrap();
+}
+
+#[test]
 fn several_threads_can_wait_at_once() {
     let pool = Arc::new(WorkerPool::new(2));
     let mut gate = Gate::new();

@@ -23,6 +23,8 @@ use crate::sync::{backoff, lock, wait, Arc, AtomicU64, Condvar, Mutex, Ordering,
 /// a few spins and a few yields, a few microseconds in all, which is about
 /// how long a busy worker takes to free a slot when tasks are small.
 const SUBMIT_SPINS: u32 = if cfg!(loom) { 1 } else { 10 };
+/// Attempts to start the last worker when tasks wait for it.
+const START_RETRIES: u32 = 10;
 
 /// A pool's settings, checked by the builder.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -80,8 +82,8 @@ pub(crate) struct Inner {
     pub(super) idle: IdleStack,
     /// Every worker's thread not yet known to have finished.
     handles: Vec<JoinHandle<()>>,
-    /// The `finished` count each blocked `wait` caller waits for.
-    targets: Vec<u64>,
+    /// `wait` callers blocked until no task is in flight.
+    waiters: usize,
     /// Set when the pool drops: workers exit once the queue is empty.
     pub(super) closing: bool,
 }
@@ -98,7 +100,7 @@ impl Shared {
             inner: Mutex::new(Inner {
                 idle: IdleStack::default(),
                 handles: Vec::new(),
-                targets: Vec::new(),
+                waiters: 0,
                 closing: false,
             }),
             room: Condvar::new(),
@@ -261,21 +263,41 @@ impl Shared {
     }
 
     /// The OS refused a thread: take back the worker slot and queue the task
-    /// for the workers there are; with none at all, give up loudly.
+    /// for the workers there are. If this was the last slot and tasks are
+    /// queued (other submitters counted on this worker), keep the slot and
+    /// try again a few times; if no thread can be had, drop the queued tasks
+    /// and this one (counted as panicked) and give up loudly, so nothing is
+    /// left queued with no worker to run it and `wait` cannot hang.
     #[cold]
     fn start_failed(this: &Arc<Self>, mut task: Task, mut error: io::Error) {
         let mode = Mode {
             may_start: false,
             bounded: false,
         };
+        let (mut retries, mut step) = (0, 0);
         loop {
-            let (before, _) = this.state.update(|s| Some(s.unstart()));
+            // Give the slot back, unless it is the last one and a task is
+            // queued: in one step, so a task queued meanwhile is seen.
+            let (before, released) = this
+                .state
+                .update(|s| (s.running() > 1 || s.queued() == 0).then(|| s.unstart()));
+            if !released {
+                if retries < START_RETRIES {
+                    retries += 1;
+                    backoff(&mut step);
+                    match Self::start(this, task) {
+                        Ok(()) => return,
+                        Err((back, again)) => (task, error) = (back, again),
+                    }
+                } else {
+                    this.drop_queued();
+                }
+                continue;
+            }
             if before.running() == 1 {
-                // The task was counted as submitted and will never run:
-                // count it finished, so `wait` does not wait for it.
-                this.panicked.fetch_add(1, Ordering::Relaxed);
-                this.finish_one();
-                drop(task);
+                // No worker left and nothing queued: this task will never
+                // run. Count it finished, so `wait` does not wait for it.
+                this.abandon(task);
                 panic!("stashpool: could not start a worker thread: {error}");
             }
             let how = this
@@ -290,6 +312,36 @@ impl Shared {
                 Err((back, again)) => (task, error) = (back, again),
             }
         }
+    }
+
+    /// Claims and drops every queued task (no thread can be started to run
+    /// them), counting each as panicked and finished.
+    #[cold]
+    fn drop_queued(&self) {
+        while self
+            .state
+            .update(|s| (s.queued() > 0).then(|| s.claim_busy()))
+            .1
+        {
+            // The claim guarantees a task to pop, at worst once its
+            // submitter's push lands.
+            let mut step = 0;
+            let task = loop {
+                match self.queue.pop() {
+                    Some(task) => break task,
+                    None => backoff(&mut step),
+                }
+            };
+            self.abandon(task);
+        }
+    }
+
+    /// Drops a task that will never run, counting it as panicked and
+    /// finished.
+    fn abandon(&self, task: Task) {
+        self.panicked.fetch_add(1, Ordering::Relaxed);
+        self.finish_one();
+        drop(task);
     }
 
     /// Blocks until an admission in `mode` could succeed (or might: the
@@ -322,8 +374,8 @@ impl Shared {
 
     // === waiting for tasks ===
 
-    /// Counts one finished task and wakes the `wait` callers whose tasks
-    /// are all done.
+    /// Counts one finished task and wakes the `wait` callers if it was the
+    /// last one in flight.
     #[inline]
     pub(super) fn finish_one(&self) {
         if let Some(finished) = self.finished.add_one() {
@@ -333,36 +385,48 @@ impl Shared {
 
     #[cold]
     fn notify_done(&self, finished: u64) {
-        let inner = lock(&self.inner);
-        if inner.targets.iter().any(|&target| finished >= target) {
+        let _inner = lock(&self.inner);
+        // Submitted after finished: a task counted submitted since is still
+        // in flight, and its own finish will wake the waiters.
+        if finished == self.submitted.load(Ordering::Acquire) {
             self.done.notify_all();
         }
     }
 
-    /// Blocks until every task admitted before the call has finished.
+    /// Whether every task admitted so far has finished. `finished` is read
+    /// before `submitted` and never exceeds it (a task is counted submitted
+    /// before it can run), so if the two are equal, every task admitted
+    /// before the first read had finished by then; tasks may finish out of
+    /// order, so comparing `finished` with a count taken earlier would not
+    /// say that.
+    fn all_finished(&self) -> bool {
+        let finished = self.finished.count();
+        finished == self.submitted.load(Ordering::Acquire)
+    }
+
+    /// Blocks until every task admitted before the call has finished. (It
+    /// returns when no task is in flight at all, so tasks submitted
+    /// meanwhile, by the pool's tasks or other threads, are waited for too.)
     pub(crate) fn wait_all(&self) {
         assert!(
             !worker::is_worker_of(self),
             "stashpool: WorkerPool::wait called from one of the pool's own tasks \
              (it would wait for itself)"
         );
-        let target = self.submitted.load(Ordering::Acquire);
-        if self.finished.count() >= target {
+        if self.all_finished() {
             return;
         }
         let mut inner = lock(&self.inner);
-        inner.targets.push(target);
+        inner.waiters += 1;
         // From here until the wait releases the lock, a worker that counts a
         // task sees the flag and queues on the lock to wake us; one that
-        // counted before, we see in the count.
-        let mut finished = self.finished.mark_waiting();
-        while finished < target {
+        // counted before, the check below sees.
+        self.finished.mark_waiting();
+        while !self.all_finished() {
             inner = wait(&self.done, inner);
-            finished = self.finished.count();
         }
-        let at = inner.targets.iter().position(|&t| t == target);
-        inner.targets.swap_remove(at.expect("our target is listed"));
-        if inner.targets.is_empty() {
+        inner.waiters -= 1;
+        if inner.waiters == 0 {
             self.finished.clear_waiting();
         }
     }
