@@ -112,13 +112,21 @@ mod linux {
     }
 
     pub(super) fn membarrier() {
-        let ret = call(MEMBARRIER_CMD_PRIVATE_EXPEDITED);
-        // Registration succeeded and was tested, so the kernel cannot refuse
-        // now; if it ever did, continuing would let a sweeper and an owner
-        // touch a stash at once. Stop loudly instead.
-        assert!(
-            ret == 0,
-            "stashpool: membarrier(PRIVATE_EXPEDITED) failed after registration: {}",
+        // Registration succeeded and was tested, so the kernel refuses now
+        // only for want of memory (ENOMEM, for a CPU mask) or a signal:
+        // retry a while. Continuing without the barrier would let a sweeper
+        // and an owner touch a stash at once, so after that, stop loudly
+        // (the sweep's claims are released as it unwinds).
+        for attempt in 0..100 {
+            if call(MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0 {
+                return;
+            }
+            if attempt > 10 {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+        }
+        panic!(
+            "stashpool: membarrier(PRIVATE_EXPEDITED) keeps failing after registration: {}",
             std::io::Error::last_os_error()
         );
     }

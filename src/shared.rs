@@ -15,14 +15,26 @@ use crate::barrier::{self, Strategy};
 use crate::node::Node;
 use crate::overflow::{Batch, Overflow};
 use crate::stash::{Counters, Spill, Stash, StashBox};
-use crate::sync::{lock, Arc, AtomicBool, AtomicU64, Mutex, Ordering, PerThread};
+use crate::sync::thread::{self, ThreadId};
+use crate::sync::{lock, wait, Arc, AtomicBool, AtomicU64, Condvar, Mutex, Ordering, PerThread};
 use crate::Stats;
+
+/// What the sweep lock protects.
+struct Sweeping {
+    /// The sweep count: the pool's epoch.
+    epoch: u64,
+    /// The threads whose sweeps are dropping what they trimmed.
+    droppers: Vec<ThreadId>,
+}
 
 pub(crate) struct Shared<T: Send> {
     stashes: PerThread<StashBox<T>>,
     overflow: Overflow<T>,
-    /// The sweep count, and the lock that sweeps hold (see the module docs).
-    sweep: Mutex<u64>,
+    /// The sweep count and the sweeps dropping objects, under the lock that
+    /// sweeps hold (see the module docs).
+    sweep: Mutex<Sweeping>,
+    /// Signalled when a sweep has finished dropping what it trimmed.
+    dropped: Condvar,
     /// Set (under the sweep lock) once the pool has dropped.
     closed: AtomicBool,
     /// Objects dropped by sweeps.
@@ -42,7 +54,11 @@ impl<T: Send> Shared<T> {
         Self {
             stashes: PerThread::new(),
             overflow: Overflow::new(max_idle),
-            sweep: Mutex::new(0),
+            sweep: Mutex::new(Sweeping {
+                epoch: 0,
+                droppers: Vec::new(),
+            }),
+            dropped: Condvar::new(),
             closed: AtomicBool::new(false),
             trimmed: AtomicU64::new(0),
             orphans: Counters::default(),
@@ -78,8 +94,9 @@ impl<T: Send> Shared<T> {
         let stash = {
             // Under the sweep lock, so that the stash's epoch is the pool's
             // and no sweep runs between reading one and making the other.
-            let epoch = lock(&this.sweep);
-            this.stashes.get_or(|| StashBox::new(Stash::new(*epoch)))
+            let sweeping = lock(&this.sweep);
+            this.stashes
+                .get_or(|| StashBox::new(Stash::new(sweeping.epoch)))
         };
         crate::exit::register(this, stash.as_ptr());
         Some(stash)
@@ -147,8 +164,8 @@ impl<T: Send> Shared<T> {
             return drop(node);
         }
         // The lock gives the batch the pool's current epoch as its stamp.
-        let epoch = lock(&self.sweep);
-        self.overflow.push(Batch::new(vec![node], *epoch));
+        let sweeping = lock(&self.sweep);
+        self.overflow.push(Batch::new(vec![node], sweeping.epoch));
         self.orphans.returned.bump();
     }
 
@@ -159,37 +176,59 @@ impl<T: Send> Shared<T> {
     /// dropped objects are dropped.
     pub(crate) fn sweep(&self) {
         let mut dead = Vec::new();
+        let me = thread::current().id();
         {
-            let mut epoch = lock(&self.sweep);
+            let mut sweeping = lock(&self.sweep);
             // Nothing idle means nothing to trim or to mark: skip the heavy
             // barrier. (An object being returned right now is returned
             // concurrently with this sweep and may count as after it.)
             if self.closed.load(Ordering::Relaxed) || self.stats().idle == 0 {
                 return;
             }
-            *epoch += 1;
-            let epoch = *epoch;
+            sweeping.epoch += 1;
+            let epoch = sweeping.epoch;
             self.with_every_stash(|stash| {
                 stash.with_claimed(|local| local.age(epoch, &mut dead));
             });
             self.overflow.trim(epoch, false, &mut dead);
             self.trimmed.fetch_add(dead.len() as u64, Ordering::Relaxed);
+            // Until these are dropped, `close` waits for them.
+            sweeping.droppers.push(me);
         }
-        // Dropped here, outside the lock: user `Drop` code may use the pool.
-        drop_all(dead);
+        // Dropped outside the lock: user `Drop` code may use the pool.
+        let dropped = catch_unwind(AssertUnwindSafe(|| drop_all(dead)));
+        {
+            let mut sweeping = lock(&self.sweep);
+            let at = sweeping.droppers.iter().position(|&id| id == me);
+            sweeping
+                .droppers
+                .swap_remove(at.expect("this sweep is listed"));
+            self.dropped.notify_all();
+        }
+        if let Err(panic) = dropped {
+            resume_unwind(panic);
+        }
     }
 
     /// Drops every pooled object and refuses further flushes (pool drop).
+    /// Returns once every object is dropped, also those a concurrent sweep
+    /// (on the background sweeper, say) trimmed and is dropping.
     pub(crate) fn close(&self) {
         let mut dead = Vec::new();
         {
-            let _epoch = lock(&self.sweep);
+            let me = thread::current().id();
+            let mut sweeping = lock(&self.sweep);
             if self.closed.load(Ordering::Relaxed) {
                 return;
             }
             self.with_every_stash(|stash| stash.with_claimed(|local| local.drain(&mut dead)));
             self.overflow.trim(0, true, &mut dead);
             self.closed.store(true, Ordering::Release);
+            // Not for a sweep of this very thread: the pool can be dropped by
+            // the `Drop` of an object that sweep is dropping.
+            while sweeping.droppers.iter().any(|&id| id != me) {
+                sweeping = wait(&self.dropped, sweeping);
+            }
         }
         drop_all(dead);
     }
@@ -197,15 +236,16 @@ impl<T: Send> Shared<T> {
     /// Moves an exiting thread's objects to the overflow, so other threads
     /// can use them at once instead of after its id is reused.
     pub(crate) fn flush(&self, stash: &Stash<T>) {
-        let _epoch = lock(&self.sweep);
+        let _sweeping = lock(&self.sweep);
         if self.closed.load(Ordering::Relaxed) {
             return;
         }
         // Claimed like a sweep: by now the thread-id may already belong to a
         // new thread that owns this stash.
-        stash.claim();
-        barrier::heavy(self.strategy);
-        let batches = stash.with_claimed(|local| local.flush(&self.overflow));
+        let mut batches = Vec::new();
+        self.with_claimed_stashes(&[stash], |stash| {
+            batches = stash.with_claimed(|local| local.flush(&self.overflow));
+        });
         // Pushed under the lock, so `close` cannot miss them.
         for batch in batches {
             self.overflow.push(batch);
@@ -216,12 +256,29 @@ impl<T: Send> Shared<T> {
     /// `f` on each. Call with the sweep lock held.
     fn with_every_stash(&self, f: impl FnMut(&Stash<T>)) {
         let mut stashes = Vec::new();
-        self.stashes.for_each(|stash| {
-            stash.claim();
-            stashes.push(&**stash);
-        });
+        self.stashes.for_each(|stash| stashes.push(&**stash));
+        self.with_claimed_stashes(&stashes, f);
+    }
+
+    /// Claims `stashes`, issues one heavy barrier for them all, and runs `f`
+    /// on each, which must end with `with_claimed`. Call with the sweep lock
+    /// held. If anything unwinds (the barrier cannot fail in practice, but a
+    /// kernel may refuse it), the claims `f` did not release are released,
+    /// so owners are never locked out.
+    fn with_claimed_stashes(&self, stashes: &[&Stash<T>], mut f: impl FnMut(&Stash<T>)) {
+        struct Release<'a, T>(&'a [&'a Stash<T>], usize);
+        impl<T> Drop for Release<'_, T> {
+            fn drop(&mut self) {
+                self.0[self.1..].iter().for_each(|stash| stash.release());
+            }
+        }
+        stashes.iter().for_each(|stash| stash.claim());
+        let mut unclaimed = Release(stashes, 0);
         barrier::heavy(self.strategy);
-        stashes.into_iter().for_each(f);
+        for stash in stashes {
+            f(stash);
+            unclaimed.1 += 1;
+        }
     }
 
     /// Whether the pool has dropped (exit hooks of dead pools are pruned).

@@ -138,6 +138,11 @@ impl<T> Stash<T> {
         self.claimed.store(true, Ordering::Relaxed);
     }
 
+    /// Releases a claim without touching the stash (a sweep that unwinds).
+    pub(crate) fn release(&self) {
+        self.claimed.store(false, Ordering::Release);
+    }
+
     /// Runs `f` on a stash this thread claimed, then releases the claim.
     pub(crate) fn with_claimed<R>(&self, f: impl FnOnce(&mut Local<T>) -> R) -> R {
         let mut step = 0;

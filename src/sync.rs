@@ -90,10 +90,10 @@ pub(crate) fn wait_timeout<'a, T>(
 /// Threads: spawning, joining and identity, from std or from loom's model.
 pub(crate) mod thread {
     #[cfg(not(loom))]
-    pub(crate) use std::thread::{current, Builder, JoinHandle};
+    pub(crate) use std::thread::{current, Builder, JoinHandle, ThreadId};
 
     #[cfg(loom)]
-    pub(crate) use loom::thread::{current, Builder, JoinHandle};
+    pub(crate) use loom::thread::{current, Builder, JoinHandle, ThreadId};
 
     /// Whether `handle`'s thread has finished running. loom's handles cannot
     /// tell; there the answer is always no, which only means the handle is

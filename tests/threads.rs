@@ -347,3 +347,60 @@ fn stress_nothing_lost_nothing_shared() {
     drop(pool);
     assert_eq!(ledger.live(), 0, "every object dropped exactly once");
 }
+
+/// An object whose `Drop` reports that it started and then waits to be
+/// let go.
+struct SlowDrop {
+    started: mpsc::Sender<()>,
+    proceed: Arc<std::sync::Mutex<mpsc::Receiver<()>>>,
+    done: Arc<AtomicBool>,
+}
+
+impl Drop for SlowDrop {
+    fn drop(&mut self) {
+        let _ = self.started.send(());
+        let _ = self.proceed.lock().unwrap().recv();
+        self.done.store(true, Ordering::SeqCst);
+    }
+}
+
+#[test]
+fn dropping_a_pool_waits_for_objects_the_sweeper_is_dropping() {
+    let (started_tx, started) = mpsc::channel();
+    let (proceed_tx, proceed) = mpsc::channel();
+    let proceed = Arc::new(std::sync::Mutex::new(proceed));
+    let done = Arc::new(AtomicBool::new(false));
+    let pool = LocalPool::builder({
+        let (started_tx, proceed, done) = (started_tx.clone(), proceed.clone(), done.clone());
+        move || SlowDrop {
+            started: started_tx.clone(),
+            proceed: Arc::clone(&proceed),
+            done: Arc::clone(&done),
+        }
+    })
+    .sweep_every(Duration::from_millis(1))
+    .build();
+    pool.with(|_| ());
+    // The background sweeper trims the object and starts dropping it.
+    started.recv().unwrap();
+    let (closed_tx, closed) = mpsc::channel();
+    let closer = thread::spawn(move || {
+        drop(pool);
+        closed_tx.send(()).unwrap();
+    });
+    // Dropping the pool must wait for that drop to finish. (A pool that did
+    // not would return at once.)
+    assert_eq!(
+        closed.recv_timeout(Duration::from_millis(300)),
+        Err(mpsc::RecvTimeoutError::Timeout)
+    );
+    assert!(!done.load(Ordering::SeqCst));
+    proceed_tx.send(()).unwrap();
+    closed.recv().unwrap();
+    assert!(
+        done.load(Ordering::SeqCst),
+        "dropped before the pool's drop returned"
+    );
+    closer.join().unwrap();
+    drop(started_tx);
+}

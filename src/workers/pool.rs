@@ -23,8 +23,9 @@ pub const MAX_QUEUE_CAPACITY: usize = 1 << 23;
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How many tasks may wait for a busy worker, by default, before `submit`
-/// waits too. See [`Builder::queue_capacity`].
-pub const DEFAULT_QUEUE_CAPACITY: usize = 256;
+/// waits too: none, so `submit` waits for a free worker when `max_workers`
+/// are busy. See [`Builder::queue_capacity`] for the throughput a queue buys.
+pub const DEFAULT_QUEUE_CAPACITY: usize = 0;
 
 /// A bounded pool of worker threads that recycles them: Go's goroutine pools
 /// (`ants`, `itogami`) for Rust threads.
@@ -363,9 +364,11 @@ impl Builder {
     /// How many tasks may wait in the queue for a busy worker (default
     /// [`DEFAULT_QUEUE_CAPACITY`]). When every worker is busy and no new one
     /// may start, `submit` queues its task if there is room and waits
-    /// otherwise; `try_submit` gives the task back. With 0, `submit` waits
-    /// until a worker is free, as Go's `itogami` does; a small queue lets a
-    /// submitter run ahead of the workers without handing off every task.
+    /// otherwise; `try_submit` gives the task back. With 0 (the default),
+    /// `submit` waits until a worker is free, as Go's `itogami` does; a queue
+    /// lets a submitter run ahead of the workers without handing off every
+    /// task: 100 000 tiny tasks on 2 workers took about 23 ms with a queue of
+    /// 256 and 40 ms without, on a 2-core machine.
     ///
     /// # Panics
     ///
