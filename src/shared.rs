@@ -91,13 +91,18 @@ impl<T: Send> Shared<T> {
         if crate::exit::exiting() {
             return None;
         }
-        let stash = {
-            // Under the sweep lock, so that the stash's epoch is the pool's
-            // and no sweep runs between reading one and making the other.
-            let sweeping = lock(&this.sweep);
+        // Under the sweep lock, so that the stash's epoch is the pool's and
+        // no sweep runs between reading one and making the other.
+        let sweeping = lock(&this.sweep);
+        // `thread_local` panics if this thread's thread-locals are being
+        // destroyed and its own are gone already (a thread whose first pool
+        // use is in a late thread-local destructor): go around stashes then.
+        let stash = catch_unwind(AssertUnwindSafe(|| {
             this.stashes
                 .get_or(|| StashBox::new(Stash::new(sweeping.epoch)))
-        };
+        }))
+        .ok()?;
+        drop(sweeping);
         crate::exit::register(this, stash.as_ptr());
         Some(stash)
     }

@@ -48,8 +48,9 @@ pub enum Peer {
     ScopeFanOut(usize),
 }
 
-pub const NAMES: [&str; 5] = [
+pub const NAMES: [&str; 6] = [
     "stashpool",
+    "stashpool_queue_256",
     "rayon",
     "threadpool",
     "thread_per_task",
@@ -59,7 +60,13 @@ pub const NAMES: [&str; 5] = [
 impl Peer {
     pub fn new(name: &str, workers: usize) -> Self {
         match name {
+            // The default: `submit` waits for a free worker.
             "stashpool" => Self::Stashpool(WorkerPool::new(workers)),
+            // A queue of 256 tasks lets the submitter run ahead of the
+            // workers, as `rayon` and `threadpool` (unbounded queues) do.
+            "stashpool_queue_256" => {
+                Self::Stashpool(WorkerPool::builder(workers).queue_capacity(256).build())
+            }
             "rayon" => Self::Rayon(
                 rayon::ThreadPoolBuilder::new()
                     .num_threads(workers)
