@@ -279,8 +279,10 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
     /// exited) or in the shared overflow. When `sweep` returns, the objects
     /// it trimmed have been dropped.
     ///
-    /// A sweep never blocks the pool's users for longer than one of their
-    /// own pushes or pops.
+    /// A sweep takes no lock the pool's users take: a get or a return waits
+    /// only if it finds its own stash claimed by a sweep in progress, until
+    /// the sweep has reached that stash (one `membarrier` call and the
+    /// stashes before it).
     ///
     /// # Panics
     ///
@@ -570,11 +572,7 @@ impl<T: Send + 'static, R: Recycle<T>> Builder<T, R> {
     /// If `interval` is zero: a pool swept continuously could never keep an
     /// object. Use [`manual_sweep`](Self::manual_sweep) to control sweeps.
     pub fn sweep_every(mut self, interval: Duration) -> Self {
-        assert!(
-            !interval.is_zero(),
-            "stashpool: the sweep interval must be non-zero (use `manual_sweep` to sweep only on demand)"
-        );
-        self.config.sweep_every = Some(interval.max(MIN_SWEEP_INTERVAL));
+        self.config.sweep_every = Some(sweep_interval(interval));
         self
     }
 
@@ -592,6 +590,20 @@ impl<T: Send + 'static, R: Recycle<T>> Builder<T, R> {
             shared: OnceLock::new(),
         }
     }
+}
+
+/// `interval`, checked and raised to [`MIN_SWEEP_INTERVAL`]: what every
+/// `sweep_every` takes.
+///
+/// # Panics
+///
+/// If `interval` is zero.
+pub(crate) fn sweep_interval(interval: Duration) -> Duration {
+    assert!(
+        !interval.is_zero(),
+        "stashpool: the sweep interval must be non-zero (use `manual_sweep` to sweep only on demand)"
+    );
+    interval.max(MIN_SWEEP_INTERVAL)
 }
 
 impl<T, R> fmt::Debug for Builder<T, R> {

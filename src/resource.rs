@@ -102,11 +102,7 @@ impl<P: sealed::Resource> ResourceBuilder<P> {
     /// pool.with(|buf| buf.push(1));
     /// ```
     pub fn sweep_every(mut self, interval: Duration) -> Self {
-        assert!(
-            !interval.is_zero(),
-            "stashpool: the sweep interval must be non-zero (use `manual_sweep` to sweep only on demand)"
-        );
-        self.knobs.sweep = Some(Some(interval));
+        self.knobs.sweep = Some(Some(crate::pool::sweep_interval(interval)));
         self
     }
 

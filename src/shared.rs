@@ -295,23 +295,9 @@ impl<T: Send> Shared<T> {
 
     pub(crate) fn stats(&self) -> Stats {
         let mut stats = Stats::default();
-        let counts = |c: &Counters<false>| {
-            [
-                c.created.get(),
-                c.reused.get(),
-                c.returned.get(),
-                c.rejected.get(),
-            ]
-        };
-        let o = &self.orphans;
-        let mut sums = [
-            o.created.get(),
-            o.reused.get(),
-            o.returned.get(),
-            o.rejected.get(),
-        ];
+        let mut sums = self.orphans.snapshot();
         self.stashes.for_each(|stash| {
-            for (sum, n) in sums.iter_mut().zip(counts(&stash.counters)) {
+            for (sum, n) in sums.iter_mut().zip(stash.counters.snapshot()) {
                 *sum += n;
             }
         });

@@ -327,23 +327,22 @@ impl<T> Local<T> {
         Batch::new(items, stamp)
     }
 
-    /// Adds a batch taken from the overflow, keeping its age.
+    /// Fills this (empty) stash with a batch taken from the overflow,
+    /// keeping the batch's age.
     ///
-    /// The objects are copied into the stash's own buffer and the batch's
-    /// emptied buffer is kept as the next spill's: buffers circulate with
-    /// the batches, so spilling and stealing allocate nothing once warm.
+    /// The objects are moved into the stash's own buffer and the batch's
+    /// emptied buffer is kept for the next spill: buffers circulate with the
+    /// batches, so spilling and stealing allocate nothing once warm.
     pub(crate) fn install(&mut self, mut batch: Batch<T>) {
-        let n = batch.items.len();
-        if batch.stamp >= self.epoch {
-            self.items.append(&mut batch.items);
-        } else if self.items.is_empty() {
-            self.items.append(&mut batch.items);
-            self.victims = n;
+        // A get steals only after finding the stash empty, and only the
+        // owner adds to it.
+        debug_assert!(self.items.is_empty(), "a batch goes into an empty stash");
+        self.victims = if batch.stamp < self.epoch {
+            batch.items.len()
         } else {
-            // Victims belong at the bottom.
-            self.items.splice(0..0, batch.items.drain(..));
-            self.victims += n;
-        }
+            0
+        };
+        self.items.append(&mut batch.items);
         if self.spares.len() < MAX_SPARES {
             self.spares.push(batch.items);
         }
@@ -415,6 +414,13 @@ pub(crate) struct Counters<const SHARED: bool = false> {
 /// increment can be lost and no locked instruction is paid on the hot path.
 #[derive(Default)]
 pub(crate) struct Counter<const SHARED: bool>(AtomicU64);
+
+impl<const SHARED: bool> Counters<SHARED> {
+    /// `[created, reused, returned, rejected]` now.
+    pub(crate) fn snapshot(&self) -> [u64; 4] {
+        [&self.created, &self.reused, &self.returned, &self.rejected].map(Counter::get)
+    }
+}
 
 impl<const SHARED: bool> Counter<SHARED> {
     #[inline(always)]
@@ -539,10 +545,10 @@ mod tests {
         let mut l = local(&[], 0, 5);
         l.install(Batch::new(nodes(&[1, 2]), 4));
         assert_eq!(l.victims, 2, "stamped before this stash's last sweep");
-        l.install(Batch::new(nodes(&[3]), 5));
-        assert_eq!((values(&l.items), l.victims), (vec![1, 2, 3], 2));
-        l.install(Batch::new(nodes(&[0]), 3));
-        assert_eq!((values(&l.items), l.victims), (vec![0, 1, 2, 3], 3));
+        assert_eq!((pop(&mut l), pop(&mut l), l.victims), (Some(2), Some(1), 0));
+        l.install(Batch::new(nodes(&[3, 4]), 5));
+        assert_eq!((values(&l.items), l.victims), (vec![3, 4], 0), "fresh");
+        assert_eq!(l.spares.len(), 2, "the batches' buffers are kept");
     }
 
     #[test]

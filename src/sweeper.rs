@@ -15,7 +15,7 @@ use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::sync::lock;
+use crate::sync::{lock, wait, wait_timeout, NEVER};
 
 /// Something the sweeper can sweep: a pool's shared state.
 pub(crate) trait Sweep: Send + Sync {
@@ -90,12 +90,9 @@ fn collect_due(due: &mut Vec<Arc<dyn Sweep>>) {
         let now = Instant::now();
         let next = registry.entries.iter().map(|entry| entry.due).min();
         match next {
-            None => registry = WAKE.wait(registry).unwrap_or_else(|e| e.into_inner()),
+            None => registry = wait(&WAKE, registry),
             Some(next) if next > now => {
-                registry = WAKE
-                    .wait_timeout(registry, next - now)
-                    .unwrap_or_else(|e| e.into_inner())
-                    .0;
+                registry = wait_timeout(&WAKE, &REGISTRY, registry, next - now).0;
             }
             Some(_) => break,
         }
@@ -116,8 +113,8 @@ fn collect_due(due: &mut Vec<Arc<dyn Sweep>>) {
     });
 }
 
-/// `now + interval`, or a time too far ahead to matter if that overflows.
+/// `now + interval`, with intervals past [`NEVER`] taken as `NEVER` so the
+/// sum cannot overflow.
 fn after(now: Instant, interval: Duration) -> Instant {
-    const CENTURY: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
-    now.checked_add(interval.min(CENTURY)).unwrap_or(now)
+    now + interval.min(NEVER)
 }

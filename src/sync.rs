@@ -48,6 +48,10 @@ pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
+/// A timeout this long is "never": timers clamp to it, which also keeps the
+/// `Instant` arithmetic of timed waits from overflowing.
+pub(crate) const NEVER: std::time::Duration = std::time::Duration::from_secs(100 * 365 * 24 * 3600);
+
 /// Blocks on `condvar` until notified, ignoring poisoning (see [`lock`]).
 pub(crate) fn wait<'a, T>(condvar: &Condvar, guard: MutexGuard<'a, T>) -> MutexGuard<'a, T> {
     condvar

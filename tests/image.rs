@@ -139,6 +139,19 @@ fn a_ycbcr_frame_with_a_replaced_plane_is_dropped() {
 }
 
 #[test]
+fn a_ycbcr_frame_swapped_for_another_shape_with_the_same_plane_sizes_is_dropped() {
+    let pool = YCbCrPool::builder(16, 8, Subsampling::S420)
+        .manual_sweep()
+        .build();
+    // A transposed frame has planes of the same lengths.
+    pool.with(|frame| *frame = YCbCrFrame::new(8, 16, Subsampling::S420));
+    assert_eq!(pool.stats().rejected, 1);
+    let frame = pool.get();
+    assert_eq!((frame.width(), frame.height()), (16, 8));
+    assert_eq!(frame.y_stride, 16);
+}
+
+#[test]
 fn a_plain_ycbcr_frame_matches_a_pooled_one() {
     let pool = YCbCrPool::new(6, 4, Subsampling::S422);
     assert_eq!(*pool.get(), YCbCrFrame::new(6, 4, Subsampling::S422));

@@ -2,10 +2,13 @@
 //! the heap bytes its objects used are freed, and the process's resident set
 //! shrinks again. One test in this binary, so the allocator's count is ours.
 
+mod common;
+
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicIsize, Ordering};
 use std::sync::Barrier;
 
+use common::rss;
 use stashpool::LocalPool;
 
 struct Counting;
@@ -32,13 +35,6 @@ static GLOBAL: Counting = Counting;
 
 fn heap() -> isize {
     HEAP.load(Ordering::Relaxed)
-}
-
-/// Resident set size in bytes (Linux); `None` elsewhere.
-fn rss() -> Option<usize> {
-    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
-    let pages: usize = statm.split_whitespace().nth(1)?.parse().ok()?;
-    Some(pages * 4096)
 }
 
 #[test]

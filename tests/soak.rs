@@ -19,17 +19,12 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::{Ledger, Tracked};
+use common::{rss, Ledger, Tracked};
 use stashpool::{LocalPool, Pooled};
 
 const THREADS: usize = 4;
 const BURST: usize = 64;
 const BUFFER: usize = 16 * 1024;
-
-fn rss() -> Option<usize> {
-    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
-    Some(statm.split_whitespace().nth(1)?.parse::<usize>().ok()? * 4096)
-}
 
 /// A tracked object with a buffer, so memory use is visible.
 struct Heavy {

@@ -7,28 +7,16 @@ use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+mod common;
+
+use common::eventually;
 use stashpool::workers::{WorkerPool, MAX_QUEUE_CAPACITY, MAX_WORKERS};
 
 /// How long a test waits for something that must happen before it calls it
 /// a failure (instead of hanging). Never an expectation of speed.
 const DEADLINE: Duration = Duration::from_secs(60);
-
-/// Checks `done` over and over, yielding in between, until it holds or
-/// `limit` has passed; returns its last answer.
-fn poll_until(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
-    let give_up = Instant::now() + limit;
-    loop {
-        if done() {
-            return true;
-        }
-        if Instant::now() >= give_up {
-            return false;
-        }
-        thread::park_timeout(Duration::from_millis(1));
-    }
-}
 
 /// Tasks that block until released, and tell when they start.
 struct Gate {
@@ -193,7 +181,7 @@ fn submit_waits_until_a_worker_is_free() {
         })
     };
     // While the only worker is busy, the submit does not return.
-    assert!(!poll_until(Duration::from_millis(100), || returned
+    assert!(!eventually(Duration::from_millis(100), || returned
         .load(Ordering::SeqCst)));
     gate.release_all();
     assert!(
@@ -379,7 +367,7 @@ fn idle_workers_exit_and_the_pool_grows_again() {
     gate.release_all();
     pool.wait();
     assert!(
-        poll_until(DEADLINE, || pool.running() == 0),
+        eventually(DEADLINE, || pool.running() == 0),
         "idle workers did not exit: {:?}",
         pool.stats()
     );
@@ -403,7 +391,7 @@ fn a_zero_idle_timeout_keeps_no_idle_worker() {
         pool.submit(counter_task(&counter));
     }
     pool.wait();
-    assert!(poll_until(DEADLINE, || pool.running() == 0));
+    assert!(eventually(DEADLINE, || pool.running() == 0));
     assert_eq!(counter.load(Ordering::Relaxed), 100);
 }
 
@@ -598,7 +586,7 @@ fn submitters_race_workers_that_exit_when_idle() {
         (8000, 8000, 0)
     );
     assert!(
-        poll_until(DEADLINE, || pool.running() == 0),
+        eventually(DEADLINE, || pool.running() == 0),
         "{:?}",
         pool.stats()
     );

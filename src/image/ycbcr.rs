@@ -388,8 +388,11 @@ impl Recycle<YCbCrFrame> for YCbCrRecycler {
 
     fn recycle(&self, frame: &mut YCbCrFrame) -> bool {
         let shape = &self.shape;
-        // The planes are public fields: a user may have swapped in others.
-        if frame.y.len() != shape.y_len
+        // The planes are public fields, and the whole frame can be replaced
+        // through the guard: keep only a frame of this pool's shape.
+        if (frame.width, frame.height, frame.subsampling)
+            != (shape.width, shape.height, shape.subsampling)
+            || frame.y.len() != shape.y_len
             || frame.cb.len() != shape.c_len
             || frame.cr.len() != shape.c_len
         {

@@ -6,7 +6,7 @@ use std::time::Duration;
 use super::shared::{Config, Shared};
 use super::state;
 use super::WorkerStats;
-use crate::sync::{thread, Arc};
+use crate::sync::{thread, Arc, NEVER};
 
 /// The most workers a pool can have: [`WorkerPool::new`] and
 /// [`WorkerPool::builder`] panic above it. Far more threads than a machine
@@ -354,9 +354,6 @@ impl Builder {
     /// pool.submit(|| {});
     /// ```
     pub fn idle_timeout(mut self, timeout: Duration) -> Self {
-        // Past a century a timer is "never": it also keeps `Instant`
-        // arithmetic in the condition variable from overflowing.
-        const NEVER: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
         self.config.idle_timeout = (timeout < NEVER).then_some(timeout);
         self
     }

@@ -3,6 +3,28 @@
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Polls `cond` until it holds or `limit` passes, and returns its last
+/// answer: for waiting on a background thread (the sweeper, idle workers).
+/// Tests assert on the condition itself, never on how long it took.
+pub fn eventually(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let give_up = Instant::now() + limit;
+    while Instant::now() < give_up {
+        if cond() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    cond()
+}
+
+/// This process's resident set in bytes (Linux); `None` elsewhere.
+pub fn rss() -> Option<usize> {
+    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
+    let pages: usize = statm.split_whitespace().nth(1)?.parse().ok()?;
+    Some(pages * 4096)
+}
 
 /// Counts how many `Tracked` objects were made and dropped, and catches an
 /// object handed to two holders at once or dropped twice.
