@@ -11,6 +11,7 @@ thread count (the tables show both).
 """
 
 import json
+import math
 import os
 import sys
 from collections import defaultdict
@@ -70,7 +71,7 @@ def svg_chart(results):
             f'transform="rotate(-90 {x0 - 45} {(pad + y0) / 2})">{ylabel}</text>'
         )
 
-    def series(x0, points, xs, ymax, color, label, index, log_x=False):
+    def series(x0, points, xs, ymax, color, label, index, log_x=False, log_y=None, dash=False):
         import math
 
         y0 = height - pad
@@ -81,10 +82,16 @@ def svg_chart(results):
             return x0 + (v - lo) / ((hi - lo) or 1) * panel
 
         def sy(v):
+            if log_y:
+                lo, hi = math.log10(log_y[0]), math.log10(log_y[1])
+                return y0 - (math.log10(v) - lo) / (hi - lo) * (y0 - pad)
             return y0 - v / ymax * (y0 - pad)
 
         path = " ".join(f"{sx(x):.1f},{sy(y):.1f}" for x, y in points)
-        parts.append(f'<polyline points="{path}" fill="none" stroke="{color}" stroke-width="2"/>')
+        style = ' stroke-dasharray="6,4"' if dash else ""
+        parts.append(
+            f'<polyline points="{path}" fill="none" stroke="{color}" stroke-width="2"{style}/>'
+        )
         for x, y in points:
             parts.append(f'<circle cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="3" fill="{color}"/>')
         parts.append(f'<text x="{x0 + 10}" y="{pad + 16 * index}" fill="{color}">{label}</text>')
@@ -100,9 +107,13 @@ def svg_chart(results):
     axes(x0, "hot path throughput", "threads", "million ops/s")
     if lines:
         xs = sorted({t for pts in lines.values() for t, _ in pts})
-        ymax = max(v for pts in lines.values() for _, v in pts) * 1.15
+        base = dict(lines.get("stashpool with", []))
+        ideal = [(t, base[xs[0]] * t) for t in xs] if xs[0] in base else []
+        ymax = max([v for pts in lines.values() for _, v in pts] + [v for _, v in ideal]) * 1.15
         for i, (label, pts) in enumerate(sorted(lines.items())):
             sx, sy = series(x0, sorted(pts), xs, ymax, colors[i], label, i + 1)
+        if ideal:
+            series(x0, ideal, xs, ymax, "#888888", "linear (N x one thread)", len(lines) + 1, dash=True)
         for t in xs:
             parts.append(f'<text x="{sx(t):.1f}" y="{height - pad + 16}" text-anchor="middle">{t}</text>')
         parts.append(f'<text x="{x0 - 8}" y="{sy(ymax / 1.15):.1f}" text-anchor="end">{ymax / 1.15:.0f}</text>')
@@ -115,16 +126,22 @@ def svg_chart(results):
             for name, (ns, _) in rows.items():
                 by_size[name].append((size, ns))
     x0 = 2 * pad + panel
-    axes(x0, "one buffer, by size", "bytes (log scale)", "ns per use")
+    axes(x0, "one buffer, by size", "bytes (log scale)", "ns per use (log scale)")
     if by_size:
         xs = sorted({s for pts in by_size.values() for s, _ in pts})
-        ymax = max(v for pts in by_size.values() for _, v in pts) * 1.15
+        values = [v for pts in by_size.values() for _, v in pts]
+        decades = (10 ** math.floor(math.log10(min(values))), 10 ** math.ceil(math.log10(max(values))))
         for i, (label, pts) in enumerate(sorted(by_size.items())):
-            sx, sy = series(x0, sorted(pts), xs, ymax, colors[i], label, i + 1, log_x=True)
+            sx, sy = series(
+                x0, sorted(pts), xs, None, colors[i], label, i + 1, log_x=True, log_y=decades
+            )
         for s in xs:
             text = f"{s // 1024}K" if s >= 1024 else str(s)
             parts.append(f'<text x="{sx(s):.1f}" y="{height - pad + 16}" text-anchor="middle">{text}</text>')
-        parts.append(f'<text x="{x0 - 8}" y="{sy(ymax / 1.15):.1f}" text-anchor="end">{ymax / 1.15:.0f}</text>')
+        tick = decades[0]
+        while tick <= decades[1]:
+            parts.append(f'<text x="{x0 - 8}" y="{sy(tick) + 4:.1f}" text-anchor="end">{tick:g}</text>')
+            tick *= 10
 
     parts.append("</svg>")
     with open(SVG, "w") as f:
