@@ -239,20 +239,15 @@ fn main() {
         "{:<22}{:>12}{:>16}{:>18}",
         "", "time", "per request", "allocations"
     );
-    println!(
-        "{:<22}{:>10.0}ms{:>14.0}ns{:>18}",
-        "stashpool LocalPool",
-        pooled_time.as_secs_f64() * 1e3,
-        pooled_time.as_secs_f64() * 1e9 / requests,
-        pooled_allocations
-    );
-    println!(
-        "{:<22}{:>10.0}ms{:>14.0}ns{:>18}",
-        "plain allocation",
-        plain_time.as_secs_f64() * 1e3,
-        plain_time.as_secs_f64() * 1e9 / requests,
-        plain_allocations
-    );
+    let row = |name: &str, time: Duration, allocations: u64| {
+        println!(
+            "{name:<22}{:>10.0}ms{:>14.0}ns{allocations:>18}",
+            time.as_secs_f64() * 1e3,
+            time.as_secs_f64() * 1e9 / requests,
+        );
+    };
+    row("stashpool LocalPool", pooled_time, pooled_allocations);
+    row("plain allocation", plain_time, plain_allocations);
     println!(
         "\nthe pool made {} buffers for {} requests (hit rate {:.2}%), {:.1}x fewer allocations, {:.2}x the speed,",
         stats.created,

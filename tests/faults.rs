@@ -188,19 +188,19 @@ impl Drop for Bomb {
     }
 }
 
+/// A pool of bombs that do not explode, counting drops in `drops`.
+fn bomb_pool(drops: &Arc<AtomicUsize>) -> stashpool::Builder<Bomb, impl Fn() -> Bomb> {
+    let drops = Arc::clone(drops);
+    LocalPool::builder(move || Bomb {
+        explode: false,
+        drops: Arc::clone(&drops),
+    })
+}
+
 #[test]
 fn panicking_drops_during_a_sweep_do_not_lose_the_others() {
     let drops = Arc::new(AtomicUsize::new(0));
-    let pool = LocalPool::builder({
-        let drops = Arc::clone(&drops);
-        move || Bomb {
-            explode: false,
-            drops: Arc::clone(&drops),
-        }
-    })
-    .local_capacity(2)
-    .manual_sweep()
-    .build();
+    let pool = bomb_pool(&drops).local_capacity(2).manual_sweep().build();
     for i in 0..6 {
         pool.put(Bomb {
             explode: i % 2 == 0, // three of them panic when dropped
@@ -220,15 +220,7 @@ fn panicking_drops_during_a_sweep_do_not_lose_the_others() {
 #[test]
 fn panicking_drops_when_the_pool_drops() {
     let drops = Arc::new(AtomicUsize::new(0));
-    let pool = LocalPool::builder({
-        let drops = Arc::clone(&drops);
-        move || Bomb {
-            explode: false,
-            drops: Arc::clone(&drops),
-        }
-    })
-    .manual_sweep()
-    .build();
+    let pool = bomb_pool(&drops).manual_sweep().build();
     for explode in [true, false, true] {
         pool.put(Bomb {
             explode,
@@ -254,15 +246,9 @@ fn background_sweeper_survives_panicking_drops() {
         .build();
     bad.with(|_| ());
     let good_drops = Arc::new(AtomicUsize::new(0));
-    let good = LocalPool::builder({
-        let drops = Arc::clone(&good_drops);
-        move || Bomb {
-            explode: false,
-            drops: Arc::clone(&drops),
-        }
-    })
-    .sweep_every(Duration::from_millis(2))
-    .build();
+    let good = bomb_pool(&good_drops)
+        .sweep_every(Duration::from_millis(2))
+        .build();
     good.with(|_| ());
     eventually(Duration::from_secs(20), || {
         drops.load(Ordering::SeqCst) > 0 && good_drops.load(Ordering::SeqCst) > 0
