@@ -1,0 +1,151 @@
+//! The public surface, written out with its types: every name and signature
+//! users program against, so a change to one fails to compile here.
+
+use std::io::{self, BufRead, Read, Write};
+use std::sync::Arc;
+use std::time::Duration;
+
+use stashpool::bytes::{BytePool, SizeClassPool, StringPool};
+use stashpool::io::{BufReaderPool, BufWriterPool, CopyPool, PooledBufReader, PooledBufWriter};
+use stashpool::workers::{WorkerPool, WorkerStats};
+use stashpool::{Builder, LocalPool, Pooled, PooledOwned, Recycle, Stats};
+
+struct Zeroed;
+
+impl Recycle<Vec<u8>> for Zeroed {
+    fn create(&self) -> Vec<u8> {
+        vec![0; 8]
+    }
+}
+
+static STATIC: LocalPool<Vec<u8>> = LocalPool::new(|| Vec::with_capacity(4096));
+
+#[test]
+fn core() {
+    fn send_sync<X: Send + Sync>() {}
+    send_sync::<LocalPool<Vec<u8>>>();
+    send_sync::<LocalPool<Vec<u8>, Zeroed>>();
+    fn send_static<X: Send + 'static>() {}
+    send_static::<PooledOwned<Vec<u8>, Zeroed>>();
+
+    let builder: Builder<Vec<u8>, Zeroed> = LocalPool::builder(Zeroed);
+    let pool: LocalPool<Vec<u8>, Zeroed> = builder
+        .local_capacity(4)
+        .max_idle(16)
+        .sweep_every(Duration::from_secs(1))
+        .manual_sweep()
+        .build();
+    let guard: Pooled<'_, Vec<u8>, Zeroed> = pool.get();
+    let kept: Vec<u8> = Pooled::into_inner(guard);
+    pool.put(kept);
+    let n: usize = pool.with(|buf: &mut Vec<u8>| buf.len());
+    assert_eq!(n, 8);
+    pool.sweep();
+    let stats: Stats = pool.stats();
+    let Stats {
+        created,
+        reused,
+        returned,
+        rejected,
+        trimmed,
+        idle,
+        ..
+    } = stats;
+    assert_eq!(
+        (created, reused, returned, rejected, trimmed, idle),
+        (1, 1, 2, 0, 0, 1)
+    );
+
+    let shared = Arc::new(LocalPool::new(Zeroed));
+    let owned: PooledOwned<Vec<u8>, Zeroed> = shared.get_owned();
+    let _: Vec<u8> = PooledOwned::into_inner(owned);
+    STATIC.with(|buf| buf.push(1));
+}
+
+#[test]
+fn resources() -> io::Result<()> {
+    let bytes = BytePool::new(64);
+    let b = bytes.get();
+    assert!(b.is_empty() && b.capacity() >= 64);
+    let bytes = BytePool::builder(64)
+        .max_capacity(1024)
+        .manual_sweep()
+        .build();
+    bytes.with(|b| b.push(1));
+    let strings = StringPool::new(32);
+    assert!(strings.get().capacity() >= 32);
+    let classes = SizeClassPool::new(64, 4096);
+    let c = classes.get(100);
+    assert!(c.is_empty() && c.capacity() >= 100);
+
+    let readers = BufReaderPool::new(64);
+    let mut reader: PooledBufReader<'_, &[u8]> = readers.reader(&b"a\nb"[..]);
+    let mut line = String::new();
+    reader.read_line(&mut line)?;
+    let mut rest = Vec::new();
+    reader.read_to_end(&mut rest)?;
+    let _inner: &[u8] = reader.into_inner();
+
+    let writers = BufWriterPool::new(64);
+    let mut writer: PooledBufWriter<'_, Vec<u8>> = writers.writer(Vec::new());
+    writer.write_all(b"x")?;
+    let out: Vec<u8> = writer.into_inner()?;
+    assert_eq!(out, b"x");
+
+    let copies = CopyPool::new(64);
+    let mut sink = Vec::new();
+    let n: u64 = copies.copy(&mut &b"hello"[..], &mut sink)?;
+    assert_eq!(n, 5);
+    let all: Pooled<'_, Vec<u8>, _> = copies.read_all(&mut &b"hello"[..])?;
+    assert_eq!(&all[..], b"hello");
+    Ok(())
+}
+
+#[cfg(feature = "image")]
+#[test]
+fn images() {
+    use stashpool::image::{RgbaPool, Subsampling, YCbCrFrame, YCbCrPool};
+    let rgba = RgbaPool::new(4, 2);
+    let frame: &image::RgbaImage = &rgba.get();
+    assert_eq!(frame.dimensions(), (4, 2));
+    let ycbcr = YCbCrPool::new(4, 2, Subsampling::S420);
+    let frame: &YCbCrFrame = &ycbcr.get();
+    let (_y, _cb, _cr, _ys, _cs): (&Vec<u8>, &Vec<u8>, &Vec<u8>, usize, usize) = (
+        &frame.y,
+        &frame.cb,
+        &frame.cr,
+        frame.y_stride,
+        frame.c_stride,
+    );
+    let _ = (Subsampling::S444, Subsampling::S422);
+}
+
+#[cfg(feature = "mmap")]
+#[test]
+fn maps() {
+    let maps = stashpool::mmap::MmapPool::new(4096);
+    let map: &memmap2::MmapMut = &maps.get();
+    assert_eq!(map.len(), 4096);
+}
+
+#[cfg(feature = "bytes")]
+#[test]
+fn slabs() {
+    let slabs = stashpool::slab::SlabPool::new(4096);
+    let piece: bytes::BytesMut = slabs.alloc(10);
+    assert!(piece.is_empty() && piece.capacity() >= 10);
+}
+
+#[test]
+fn workers() {
+    let pool = WorkerPool::builder(2)
+        .idle_timeout(Duration::from_secs(1))
+        .build();
+    pool.submit(|| {});
+    let _given_back_if_full: Result<(), _> = pool.try_submit(|| {});
+    pool.wait();
+    let _running: usize = pool.running();
+    let stats: WorkerStats = pool.stats();
+    let (_completed, _panicked): (u64, u64) = (stats.completed, stats.panicked);
+    drop(WorkerPool::new(1));
+}
