@@ -6,6 +6,18 @@
 //! ids), or for two sweeps to drop them. With it, a value put on a thread
 //! that was then joined can be got on any other thread at once, as in Go.
 //!
+//! The hooks also end the thread's *owner token*, the number by which a
+//! guard recognises that it is dropped on the thread that got it and can go
+//! straight back to the stash it came from (`node::Home`). A thread is given
+//! a token when it registers its first hook, and loses it when its hooks run.
+//! That is before the thread releases its `thread_local` id, after which
+//! another thread may be given the same stashes: the hooks are registered
+//! after the thread took its id (a stash is made through the id first), and
+//! thread-local destructors run in the reverse order of their registration
+//! (the C++ ABI rule that glibc's `__cxa_thread_atexit_impl`, macOS's
+//! `_tlv_atexit` and std's own destructor list all follow; a test checks it).
+//! Tokens come from a global counter and are never reused.
+//!
 //! Each hook holds its pool's shared state strongly, so the stash it points
 //! to stays valid; a hook whose pool has dropped does nothing and is pruned
 //! when the thread registers more hooks, so a long-lived thread that uses
@@ -22,6 +34,8 @@ trait Flush {
     /// Moves this thread's stashed objects to the pool's overflow.
     fn flush(&self);
     fn is_closed(&self) -> bool;
+    /// Whether this thread still owns the stash (holds its id).
+    fn still_owned(&self) -> bool;
 }
 
 struct Hook<T: Send> {
@@ -42,6 +56,10 @@ impl<T: Send> Flush for Hook<T> {
     fn is_closed(&self) -> bool {
         self.shared.is_closed()
     }
+
+    fn still_owned(&self) -> bool {
+        self.shared.owns(self.stash)
+    }
 }
 
 #[derive(Default)]
@@ -51,12 +69,19 @@ struct Hooks {
 
 impl Drop for Hooks {
     fn drop(&mut self) {
-        // From here on this thread makes no new stashes. Hooks are registered
-        // after the thread's id (whose release ends the thread's claim on its
-        // stashes), so they are usually destroyed before it; if a platform
-        // destroys them in another order, later pool use on this thread meets
-        // `thread_local`'s own "destroyed" panic, never a shared stash.
+        // From here on this thread makes no new stashes, and guards dropped
+        // on it look their stash up. Hooks are registered after the thread's
+        // id (whose release ends the thread's claim on its stashes), so they
+        // are destroyed before it (module docs); the owner token relies on
+        // that, and debug builds check it.
         let _ = EXITING.try_with(|exiting| exiting.set(true));
+        let _ = TOKEN.try_with(|token| token.set(0));
+        for hook in self.hooks.get_mut().iter() {
+            debug_assert!(
+                hook.is_closed() || hook.still_owned(),
+                "stashpool: a thread gave up its `thread_local` id before its exit hooks ran"
+            );
+        }
         // Flushing runs no user code (objects move, none drop), so nothing
         // here can re-enter this thread's hooks.
         for hook in self.hooks.get_mut().drain(..) {
@@ -78,6 +103,27 @@ thread_local! {
 #[cfg(loom)]
 thread_local! {
     static EXITING: Cell<bool> = Cell::new(false);
+}
+
+#[cfg(not(loom))]
+thread_local! {
+    static TOKEN: Cell<u64> = const { Cell::new(0) };
+}
+
+#[cfg(loom)]
+thread_local! {
+    static TOKEN: Cell<u64> = Cell::new(0);
+}
+
+/// The next owner token. Not part of the concurrency protocol (it only has
+/// to hand out distinct numbers), so a plain atomic even under loom.
+static NEXT_TOKEN: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+/// This thread's owner token: nonzero from its first stash's hook until its
+/// hooks run at thread exit, and never the same for two threads.
+#[inline(always)]
+pub(crate) fn token() -> u64 {
+    TOKEN.try_with(Cell::get).unwrap_or(0)
 }
 
 /// Whether this thread is destroying its thread-locals: it then gets no new
@@ -102,5 +148,11 @@ pub(crate) fn register<T: Send + 'static>(shared: &Arc<Shared<T>>, stash: *const
             hooks.retain(|hook| !hook.is_closed());
         }
         hooks.push(hook);
+        TOKEN.with(|token| {
+            if token.get() == 0 {
+                let next = NEXT_TOKEN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                token.set(next);
+            }
+        });
     });
 }

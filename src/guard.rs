@@ -207,7 +207,9 @@ fn give_back<T: Send + 'static, R: Recycle<T>>(pool: &LocalPool<T, R>, node: Box
     if thread::panicking() {
         drop(node);
     } else {
-        pool.give_back(node);
+        // SAFETY: a guard's node was lent by its pool (`LocalPool::get`
+        // and `get_owned` make guards only from `lend`).
+        unsafe { pool.give_back_lent(node) };
     }
 }
 

@@ -6,7 +6,7 @@ use std::mem;
 use std::time::Duration;
 
 use crate::guard::{Pooled, PooledOwned};
-use crate::node::Node;
+use crate::node::{Home, Node};
 use crate::shared::Shared;
 use crate::stash::{Counters, Stash};
 use crate::sync::{Arc, OnceLock};
@@ -190,7 +190,7 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
     /// ```
     #[inline(always)]
     pub fn get(&self) -> Pooled<'_, T, R> {
-        Pooled::new(self, self.take())
+        Pooled::new(self, self.lend())
     }
 
     /// Same as [`get`](Self::get), for a pool in an `Arc`: the guard owns a
@@ -212,7 +212,7 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
     /// ```
     #[inline(always)]
     pub fn get_owned(self: &std::sync::Arc<Self>) -> PooledOwned<T, R> {
-        PooledOwned::new(std::sync::Arc::clone(self), self.take())
+        PooledOwned::new(std::sync::Arc::clone(self), self.lend())
     }
 
     /// Scoped use: runs `f` on a pooled object, which goes back to the pool
@@ -355,13 +355,22 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
         })
     }
 
-    /// Takes an object out of the pool, or makes one.
+    /// Takes an object out of the pool, or makes one, for a guard: the node
+    /// records the stash it came from (see `Home`).
     #[inline(always)]
-    pub(crate) fn take(&self) -> Box<Node<T>> {
+    fn lend(&self) -> Box<Node<T>> {
         let shared = self.shared();
         match Shared::stash(shared) {
-            Some(stash) => self.take_from(shared, stash),
-            None => self.create(&shared.orphans),
+            Some(stash) => {
+                let mut node = self.take_from(shared, stash);
+                node.home = Home::here(stash);
+                node
+            }
+            None => {
+                let mut node = self.create(&shared.orphans);
+                node.home = Home::NONE;
+                node
+            }
         }
     }
 
@@ -387,6 +396,33 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
         let node = Node::boxed(self.recycler.create());
         counters.created.bump();
         node
+    }
+
+    /// Returns a node lent by `lend` (from a dropped guard) through
+    /// `recycle`: straight to the stash it came from when this thread took
+    /// it, else as `give_back` does.
+    ///
+    /// # Safety
+    ///
+    /// `node` must have been lent by this pool's `lend`.
+    #[inline(always)]
+    pub(crate) unsafe fn give_back_lent(&self, node: Box<Node<T>>) {
+        // SAFETY: the caller says this pool lent `node`, and `&self` keeps
+        // the pool alive for this call.
+        match unsafe { node.home.owned() } {
+            // `lend` made the shared state, so it is there.
+            Some(stash) => self.return_to(self.shared(), stash, node),
+            None => self.give_back_elsewhere(node),
+        }
+    }
+
+    /// `give_back_lent` for a guard dropped on another thread than the one
+    /// that got it: out of line, so that the common case stays small enough
+    /// to inline into the guard's drop.
+    #[cold]
+    #[inline(never)]
+    fn give_back_elsewhere(&self, node: Box<Node<T>>) {
+        self.give_back(node)
     }
 
     /// Returns an object to the pool through `recycle`.

@@ -107,6 +107,13 @@ impl<T: Send> Shared<T> {
         Some(stash)
     }
 
+    /// Whether `stash` is this thread's stash now.
+    pub(crate) fn owns(&self, stash: *const Stash<T>) -> bool {
+        self.stashes
+            .get()
+            .is_some_and(|mine| std::ptr::eq(mine.as_ptr(), stash))
+    }
+
     /// The most recently returned object of this thread's stash.
     #[inline(always)]
     pub(crate) fn pop(&self, stash: &Stash<T>) -> Option<Box<Node<T>>> {

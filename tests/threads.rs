@@ -33,6 +33,51 @@ fn put_on_a_joined_thread_is_got_on_another() {
 }
 
 #[test]
+fn a_guard_dropped_on_another_thread_returns_to_that_threads_stash() {
+    let ledger = Ledger::new();
+    let pool = tracked_pool(&ledger);
+    let guard = pool.get();
+    assert_eq!(guard.id, 0);
+    thread::scope(|s| {
+        s.spawn(|| {
+            drop(guard);
+            // In this thread's stash, not in the getting thread's: found
+            // here without making a new one.
+            assert_eq!(pool.get().id, 0);
+            assert_eq!(pool.stats().created, 1);
+        });
+    });
+    assert_eq!(pool.stats().reused, 1);
+}
+
+/// Thread-local destructors run in the reverse order of their registration:
+/// a guard returns straight to its stash only while its thread's exit hooks
+/// have not run, and that is sound because the hooks (registered after the
+/// thread takes its `thread_local` id) run before the id is released.
+#[test]
+fn thread_local_destructors_run_in_reverse_order() {
+    struct Named(&'static str, Arc<std::sync::Mutex<Vec<&'static str>>>);
+    impl Drop for Named {
+        fn drop(&mut self) {
+            self.1.lock().unwrap().push(self.0);
+        }
+    }
+    thread_local! {
+        static FIRST: RefCell<Option<Named>> = const { RefCell::new(None) };
+        static SECOND: RefCell<Option<Named>> = const { RefCell::new(None) };
+    }
+    let order = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let o = Arc::clone(&order);
+    thread::spawn(move || {
+        FIRST.with(|n| *n.borrow_mut() = Some(Named("first", Arc::clone(&o))));
+        SECOND.with(|n| *n.borrow_mut() = Some(Named("second", o)));
+    })
+    .join()
+    .unwrap();
+    assert_eq!(*order.lock().unwrap(), ["second", "first"]);
+}
+
+#[test]
 fn sweeps_reach_exited_threads() {
     // Go's TestPoolRelease shape: objects returned on many threads that are
     // gone are all dropped by two sweeps.
