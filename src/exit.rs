@@ -76,6 +76,7 @@ impl Drop for Hooks {
         // that, and debug builds check it.
         let _ = EXITING.try_with(|exiting| exiting.set(true));
         let _ = TOKEN.try_with(|token| token.set(0));
+        let _ = LAST.try_with(|last| last.set(FORGOTTEN));
         for hook in self.hooks.get_mut().iter() {
             debug_assert!(
                 hook.is_closed() || hook.still_owned(),
@@ -124,6 +125,42 @@ static NEXT_TOKEN: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::
 #[inline(always)]
 pub(crate) fn token() -> u64 {
     TOKEN.try_with(Cell::get).unwrap_or(0)
+}
+
+/// The last stash this thread found: its pool's id and its address.
+type Last = (u64, *const ());
+
+const FORGOTTEN: Last = (0, std::ptr::null());
+
+#[cfg(not(loom))]
+thread_local! {
+    static LAST: Cell<Last> = const { Cell::new(FORGOTTEN) };
+}
+
+#[cfg(loom)]
+thread_local! {
+    static LAST: Cell<Last> = Cell::new(FORGOTTEN);
+}
+
+/// This thread's stash in the pool with id `pool`, if it is the one this
+/// thread looked up last: a one-entry cache in front of the pool's
+/// per-thread table, which a thread that uses one pool at a time hits on
+/// every get. It obeys the owner token's rule: it is filled only while the
+/// thread has a token and emptied when the thread's hooks run, so it never
+/// outlives the thread's claim on the stash. Pool ids are never reused, so
+/// an entry of a dropped pool matches nothing.
+#[inline(always)]
+pub(crate) fn last_stash(pool: u64) -> Option<*const ()> {
+    let (id, stash) = LAST.try_with(Cell::get).unwrap_or(FORGOTTEN);
+    (id == pool && !stash.is_null()).then_some(stash)
+}
+
+/// Remembers `stash`, this thread's stash in the pool with id `pool`, for
+/// `last_stash`.
+pub(crate) fn remember(pool: u64, stash: *const ()) {
+    if token() != 0 {
+        let _ = LAST.try_with(|last| last.set((pool, stash)));
+    }
 }
 
 /// Whether this thread is destroying its thread-locals: it then gets no new

@@ -500,9 +500,12 @@ fn next_id() -> u64 {
     crate::sweeper::next_id()
 }
 
+/// Under loom there is no sweeper, but ids still name pools to the per-thread
+/// stash cache (`exit::last_stash`), so they must still be distinct.
 #[cfg(loom)]
 fn next_id() -> u64 {
-    0
+    static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
 #[cfg(not(loom))]

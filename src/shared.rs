@@ -77,8 +77,26 @@ impl<T: Send> Shared<T> {
     where
         T: 'static,
     {
+        if let Some(stash) = crate::exit::last_stash(this.id) {
+            // SAFETY: `last_stash` returns only what `remember` stored for
+            // this pool (ids are never reused), which is this thread's stash
+            // in `this` (see `exit::remember`); `this` keeps it alive.
+            return Some(unsafe { &*stash.cast::<Stash<T>>() });
+        }
+        Self::find_stash(this)
+    }
+
+    /// `stash` without the cache: this thread's entry in the table.
+    #[inline(never)]
+    fn find_stash(this: &Arc<Self>) -> Option<&Stash<T>>
+    where
+        T: 'static,
+    {
         match this.stashes.get() {
-            Some(stash) => Some(stash),
+            Some(stash) => {
+                crate::exit::remember(this.id, stash.as_ptr().cast());
+                Some(stash)
+            }
             None => Self::new_stash(this),
         }
     }
@@ -104,6 +122,7 @@ impl<T: Send> Shared<T> {
         .ok()?;
         drop(sweeping);
         crate::exit::register(this, stash.as_ptr());
+        crate::exit::remember(this.id, stash.as_ptr().cast());
         Some(stash)
     }
 

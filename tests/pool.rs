@@ -49,6 +49,37 @@ fn stash_is_lifo() {
 }
 
 #[test]
+fn pools_used_in_turn_keep_their_own_objects() {
+    let a = manual(|| 'a');
+    let b = manual(|| 'b');
+    a.put('A');
+    b.put('B');
+    for _ in 0..3 {
+        let (x, y) = (a.get(), b.get());
+        assert_eq!((*x, *y), ('A', 'B'));
+        drop(x);
+        // A guard of one pool dropped after the other pool was used last.
+        let z = a.get();
+        drop(y);
+        assert_eq!(*z, 'A');
+        b.with(|y| assert_eq!(*y, 'B'));
+    }
+    assert_eq!(a.stats().created + b.stats().created, 0);
+}
+
+#[test]
+fn a_new_pool_never_sees_a_dropped_pools_stash() {
+    // Made and dropped in turn, these pools are likely to share an address.
+    for round in 0..8 {
+        let pool = Box::new(LocalPool::builder(move || round).manual_sweep().build());
+        assert_eq!(*pool.get(), round, "made fresh, not found in a stash");
+        pool.put(100 + round);
+        assert_eq!(*pool.get(), 100 + round);
+        assert_eq!(pool.stats().created, 1);
+    }
+}
+
+#[test]
 fn with_returns_the_closures_value_and_the_object() {
     let pool = manual(String::new);
     let len = pool.with(|s| {
