@@ -13,10 +13,15 @@
 //! That is before the thread releases its `thread_local` id, after which
 //! another thread may be given the same stashes: the hooks are registered
 //! after the thread took its id (a stash is made through the id first), and
-//! thread-local destructors run in the reverse order of their registration
-//! (the C++ ABI rule that glibc's `__cxa_thread_atexit_impl`, macOS's
-//! `_tlv_atexit` and std's own destructor list all follow; a test checks it).
-//! Tokens come from a global counter and are never reused.
+//! where std has native thread-locals their destructors run in the reverse
+//! order of registration (the C++ ABI rule that glibc's
+//! `__cxa_thread_atexit_impl`, macOS's `_tlv_atexit` and std's own
+//! destructor list all follow; a test checks it). Where std falls back to
+//! one pthread key per thread-local (Android, OpenBSD, illumos, ...), keys
+//! are destroyed in the order they were created in the process, which puts
+//! `thread_local`'s id release first; tokens are never given out there
+//! (`SHORTCUTS`), and every return looks its stash up. Tokens come from a
+//! global counter and are never reused.
 //!
 //! Each hook holds its pool's shared state strongly, so the stash it points
 //! to stays valid; a hook whose pool has dropped does nothing and is pruned
@@ -77,11 +82,13 @@ impl Drop for Hooks {
         let _ = EXITING.try_with(|exiting| exiting.set(true));
         let _ = TOKEN.try_with(|token| token.set(0));
         let _ = LAST.try_with(|last| last.set(FORGOTTEN));
-        for hook in self.hooks.get_mut().iter() {
-            debug_assert!(
-                hook.is_closed() || hook.still_owned(),
-                "stashpool: a thread gave up its `thread_local` id before its exit hooks ran"
-            );
+        if SHORTCUTS {
+            for hook in self.hooks.get_mut().iter() {
+                debug_assert!(
+                    hook.is_closed() || hook.still_owned(),
+                    "stashpool: a thread gave up its `thread_local` id before its exit hooks ran"
+                );
+            }
         }
         // Flushing runs no user code (objects move, none drop), so nothing
         // here can re-enter this thread's hooks.
@@ -116,6 +123,19 @@ thread_local! {
     static TOKEN: Cell<u64> = Cell::new(0);
 }
 
+/// Whether owner tokens and the stash cache are used: only on targets where
+/// std keeps thread-local destructors in a last-in-first-out list (native
+/// thread-locals), so that the hooks run before `thread_local` releases the
+/// thread's id (module docs). Elsewhere every return and every get looks
+/// its stash up in the pool's table, which is always sound.
+const SHORTCUTS: bool = cfg!(any(
+    target_os = "linux",
+    target_vendor = "apple",
+    all(windows, target_env = "msvc"),
+    target_os = "freebsd",
+    target_os = "netbsd",
+));
+
 /// The next owner token. Not part of the concurrency protocol (it only has
 /// to hand out distinct numbers), so a plain atomic even under loom.
 static NEXT_TOKEN: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
@@ -124,6 +144,9 @@ static NEXT_TOKEN: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::
 /// hooks run at thread exit, and never the same for two threads.
 #[inline(always)]
 pub(crate) fn token() -> u64 {
+    if !SHORTCUTS {
+        return 0;
+    }
     TOKEN.try_with(Cell::get).unwrap_or(0)
 }
 
@@ -151,6 +174,9 @@ thread_local! {
 /// an entry of a dropped pool matches nothing.
 #[inline(always)]
 pub(crate) fn last_stash(pool: u64) -> Option<*const ()> {
+    if !SHORTCUTS {
+        return None;
+    }
     let (id, stash) = LAST.try_with(Cell::get).unwrap_or(FORGOTTEN);
     (id == pool && !stash.is_null()).then_some(stash)
 }
@@ -185,11 +211,13 @@ pub(crate) fn register<T: Send + 'static>(shared: &Arc<Shared<T>>, stash: *const
             hooks.retain(|hook| !hook.is_closed());
         }
         hooks.push(hook);
-        TOKEN.with(|token| {
-            if token.get() == 0 {
-                let next = NEXT_TOKEN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                token.set(next);
-            }
-        });
+        if SHORTCUTS {
+            let _ = TOKEN.try_with(|token| {
+                if token.get() == 0 {
+                    let next = NEXT_TOKEN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    token.set(next);
+                }
+            });
+        }
     });
 }

@@ -35,9 +35,10 @@ pub(crate) struct Node<T> {
     pub(crate) value: T,
 }
 
-// SAFETY: `lender` is only an address, dereferenced by the guard that holds
-// the node, under the guard's own `Send`/`Sync` rules; the node is as
-// thread-safe as its value.
+// SAFETY: `lender` and `home` are only addresses. `lender` is dereferenced
+// by the guard that holds the node, under the guard's own `Send`/`Sync`
+// rules; `home`'s stash only on the thread whose owner token it records
+// (`Home::owned`). The node is as thread-safe as its value.
 unsafe impl<T: Send> Send for Node<T> {}
 // SAFETY: as above.
 unsafe impl<T: Sync> Sync for Node<T> {}

@@ -79,8 +79,11 @@ impl<T: Send> Shared<T> {
     {
         if let Some(stash) = crate::exit::last_stash(this.id) {
             // SAFETY: `last_stash` returns only what `remember` stored for
-            // this pool (ids are never reused), which is this thread's stash
-            // in `this` (see `exit::remember`); `this` keeps it alive.
+            // this pool on this thread (ids are never reused): this thread's
+            // stash in `this`, which keeps it alive. It is still this
+            // thread's: `remember` stores only while the thread has an owner
+            // token, and the thread's exit hooks empty the cache before it
+            // gives up its `thread_local` id (`exit.rs`).
             return Some(unsafe { &*stash.cast::<Stash<T>>() });
         }
         Self::find_stash(this)

@@ -53,7 +53,15 @@ fn a_guard_dropped_on_another_thread_returns_to_that_threads_stash() {
 /// Thread-local destructors run in the reverse order of their registration:
 /// a guard returns straight to its stash only while its thread's exit hooks
 /// have not run, and that is sound because the hooks (registered after the
-/// thread takes its `thread_local` id) run before the id is released.
+/// thread takes its `thread_local` id) run before the id is released. The
+/// targets are those on which stashpool relies on it (`exit::SHORTCUTS`).
+#[cfg(any(
+    target_os = "linux",
+    target_vendor = "apple",
+    all(windows, target_env = "msvc"),
+    target_os = "freebsd",
+    target_os = "netbsd",
+))]
 #[test]
 fn thread_local_destructors_run_in_reverse_order() {
     struct Named(&'static str, Arc<std::sync::Mutex<Vec<&'static str>>>);
@@ -262,6 +270,28 @@ type BoxedMaker = Box<dyn Fn() -> Tracked + Send + Sync>;
 
 thread_local! {
     static HELD: RefCell<Option<PooledOwned<Tracked, BoxedMaker>>> = const { RefCell::new(None) };
+}
+
+#[test]
+fn guards_dropped_before_the_exit_hooks_go_back_to_the_stash() {
+    let ledger = Ledger::new();
+    let l = Arc::clone(&ledger);
+    let make: BoxedMaker = Box::new(move || l.make());
+    let pool = Arc::new(LocalPool::builder(make).manual_sweep().build());
+    let p = Arc::clone(&pool);
+    thread::spawn(move || {
+        // The pool's thread-locals are registered by this first use, so
+        // `HELD`, registered after them, is destroyed before them: its guard
+        // goes back to the stash it came from, and the exit hook then hands
+        // it to the overflow.
+        drop(p.get_owned());
+        HELD.with(|held| *held.borrow_mut() = Some(p.get_owned()));
+    })
+    .join()
+    .unwrap();
+    assert_eq!(pool.stats().returned, 2);
+    assert_eq!(pool.get_owned().id, 0, "found in the overflow");
+    assert_eq!(pool.stats().created, 1);
 }
 
 #[test]
