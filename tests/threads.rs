@@ -272,12 +272,17 @@ thread_local! {
     static HELD: RefCell<Option<PooledOwned<Tracked, BoxedMaker>>> = const { RefCell::new(None) };
 }
 
+/// A pool whose guards can be kept in `HELD`.
+fn held_pool(ledger: &Arc<Ledger>) -> Arc<LocalPool<Tracked, BoxedMaker>> {
+    let l = Arc::clone(ledger);
+    let make: BoxedMaker = Box::new(move || l.make());
+    Arc::new(LocalPool::builder(make).manual_sweep().build())
+}
+
 #[test]
 fn guards_dropped_before_the_exit_hooks_go_back_to_the_stash() {
     let ledger = Ledger::new();
-    let l = Arc::clone(&ledger);
-    let make: BoxedMaker = Box::new(move || l.make());
-    let pool = Arc::new(LocalPool::builder(make).manual_sweep().build());
+    let pool = held_pool(&ledger);
     let p = Arc::clone(&pool);
     thread::spawn(move || {
         // The pool's thread-locals are registered by this first use, so
@@ -297,9 +302,7 @@ fn guards_dropped_before_the_exit_hooks_go_back_to_the_stash() {
 #[test]
 fn guards_dropped_by_thread_local_destructors_are_handled() {
     let ledger = Ledger::new();
-    let l = Arc::clone(&ledger);
-    let make: BoxedMaker = Box::new(move || l.make());
-    let pool = Arc::new(LocalPool::builder(make).manual_sweep().build());
+    let pool = held_pool(&ledger);
     for _ in 0..4 {
         let pool = Arc::clone(&pool);
         thread::spawn(move || {
