@@ -81,7 +81,7 @@ impl Drop for Hooks {
         // that, and debug builds check it.
         let _ = EXITING.try_with(|exiting| exiting.set(true));
         let _ = TOKEN.try_with(|token| token.set(0));
-        let _ = LAST.try_with(|last| last.set(FORGOTTEN));
+        let _ = RECENT.try_with(Recent::forget);
         if SHORTCUTS {
             for hook in self.hooks.get_mut().iter() {
                 debug_assert!(
@@ -150,42 +150,88 @@ pub(crate) fn token() -> u64 {
     TOKEN.try_with(Cell::get).unwrap_or(0)
 }
 
-/// The last stash this thread found: its pool's id and its address.
-type Last = (u64, *const ());
+/// A stash this thread found: its pool's id and its address.
+type Found = (u64, *const ());
 
-const FORGOTTEN: Last = (0, std::ptr::null());
+const FORGOTTEN: Found = (0, std::ptr::null());
+
+/// The two stashes this thread found last, most recent first.
+struct Recent {
+    last: Cell<Found>,
+    previous: Cell<Found>,
+}
+
+impl Recent {
+    const fn new() -> Self {
+        Self {
+            last: Cell::new(FORGOTTEN),
+            previous: Cell::new(FORGOTTEN),
+        }
+    }
+
+    fn forget(&self) {
+        self.last.set(FORGOTTEN);
+        self.previous.set(FORGOTTEN);
+    }
+}
 
 #[cfg(not(loom))]
 thread_local! {
-    static LAST: Cell<Last> = const { Cell::new(FORGOTTEN) };
+    static RECENT: Recent = const { Recent::new() };
 }
 
 #[cfg(loom)]
 thread_local! {
-    static LAST: Cell<Last> = Cell::new(FORGOTTEN);
+    static RECENT: Recent = Recent::new();
 }
 
 /// This thread's stash in the pool with id `pool`, if it is the one this
-/// thread looked up last: a one-entry cache in front of the pool's
-/// per-thread table, which a thread that uses one pool at a time hits on
-/// every get. It obeys the owner token's rule: it is filled only while the
-/// thread has a token and emptied when the thread's hooks run, so it never
-/// outlives the thread's claim on the stash. Pool ids are never reused, so
-/// an entry of a dropped pool matches nothing.
+/// thread found last: a two-entry cache in front of the pool's per-thread
+/// table, which a thread that uses one pool at a time hits on every get
+/// (`previous_stash` serves a thread that uses two in turn). It obeys the
+/// owner token's rule: it is filled only while the thread has a token and
+/// emptied when the thread's hooks run, so it never outlives the thread's
+/// claim on a stash. Pool ids are never reused (and never 0), so an entry
+/// of a dropped pool matches nothing.
 #[inline(always)]
 pub(crate) fn last_stash(pool: u64) -> Option<*const ()> {
     if !SHORTCUTS {
         return None;
     }
-    let (id, stash) = LAST.try_with(Cell::get).unwrap_or(FORGOTTEN);
+    let (id, stash) = RECENT
+        .try_with(|recent| recent.last.get())
+        .unwrap_or(FORGOTTEN);
     (id == pool && !stash.is_null()).then_some(stash)
 }
 
-/// Remembers `stash`, this thread's stash in the pool with id `pool`, for
-/// `last_stash`.
+/// After a miss in `last_stash`: this thread's stash in the pool with id
+/// `pool`, if it is the one found before the last; it becomes the last.
+pub(crate) fn previous_stash(pool: u64) -> Option<*const ()> {
+    if !SHORTCUTS {
+        return None;
+    }
+    RECENT
+        .try_with(|recent| {
+            let previous = recent.previous.get();
+            if previous.0 != pool || previous.1.is_null() {
+                return None;
+            }
+            recent.previous.set(recent.last.get());
+            recent.last.set(previous);
+            Some(previous.1)
+        })
+        .ok()
+        .flatten()
+}
+
+/// Remembers `stash`, this thread's stash in the pool with id `pool`, as
+/// the last one found.
 pub(crate) fn remember(pool: u64, stash: *const ()) {
     if token() != 0 {
-        let _ = LAST.try_with(|last| last.set((pool, stash)));
+        let _ = RECENT.try_with(|recent| {
+            recent.previous.set(recent.last.get());
+            recent.last.set((pool, stash));
+        });
     }
 }
 

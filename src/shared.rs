@@ -89,12 +89,17 @@ impl<T: Send> Shared<T> {
         Self::find_stash(this)
     }
 
-    /// `stash` without the cache: this thread's entry in the table.
+    /// `stash` after a miss in the cache's first entry: its second entry,
+    /// else this thread's entry in the table.
     #[inline(never)]
     fn find_stash(this: &Arc<Self>) -> Option<&Stash<T>>
     where
         T: 'static,
     {
+        if let Some(stash) = crate::exit::previous_stash(this.id) {
+            // SAFETY: as in `stash`.
+            return Some(unsafe { &*stash.cast::<Stash<T>>() });
+        }
         match this.stashes.get() {
             Some(stash) => {
                 crate::exit::remember(this.id, stash.as_ptr().cast());

@@ -68,6 +68,27 @@ fn pools_used_in_turn_keep_their_own_objects() {
 }
 
 #[test]
+fn more_pools_in_turn_than_the_stash_cache_holds() {
+    let pools: Vec<LocalPool<usize>> = (0..5).map(|_| manual(|| usize::MAX)).collect();
+    for (i, pool) in pools.iter().enumerate() {
+        pool.put(i);
+    }
+    for round in 0..4 {
+        // Forwards, then backwards: every pool is reached after two others.
+        let order: Vec<usize> = if round % 2 == 0 {
+            (0..5).collect()
+        } else {
+            (0..5).rev().collect()
+        };
+        for i in order {
+            pools[i].with(|n| assert_eq!(*n, i));
+            assert_eq!(*pools[i].get(), i);
+        }
+    }
+    assert!(pools.iter().all(|pool| pool.stats().created == 0));
+}
+
+#[test]
 fn a_new_pool_never_sees_a_dropped_pools_stash() {
     // Made and dropped in turn, these pools are likely to share an address.
     for round in 0..8 {
