@@ -21,7 +21,9 @@
 //! are destroyed in the order they were created in the process, which puts
 //! `thread_local`'s id release first; tokens are never given out there
 //! (`SHORTCUTS`), and every return looks its stash up. Tokens come from a
-//! global counter and are never reused.
+//! global counter and are never reused. The per-thread stash cache
+//! (`last_stash`) follows the same rule: filled only while the thread has a
+//! token, emptied by its hooks.
 //!
 //! Each hook holds its pool's shared state strongly, so the stash it points
 //! to stays valid; a hook whose pool has dropped does nothing and is pruned
@@ -76,9 +78,10 @@ impl Drop for Hooks {
     fn drop(&mut self) {
         // From here on this thread makes no new stashes, and guards dropped
         // on it look their stash up. Hooks are registered after the thread's
-        // id (whose release ends the thread's claim on its stashes), so they
-        // are destroyed before it (module docs); the owner token relies on
-        // that, and debug builds check it.
+        // id (whose release ends the thread's claim on its stashes), so where
+        // `SHORTCUTS` holds they are destroyed before it (module docs); the
+        // owner token and the stash cache rely on that, and debug builds
+        // check it.
         let _ = EXITING.try_with(|exiting| exiting.set(true));
         let _ = TOKEN.try_with(|token| token.set(0));
         let _ = RECENT.try_with(Recent::forget);
