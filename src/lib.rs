@@ -78,6 +78,7 @@ pub mod io;
 pub mod mmap;
 mod node;
 mod overflow;
+mod owner;
 mod pool;
 mod recycle;
 #[cfg(not(loom))]

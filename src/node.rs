@@ -15,7 +15,7 @@
 //! copying a multi-word object in and out with different splits would stall
 //! the load behind the stores still in flight.
 
-use crate::exit;
+use crate::owner;
 use crate::stash::Stash;
 
 /// One pooled object and the pool it is lent from.
@@ -55,7 +55,7 @@ impl<T> Node<T> {
 }
 
 /// Where a lent node came from: a stash of its pool, and the owner token
-/// (`exit::token`) of the thread that took it.
+/// (`owner::token`) of the thread that took it.
 ///
 /// Finding this thread's stash is the dearest part of a return (the pool's
 /// shared state, the per-thread table's bucket and entry, the stash's own
@@ -65,7 +65,7 @@ impl<T> Node<T> {
 /// thread's own. Tokens are never reused, so a guard that moved to another
 /// thread never matches, and a thread's token is withdrawn (set to 0) by its
 /// thread-exit hook, which runs before the thread gives up its
-/// `thread_local` id and so its stashes (see `exit.rs`). Any other case
+/// `thread_local` id and so its stashes (see `owner.rs`). Any other case
 /// looks the stash up as usual.
 ///
 /// The stash's type is erased (`Home` is not generic), so that a pool keeps
@@ -87,7 +87,7 @@ impl Home {
     pub(crate) fn here<T>(stash: &Stash<T>) -> Self {
         Self {
             stash: (stash as *const Stash<T>).cast(),
-            token: exit::token(),
+            token: owner::token(),
         }
     }
 
@@ -102,7 +102,7 @@ impl Home {
     #[inline(always)]
     pub(crate) unsafe fn owned<'a, T>(&self) -> Option<&'a Stash<T>> {
         let token = self.token;
-        if token == 0 || token != exit::token() {
+        if token == 0 || token != owner::token() {
             return None;
         }
         // SAFETY: a nonzero token is recorded only with a stash found for
@@ -111,7 +111,7 @@ impl Home {
         // caller guarantees has not happened. The token matches, so this is
         // the thread that took the node and its exit hooks have not run; it
         // therefore still holds the `thread_local` id through which it found
-        // the stash (`exit.rs`), and the stash is still this thread's own.
+        // the stash (`owner.rs`), and the stash is still this thread's own.
         Some(unsafe { &*self.stash.cast::<Stash<T>>() })
     }
 }

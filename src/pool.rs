@@ -501,7 +501,7 @@ fn next_id() -> u64 {
 }
 
 /// Under loom there is no sweeper, but ids still name pools to the per-thread
-/// stash cache (`exit::last_stash`), so they must still be distinct.
+/// stash cache (`owner::last_stash`), so they must still be distinct.
 #[cfg(loom)]
 fn next_id() -> u64 {
     static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);

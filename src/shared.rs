@@ -77,13 +77,13 @@ impl<T: Send> Shared<T> {
     where
         T: 'static,
     {
-        if let Some(stash) = crate::exit::last_stash(this.id) {
+        if let Some(stash) = crate::owner::last_stash(this.id) {
             // SAFETY: `last_stash` returns only what `remember` stored for
             // this pool on this thread (ids are never reused): this thread's
             // stash in `this`, which keeps it alive. It is still this
             // thread's: `remember` stores only while the thread has an owner
             // token, and the thread's exit hooks empty the cache before it
-            // gives up its `thread_local` id (`exit.rs`).
+            // gives up its `thread_local` id (`owner.rs`).
             return Some(unsafe { &*stash.cast::<Stash<T>>() });
         }
         Self::find_stash(this)
@@ -96,13 +96,13 @@ impl<T: Send> Shared<T> {
     where
         T: 'static,
     {
-        if let Some(stash) = crate::exit::previous_stash(this.id) {
+        if let Some(stash) = crate::owner::previous_stash(this.id) {
             // SAFETY: as in `stash`.
             return Some(unsafe { &*stash.cast::<Stash<T>>() });
         }
         match this.stashes.get() {
             Some(stash) => {
-                crate::exit::remember(this.id, stash.as_ptr().cast());
+                crate::owner::remember(this.id, stash.as_ptr().cast());
                 Some(stash)
             }
             None => Self::new_stash(this),
@@ -114,7 +114,7 @@ impl<T: Send> Shared<T> {
     where
         T: 'static,
     {
-        if crate::exit::exiting() {
+        if crate::owner::ended() {
             return None;
         }
         // Under the sweep lock, so that the stash's epoch is the pool's and
@@ -130,7 +130,7 @@ impl<T: Send> Shared<T> {
         .ok()?;
         drop(sweeping);
         crate::exit::register(this, stash.as_ptr());
-        crate::exit::remember(this.id, stash.as_ptr().cast());
+        crate::owner::remember(this.id, stash.as_ptr().cast());
         Some(stash)
     }
 

@@ -54,7 +54,7 @@ fn a_guard_dropped_on_another_thread_returns_to_that_threads_stash() {
 /// a guard returns straight to its stash only while its thread's exit hooks
 /// have not run, and that is sound because the hooks (registered after the
 /// thread takes its `thread_local` id) run before the id is released. The
-/// targets are those on which stashpool relies on it (`exit::SHORTCUTS`).
+/// targets are those on which stashpool relies on it (`owner::SHORTCUTS`).
 #[cfg(any(
     target_os = "linux",
     target_vendor = "apple",

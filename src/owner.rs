@@ -1,0 +1,176 @@
+//! This thread's claim on its stashes, as this thread itself sees it: the
+//! owner token and the stash cache, and the flag that says the claim has
+//! ended.
+//!
+//! A stash belongs to a thread through the thread's `thread_local` id (see
+//! `shared.rs`), and asking `ThreadLocal` for it is a chain of dependent
+//! loads. Two shortcuts skip it:
+//!
+//! * the *owner token*, the number by which a guard recognises that it is
+//!   dropped on the thread that got it and can go straight back to the stash
+//!   it came from (`node::Home`). Tokens come from a global counter and are
+//!   never reused;
+//! * the *stash cache*, the two stashes this thread found last, keyed by
+//!   pool id. Pool ids are never reused (and never 0), so an entry of a
+//!   dropped pool matches nothing.
+//!
+//! A thread gets its token when it registers its first exit hook
+//! (`exit::register`), the cache is filled only while the thread has one, and
+//! the hooks end all of it ([`end`]) before doing anything else. That is
+//! before the thread releases its `thread_local` id, after which another
+//! thread may be given the same stashes: the hooks are registered after the
+//! thread took its id (a stash is made through the id first), and where std
+//! has native thread-locals their destructors run in the reverse order of
+//! registration (the C++ ABI rule that glibc's `__cxa_thread_atexit_impl`,
+//! macOS's `_tlv_atexit` and std's own destructor list all follow; a test
+//! checks it, and debug builds assert it in every hook). Where std falls back
+//! to one pthread key per thread-local (Android, OpenBSD, illumos, ...), keys
+//! are destroyed in the order they were created in the process, which puts
+//! `thread_local`'s id release first; the shortcuts are off there
+//! ([`SHORTCUTS`]), and every get and return looks its stash up.
+
+use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::sync::thread_local;
+
+/// Whether owner tokens and the stash cache are used: only on targets where
+/// std keeps thread-local destructors in a last-in-first-out list (native
+/// thread-locals), so that the hooks run before `thread_local` releases the
+/// thread's id (module docs). Elsewhere every return and every get looks
+/// its stash up in the pool's table, which is always sound.
+pub(crate) const SHORTCUTS: bool = cfg!(any(
+    target_os = "linux",
+    target_vendor = "apple",
+    all(windows, target_env = "msvc"),
+    target_os = "freebsd",
+    target_os = "netbsd",
+));
+
+/// The next owner token. Not part of the concurrency protocol (it only has
+/// to hand out distinct numbers), so a plain atomic even under loom.
+static NEXT_TOKEN: AtomicU64 = AtomicU64::new(1);
+
+/// A stash this thread found: its pool's id and its address.
+type Found = (u64, *const ());
+
+const FORGOTTEN: Found = (0, std::ptr::null());
+
+/// This thread's side of its claim on its stashes.
+struct Owner {
+    /// Set when the thread's exit hooks run: it then makes no new stash.
+    ended: Cell<bool>,
+    /// The owner token; 0 for none.
+    token: Cell<u64>,
+    /// The stash cache, most recent first.
+    last: Cell<Found>,
+    previous: Cell<Found>,
+}
+
+impl Owner {
+    const fn new() -> Self {
+        Self {
+            ended: Cell::new(false),
+            token: Cell::new(0),
+            last: Cell::new(FORGOTTEN),
+            previous: Cell::new(FORGOTTEN),
+        }
+    }
+}
+
+#[cfg(not(loom))]
+thread_local! {
+    static OWNER: Owner = const { Owner::new() };
+}
+
+// loom's `thread_local!` has no `const` form.
+#[cfg(loom)]
+thread_local! {
+    static OWNER: Owner = Owner::new();
+}
+
+/// Gives this thread its owner token, if it has none yet. Called when it
+/// registers an exit hook, which will take the token back.
+pub(crate) fn begin() {
+    if SHORTCUTS {
+        let _ = OWNER.try_with(|owner| {
+            if owner.token.get() == 0 {
+                owner.token.set(NEXT_TOKEN.fetch_add(1, Ordering::Relaxed));
+            }
+        });
+    }
+}
+
+/// Ends this thread's claim, from its exit hooks: no new stashes, no token,
+/// an empty stash cache. From here on gets and returns look stashes up.
+pub(crate) fn end() {
+    let _ = OWNER.try_with(|owner| {
+        owner.ended.set(true);
+        owner.token.set(0);
+        owner.last.set(FORGOTTEN);
+        owner.previous.set(FORGOTTEN);
+    });
+}
+
+/// Whether this thread's claim has ended (its thread-locals are being
+/// destroyed): it then gets no new stash, and pool use goes around stashes
+/// (see `LocalPool`'s stashless paths).
+pub(crate) fn ended() -> bool {
+    OWNER.try_with(|owner| owner.ended.get()).unwrap_or(true)
+}
+
+/// This thread's owner token: nonzero from its first exit hook until its
+/// hooks run, and never the same for two threads.
+#[inline(always)]
+pub(crate) fn token() -> u64 {
+    if !SHORTCUTS {
+        return 0;
+    }
+    OWNER.try_with(|owner| owner.token.get()).unwrap_or(0)
+}
+
+/// This thread's stash in the pool with id `pool`, if it is the one this
+/// thread found last: the cache's first entry, which a thread that uses one
+/// pool at a time hits on every get.
+#[inline(always)]
+pub(crate) fn last_stash(pool: u64) -> Option<*const ()> {
+    if !SHORTCUTS {
+        return None;
+    }
+    let (id, stash) = OWNER
+        .try_with(|owner| owner.last.get())
+        .unwrap_or(FORGOTTEN);
+    (id == pool && !stash.is_null()).then_some(stash)
+}
+
+/// After a miss in `last_stash`: this thread's stash in the pool with id
+/// `pool`, if it is the one found before the last; it becomes the last (so
+/// a thread that uses two pools in turn hits one entry or the other).
+pub(crate) fn previous_stash(pool: u64) -> Option<*const ()> {
+    if !SHORTCUTS {
+        return None;
+    }
+    OWNER
+        .try_with(|owner| {
+            let previous = owner.previous.get();
+            if previous.0 != pool || previous.1.is_null() {
+                return None;
+            }
+            owner.previous.set(owner.last.get());
+            owner.last.set(previous);
+            Some(previous.1)
+        })
+        .ok()
+        .flatten()
+}
+
+/// Remembers `stash`, this thread's stash in the pool with id `pool`, as
+/// the last one found; only while this thread has a token.
+pub(crate) fn remember(pool: u64, stash: *const ()) {
+    if token() != 0 {
+        let _ = OWNER.try_with(|owner| {
+            owner.previous.set(owner.last.get());
+            owner.last.set((pool, stash));
+        });
+    }
+}
