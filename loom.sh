@@ -11,7 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
-export RUSTFLAGS="${RUSTFLAGS:-} --cfg loom"
+export RUSTFLAGS="${RUSTFLAGS:-} --cfg stashpool_loom"
 export LOOM_MAX_PREEMPTIONS="${LOOM_MAX_PREEMPTIONS:-2}"
 filter="${1:-}"
 
@@ -32,5 +32,5 @@ for name in $(awk '/^\[\[test\]\]/ { name = "" }
     tests+=(--test "$name")
 done
 
-# A separate target directory: `--cfg loom` rebuilds every dependency.
+# A separate target directory: `--cfg stashpool_loom` rebuilds every dependency.
 exec cargo test --release --target-dir target/loom "${tests[@]}" -- ${filter:+"$filter"} --test-threads="${LOOM_TEST_THREADS:-2}"

@@ -1,7 +1,7 @@
 //! loom models of the `LocalPool` protocol.
 //!
-//! Run with `./loom.sh` (or `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2
-//! cargo test --release --test loom_pool`). Under `--cfg loom` the pool's
+//! Run with `./loom.sh` (or `RUSTFLAGS="--cfg stashpool_loom" LOOM_MAX_PREEMPTIONS=2
+//! cargo test --release --test loom_pool`). Under `--cfg stashpool_loom` the pool's
 //! per-thread table, overflow queue, atomics, locks and cells are loom's (see
 //! `src/sync.rs`), so these models run the pool's real code: the stash
 //! handshake, spill and steal, sweeps, thread exit and pool drop.
@@ -9,7 +9,7 @@
 //! Every model uses objects that count their drops and mark themselves held,
 //! so a model fails if an object is handed to two holders at once, dropped
 //! while held, dropped twice, or never dropped.
-#![cfg(loom)]
+#![cfg(stashpool_loom)]
 
 use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use loom::sync::Arc;

@@ -2,7 +2,7 @@
 //! through the `sync` shim:
 //!
 //! ```text
-//! RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 \
+//! RUSTFLAGS="--cfg stashpool_loom" LOOM_MAX_PREEMPTIONS=2 \
 //!     cargo test --release --test loom_workers --target-dir target/loom
 //! ```
 //!
@@ -13,7 +13,7 @@
 //! earliest an idle timeout can fire, which races hardest with a submit.
 //! Each model keeps to at most four threads (the model's own and the
 //! workers the pool starts).
-#![cfg(loom)]
+#![cfg(stashpool_loom)]
 
 use std::time::Duration;
 

@@ -26,7 +26,7 @@
 //! owners. The choice is made once per process, before any pool's first use,
 //! and every pool records it, so owners never mix strategies.
 
-#[cfg(all(target_os = "linux", not(loom), not(miri)))]
+#[cfg(all(target_os = "linux", not(stashpool_loom), not(miri)))]
 use std::sync::OnceLock;
 
 use crate::sync::{fence, Ordering};
@@ -35,7 +35,7 @@ use crate::sync::{fence, Ordering};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Strategy {
     /// `membarrier(2)` is registered: owners use compiler fences.
-    #[cfg_attr(any(loom, miri, not(target_os = "linux")), allow(dead_code))]
+    #[cfg_attr(any(stashpool_loom, miri, not(target_os = "linux")), allow(dead_code))]
     Membarrier,
     /// No process-wide barrier: owners and sweepers both use `SeqCst` fences.
     Fence,
@@ -46,12 +46,12 @@ pub(crate) enum Strategy {
 /// Must be called before a pool's first owner-side barrier (pools call it
 /// when their shared state is made, which every owner path goes through).
 pub(crate) fn strategy() -> Strategy {
-    #[cfg(all(target_os = "linux", not(loom), not(miri)))]
+    #[cfg(all(target_os = "linux", not(stashpool_loom), not(miri)))]
     {
         static STRATEGY: OnceLock<Strategy> = OnceLock::new();
         *STRATEGY.get_or_init(linux::register)
     }
-    #[cfg(not(all(target_os = "linux", not(loom), not(miri))))]
+    #[cfg(not(all(target_os = "linux", not(stashpool_loom), not(miri))))]
     {
         Strategy::Fence
     }
@@ -63,7 +63,7 @@ pub(crate) fn light(strategy: Strategy) {
     match strategy {
         // The heavy barrier supplies the hardware fence; we only stop the
         // compiler from reordering.
-        #[cfg(not(loom))]
+        #[cfg(not(stashpool_loom))]
         Strategy::Membarrier => crate::sync::compiler_fence(Ordering::SeqCst),
         _ => fence(Ordering::SeqCst),
     }
@@ -73,13 +73,13 @@ pub(crate) fn light(strategy: Strategy) {
 #[cold]
 pub(crate) fn heavy(strategy: Strategy) {
     match strategy {
-        #[cfg(all(target_os = "linux", not(loom), not(miri)))]
+        #[cfg(all(target_os = "linux", not(stashpool_loom), not(miri)))]
         Strategy::Membarrier => linux::membarrier(),
         _ => fence(Ordering::SeqCst),
     }
 }
 
-#[cfg(all(target_os = "linux", not(loom), not(miri)))]
+#[cfg(all(target_os = "linux", not(stashpool_loom), not(miri)))]
 mod linux {
     use super::Strategy;
 

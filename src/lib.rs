@@ -64,31 +64,31 @@
 #![allow(clippy::vec_box)]
 
 mod barrier;
-#[cfg(not(loom))]
+#[cfg(not(stashpool_loom))]
 pub mod bytes;
 mod exit;
-#[cfg(not(loom))]
+#[cfg(not(stashpool_loom))]
 mod fallible;
 mod guard;
-#[cfg(all(feature = "image", not(loom)))]
+#[cfg(all(feature = "image", not(stashpool_loom)))]
 pub mod image;
-#[cfg(not(loom))]
+#[cfg(not(stashpool_loom))]
 pub mod io;
-#[cfg(all(feature = "mmap", not(loom)))]
+#[cfg(all(feature = "mmap", not(stashpool_loom)))]
 pub mod mmap;
 mod node;
 mod overflow;
 mod owner;
 mod pool;
 mod recycle;
-#[cfg(not(loom))]
+#[cfg(not(stashpool_loom))]
 mod resource;
 mod shared;
-#[cfg(all(feature = "bytes", not(loom)))]
+#[cfg(all(feature = "bytes", not(stashpool_loom)))]
 pub mod slab;
 mod stash;
 mod stats;
-#[cfg(not(loom))]
+#[cfg(not(stashpool_loom))]
 mod sweeper;
 mod sync;
 pub mod workers;
@@ -103,6 +103,6 @@ pub use pool::{
     Builder, LocalPool, DEFAULT_LOCAL_CAPACITY, DEFAULT_SWEEP_INTERVAL, MIN_SWEEP_INTERVAL,
 };
 pub use recycle::Recycle;
-#[cfg(not(loom))]
+#[cfg(not(stashpool_loom))]
 pub use resource::ResourceBuilder;
 pub use stats::Stats;

@@ -78,13 +78,13 @@ impl Owner {
     }
 }
 
-#[cfg(not(loom))]
+#[cfg(not(stashpool_loom))]
 thread_local! {
     static OWNER: Owner = const { Owner::new() };
 }
 
 // loom's `thread_local!` has no `const` form.
-#[cfg(loom)]
+#[cfg(stashpool_loom)]
 thread_local! {
     static OWNER: Owner = Owner::new();
 }

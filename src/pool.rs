@@ -129,7 +129,7 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
     /// buf.extend_from_slice(b"abc");
     /// assert!(buf.capacity() >= 4096);
     /// ```
-    #[cfg(not(loom))]
+    #[cfg(not(stashpool_loom))]
     pub const fn new(recycler: R) -> Self {
         Self {
             recycler,
@@ -139,7 +139,7 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
     }
 
     /// A pool with the default configuration (under loom, not `const`).
-    #[cfg(loom)]
+    #[cfg(stashpool_loom)]
     pub fn new(recycler: R) -> Self {
         Self::builder(recycler).build()
     }
@@ -495,30 +495,30 @@ impl<const S: bool> Drop for RejectOnUnwind<'_, S> {
     }
 }
 
-#[cfg(not(loom))]
+#[cfg(not(stashpool_loom))]
 fn next_id() -> u64 {
     crate::sweeper::next_id()
 }
 
 /// Under loom there is no sweeper, but ids still name pools to the per-thread
 /// stash cache (`owner::last_stash`), so they must still be distinct.
-#[cfg(loom)]
+#[cfg(stashpool_loom)]
 fn next_id() -> u64 {
     static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
     NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
-#[cfg(not(loom))]
+#[cfg(not(stashpool_loom))]
 fn register<T: Send + 'static>(id: u64, shared: &Arc<Shared<T>>, interval: Duration) {
     let weak: std::sync::Weak<Shared<T>> = Arc::downgrade(shared);
     crate::sweeper::register(id, weak, interval);
 }
 
 /// loom cannot model a timer thread; loom models sweep by calling `sweep`.
-#[cfg(loom)]
+#[cfg(stashpool_loom)]
 fn register<T: Send + 'static>(_: u64, _: &Arc<Shared<T>>, _: Duration) {}
 
-#[cfg(not(loom))]
+#[cfg(not(stashpool_loom))]
 impl<T: Send + 'static> crate::sweeper::Sweep for Shared<T> {
     fn sweep(&self) {
         Shared::sweep(self)
@@ -532,7 +532,7 @@ impl<T: Send + 'static> crate::sweeper::Sweep for Shared<T> {
 impl<T: Send + 'static, R: Recycle<T>> Drop for LocalPool<T, R> {
     fn drop(&mut self) {
         if let Some(shared) = self.shared.get() {
-            #[cfg(not(loom))]
+            #[cfg(not(stashpool_loom))]
             crate::sweeper::deregister(shared.id);
             shared.close();
         }

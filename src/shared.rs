@@ -45,7 +45,7 @@ pub(crate) struct Shared<T: Send> {
     pub(crate) local_capacity: usize,
     pub(crate) strategy: Strategy,
     /// This pool's key in the background sweeper's registry.
-    #[cfg_attr(loom, allow(dead_code))]
+    #[cfg_attr(stashpool_loom, allow(dead_code))]
     pub(crate) id: u64,
 }
 

@@ -3,7 +3,7 @@
 //! The pool's protocol is model-checked with [loom]. loom can only explore the
 //! interleavings of operations it can see, so every atomic, cell, lock and
 //! thread-local the protocol touches is imported from here, and under
-//! `--cfg loom` this module swaps in loom's versions. Two of our building
+//! `--cfg stashpool_loom` this module swaps in loom's versions. Two of our building
 //! blocks are third-party data structures whose atomics loom cannot see:
 //!
 //! * [`PerThread`] wraps `thread_local::ThreadLocal` (one stash per thread);
@@ -19,20 +19,20 @@
 //! [loom]: https://docs.rs/loom
 
 pub(crate) use std::sync::atomic::Ordering;
-#[cfg(not(loom))]
+#[cfg(not(stashpool_loom))]
 pub(crate) use std::sync::atomic::{compiler_fence, fence, AtomicBool, AtomicU64, AtomicUsize};
-#[cfg(not(loom))]
+#[cfg(not(stashpool_loom))]
 pub(crate) use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
-#[cfg(not(loom))]
+#[cfg(not(stashpool_loom))]
 pub(crate) use std::thread_local;
 
-#[cfg(loom)]
+#[cfg(stashpool_loom)]
 pub(crate) use self::loom_impl::OnceLock;
-#[cfg(loom)]
+#[cfg(stashpool_loom)]
 pub(crate) use loom::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize};
-#[cfg(loom)]
+#[cfg(stashpool_loom)]
 pub(crate) use loom::sync::{Arc, Condvar, Mutex, MutexGuard};
-#[cfg(loom)]
+#[cfg(stashpool_loom)]
 pub(crate) use loom::thread_local;
 
 pub(crate) use self::imp::{PerThread, Queue, UnsafeCell};
@@ -74,7 +74,7 @@ pub(crate) fn wait_timeout<'a, T>(
     guard: MutexGuard<'a, T>,
     timeout: std::time::Duration,
 ) -> (MutexGuard<'a, T>, bool) {
-    #[cfg(not(loom))]
+    #[cfg(not(stashpool_loom))]
     {
         let _ = mutex;
         let (guard, result) = condvar
@@ -82,7 +82,7 @@ pub(crate) fn wait_timeout<'a, T>(
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         (guard, result.timed_out())
     }
-    #[cfg(loom)]
+    #[cfg(stashpool_loom)]
     {
         let _ = (condvar, timeout);
         drop(guard);
@@ -93,21 +93,21 @@ pub(crate) fn wait_timeout<'a, T>(
 
 /// Threads: spawning, joining and identity, from std or from loom's model.
 pub(crate) mod thread {
-    #[cfg(not(loom))]
+    #[cfg(not(stashpool_loom))]
     pub(crate) use std::thread::{current, Builder, JoinHandle, ThreadId};
 
-    #[cfg(loom)]
+    #[cfg(stashpool_loom)]
     pub(crate) use loom::thread::{current, Builder, JoinHandle, ThreadId};
 
     /// Whether `handle`'s thread has finished running. loom's handles cannot
     /// tell; there the answer is always no, which only means the handle is
     /// joined later instead of released early.
     pub(crate) fn is_finished<T>(handle: &JoinHandle<T>) -> bool {
-        #[cfg(not(loom))]
+        #[cfg(not(stashpool_loom))]
         {
             handle.is_finished()
         }
-        #[cfg(loom)]
+        #[cfg(stashpool_loom)]
         {
             let _ = handle;
             false
@@ -121,7 +121,7 @@ pub(crate) mod thread {
 /// finishing one stash), so spinning first is right; yielding after that keeps
 /// a waiter from burning a core when the thread it waits for was preempted.
 pub(crate) fn backoff(step: &mut u32) {
-    #[cfg(not(loom))]
+    #[cfg(not(stashpool_loom))]
     {
         if *step < 6 {
             for _ in 0..1u32 << *step {
@@ -132,14 +132,14 @@ pub(crate) fn backoff(step: &mut u32) {
         }
         *step = step.saturating_add(1);
     }
-    #[cfg(loom)]
+    #[cfg(stashpool_loom)]
     {
         let _ = step;
         loom::thread::yield_now();
     }
 }
 
-#[cfg(not(loom))]
+#[cfg(not(stashpool_loom))]
 mod imp {
     use crossbeam_deque::{Injector, Steal};
     use thread_local::ThreadLocal;
@@ -222,7 +222,7 @@ mod imp {
     }
 }
 
-#[cfg(loom)]
+#[cfg(stashpool_loom)]
 mod imp {
     pub(crate) use loom::cell::UnsafeCell;
 
@@ -306,7 +306,7 @@ mod imp {
     }
 }
 
-#[cfg(loom)]
+#[cfg(stashpool_loom)]
 mod loom_impl {
     use loom::sync::atomic::AtomicPtr;
     use loom::sync::Mutex;

@@ -22,7 +22,7 @@ use crate::sync::{backoff, lock, wait, Arc, AtomicU64, Condvar, Mutex, Ordering,
 /// How often a blocked submitter retries before it parks (see `backoff`):
 /// a few spins and a few yields, a few microseconds in all, which is about
 /// how long a busy worker takes to free a slot when tasks are small.
-const SUBMIT_SPINS: u32 = if cfg!(loom) { 1 } else { 10 };
+const SUBMIT_SPINS: u32 = if cfg!(stashpool_loom) { 1 } else { 10 };
 /// Attempts to start the last worker when tasks wait for it.
 const START_RETRIES: u32 = 10;
 

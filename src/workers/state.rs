@@ -45,7 +45,7 @@ const ONE_SLEEPING: u64 = 1 << SLEEPING_SHIFT;
 /// (which run optimised, and are where a broken one would show).
 macro_rules! invariant {
     ($cond:expr) => {
-        if cfg!(any(debug_assertions, loom)) {
+        if cfg!(any(debug_assertions, stashpool_loom)) {
             assert!($cond, "WorkerPool invariant broken: {}", stringify!($cond));
         }
     };
@@ -228,7 +228,7 @@ impl AtomicState {
     }
 }
 
-#[cfg(all(test, not(loom)))]
+#[cfg(all(test, not(stashpool_loom)))]
 mod tests {
     use super::*;
 

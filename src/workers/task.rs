@@ -152,7 +152,7 @@ impl<F: FnOnce()> Boxed<F> {
     }
 }
 
-#[cfg(all(test, not(loom)))]
+#[cfg(all(test, not(stashpool_loom)))]
 mod tests {
     use std::panic::{self, AssertUnwindSafe};
     use std::sync::atomic::{AtomicUsize, Ordering};

@@ -18,15 +18,15 @@ use crate::sync::{backoff, lock, thread_local, wait, wait_timeout, Arc, Mutex, O
 /// parks, in `backoff` steps: six rounds of spinning, then yields, some
 /// microseconds in all. Long enough to catch the next of a stream of small
 /// tasks without a sleep and a wake; short enough that an idle pool is idle.
-const SPIN_STEPS: u32 = if cfg!(loom) { 1 } else { 16 };
+const SPIN_STEPS: u32 = if cfg!(stashpool_loom) { 1 } else { 16 };
 
 // The pool this thread works for (its shared state's address), or 0.
-#[cfg(not(loom))]
+#[cfg(not(stashpool_loom))]
 thread_local! {
     static WORKER_OF: Cell<usize> = const { Cell::new(0) };
 }
 // loom's `thread_local!` takes no `const` initialiser.
-#[cfg(loom)]
+#[cfg(stashpool_loom)]
 thread_local! {
     static WORKER_OF: Cell<usize> = Cell::new(0);
 }
