@@ -80,6 +80,7 @@ mod node;
 mod overflow;
 mod owner;
 mod pool;
+mod pool_trait;
 mod recycle;
 #[cfg(not(stashpool_loom))]
 mod resource;
@@ -102,6 +103,7 @@ pub use guard::{Pooled, PooledOwned};
 pub use pool::{
     Builder, LocalPool, DEFAULT_LOCAL_CAPACITY, DEFAULT_SWEEP_INTERVAL, MIN_SWEEP_INTERVAL,
 };
+pub use pool_trait::Pool;
 pub use recycle::Recycle;
 #[cfg(not(stashpool_loom))]
 pub use resource::ResourceBuilder;

@@ -77,6 +77,15 @@ impl<T> Overflow<T> {
         self.queue.push(batch);
     }
 
+    /// Queues again what is left of a batch that `pop` just took. Its objects
+    /// were idle here a moment ago and count as they did, even if a return
+    /// took their room meanwhile (`len` may then exceed `max_idle` until the
+    /// next get): an object already pooled is never dropped for want of room.
+    pub(crate) fn put_back(&self, batch: Batch<T>) {
+        self.len.fetch_add(batch.items.len(), Ordering::Relaxed);
+        self.push(batch);
+    }
+
     /// Takes the oldest batch, if any.
     pub(crate) fn pop(&self) -> Option<Batch<T>> {
         let batch = self.queue.pop()?;

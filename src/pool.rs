@@ -193,6 +193,44 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
         Pooled::new(self, self.lend())
     }
 
+    /// An idle object, if the pool has one: from this thread's stash, else
+    /// from the shared overflow. Never calls `create()`, so a caller that
+    /// must not grow the pool (a fixed set of frame buffers, a budget of
+    /// connections) can tell "none free" from "made one". `None` also for a
+    /// pool that has never made anything.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use stashpool::LocalPool;
+    ///
+    /// let pool = LocalPool::new(|| vec![0u8; 1024]);
+    /// assert!(pool.try_get().is_none()); // nothing made yet
+    /// pool.put(vec![7; 16]);
+    /// let buf = pool.try_get().expect("the buffer just put");
+    /// assert_eq!(buf[0], 7);
+    /// assert!(pool.try_get().is_none()); // it is lent out
+    /// assert_eq!(pool.stats().created, 0);
+    /// ```
+    pub fn try_get(&self) -> Option<Pooled<'_, T, R>> {
+        let shared = self.shared.get()?;
+        let node = match Shared::stash(shared) {
+            Some(stash) => {
+                let mut node = shared
+                    .pop(stash)
+                    .or_else(|| shared.pop_overflow(stash))?;
+                node.home = Home::here(stash);
+                node
+            }
+            None => {
+                let mut node = shared.pop_stashless()?;
+                node.home = Home::NONE;
+                node
+            }
+        };
+        Some(Pooled::new(self, node))
+    }
+
     /// Same as [`get`](Self::get), for a pool in an `Arc`: the guard owns a
     /// reference to the pool, so it is `'static` and can move to (and be
     /// dropped on) another thread.
@@ -305,6 +343,39 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
     pub fn sweep(&self) {
         if let Some(shared) = self.shared.get() {
             shared.sweep();
+        }
+    }
+
+    /// Drops every idle object now, in every thread's stash (also of threads
+    /// that are blocked or have exited) and in the overflow, before it
+    /// returns. Objects in use are untouched and come back as usual. The
+    /// dropped objects count as [`trimmed`](Stats::trimmed).
+    ///
+    /// For a program that knows it will not need its buffers for a while
+    /// (a phase ends, a cache is reconfigured), instead of waiting for two
+    /// sweeps.
+    ///
+    /// # Panics
+    ///
+    /// If an object's `Drop` panics: every other object is still dropped,
+    /// then the first panic is resumed; the pool stays usable.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use stashpool::LocalPool;
+    ///
+    /// let pool = LocalPool::new(|| vec![0u8; 4096]);
+    /// let held = pool.get();
+    /// pool.put(vec![0; 4096]);
+    /// pool.clear();
+    /// assert_eq!(pool.stats().idle, 0);
+    /// drop(held); // comes back as usual
+    /// assert_eq!(pool.stats().idle, 1);
+    /// ```
+    pub fn clear(&self) {
+        if let Some(shared) = self.shared.get() {
+            shared.clear();
         }
     }
 

@@ -208,12 +208,35 @@ impl<T: Send> Shared<T> {
         self.orphans.returned.bump();
     }
 
+    /// An object from the overflow for a thread without a stash: the rest of
+    /// its batch goes back to the overflow, keeping its stamp.
+    #[cold]
+    pub(crate) fn pop_stashless(&self) -> Option<Box<Node<T>>> {
+        let mut batch = self.overflow.pop()?;
+        let node = batch.items.pop()?;
+        if !batch.items.is_empty() {
+            self.overflow.put_back(batch);
+        }
+        self.orphans.reused.bump();
+        Some(node)
+    }
+
     // === sweeps ===
 
     /// One sweep (Go's victim rule): drops every object that was idle at the
     /// previous sweep and is still idle, and marks the rest. Returns once the
     /// dropped objects are dropped.
     pub(crate) fn sweep(&self) {
+        self.trim(Trim::Victims);
+    }
+
+    /// Drops every idle object, in every stash and the overflow. Returns
+    /// once they are dropped.
+    pub(crate) fn clear(&self) {
+        self.trim(Trim::All);
+    }
+
+    fn trim(&self, how: Trim) {
         let mut dead = Vec::new();
         let me = thread::current().id();
         {
@@ -224,12 +247,22 @@ impl<T: Send> Shared<T> {
             if self.closed.load(Ordering::Relaxed) || self.stats().idle == 0 {
                 return;
             }
-            sweeping.epoch += 1;
-            let epoch = sweeping.epoch;
-            self.with_every_stash(|stash| {
-                stash.with_claimed(|local| local.age(epoch, &mut dead));
-            });
-            self.overflow.trim(epoch, false, &mut dead);
+            match how {
+                Trim::Victims => {
+                    sweeping.epoch += 1;
+                    let epoch = sweeping.epoch;
+                    self.with_every_stash(|stash| {
+                        stash.with_claimed(|local| local.age(epoch, &mut dead));
+                    });
+                    self.overflow.trim(epoch, false, &mut dead);
+                }
+                Trim::All => {
+                    self.with_every_stash(|stash| {
+                        stash.with_claimed(|local| local.drain(&mut dead));
+                    });
+                    self.overflow.trim(0, true, &mut dead);
+                }
+            }
             self.trimmed.fetch_add(dead.len() as u64, Ordering::Relaxed);
             // Until these are dropped, `close` waits for them.
             sweeping.droppers.push(me);
@@ -350,6 +383,15 @@ impl<T: Send> Shared<T> {
         stats.idle = usize::try_from(idle).unwrap_or(usize::MAX);
         stats
     }
+}
+
+/// What a trim drops.
+#[derive(Clone, Copy)]
+enum Trim {
+    /// Objects idle since the previous sweep (a sweep).
+    Victims,
+    /// Every idle object (`clear`).
+    All,
 }
 
 /// Drops every object, even if some `Drop` impls panic; then re-raises the

@@ -40,7 +40,7 @@ pub struct Stats {
     /// Objects dropped on return: `recycle` said no, or the stash and the
     /// overflow were both full.
     pub rejected: u64,
-    /// Objects dropped by sweeps.
+    /// Objects dropped by sweeps and by `clear`.
     pub trimmed: u64,
     /// Objects pooled right now, all threads and the overflow together.
     pub idle: usize,
