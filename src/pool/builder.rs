@@ -87,10 +87,38 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPoolBuilder<T, R> {
         self
     }
 
-    /// Most objects kept in the shared overflow (default: no limit, as in
-    /// Go; sweeps bound the pool by recent use). A return that finds both
-    /// its stash and the overflow full drops the object, counting it in
-    /// [`Stats::rejected`](crate::Stats::rejected). `0` keeps objects in stashes only.
+    /// Most idle objects the pool keeps, all threads' stashes and the
+    /// overflow together (default: no limit, as in Go; sweeps bound the pool
+    /// by recent use). So the memory a pool keeps does not grow with the
+    /// number of threads that use it.
+    ///
+    /// * After any sweep, [`stats().idle`](crate::Stats::idle) is at most
+    ///   `n` (objects returned while the sweep runs may come on top).
+    /// * Between sweeps each stash keeps at most its share, `n` divided by
+    ///   the number of stashes (and at most
+    ///   [`local_capacity`](Self::local_capacity)); shares are recut when a
+    ///   thread makes its stash and at every sweep. A return past the share
+    ///   spills to the overflow, which holds at most `n`; one that finds the
+    ///   overflow full too is dropped and counted in
+    ///   [`Stats::rejected`](crate::Stats::rejected).
+    /// * `0` keeps nothing: every return is dropped (and counted rejected).
+    ///
+    /// Stashes of threads that exited stay for the next thread given the
+    /// same thread id, so shares are cut for the most threads that used the
+    /// pool at once. An exiting thread's objects move to the overflow.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use stashpool::LocalPool;
+    ///
+    /// let pool = LocalPool::builder(|| vec![0u8; 1 << 16]).max_idle(2).manual_sweep().build();
+    /// let bufs: Vec<_> = (0..5).map(|_| pool.get()).collect();
+    /// drop(bufs); // 2 kept in this thread's stash, 2 in the overflow, 1 dropped
+    /// assert_eq!(pool.stats().rejected, 1);
+    /// pool.sweep();
+    /// assert!(pool.stats().idle <= 2);
+    /// ```
     pub fn max_idle(mut self, n: usize) -> Self {
         self.config.max_idle = n;
         self

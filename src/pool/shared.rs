@@ -23,6 +23,11 @@ use crate::Stats;
 pub(super) struct Sweeping {
     /// The sweep count: the pool's epoch.
     pub(super) epoch: u64,
+    /// How many stashes the pool has made: the `max_idle` shares are cut
+    /// for this many. (Stashes of exited threads stay, for the next thread
+    /// given the same id, so this counts the most threads that used the
+    /// pool at once, not every thread that ever did.)
+    pub(super) stashes: usize,
     /// The threads whose sweeps are dropping what they trimmed.
     pub(super) droppers: Vec<ThreadId>,
 }
@@ -43,6 +48,9 @@ pub(crate) struct Shared<T: Send> {
     /// all, so bumped with atomic read-modify-writes.
     pub(crate) orphans: Counters<true>,
     pub(crate) local_capacity: usize,
+    /// `Builder::max_idle`: the most idle objects of all stashes and the
+    /// overflow together, after a sweep.
+    pub(crate) max_idle: usize,
     pub(crate) strategy: Strategy,
     /// This pool's key in the background sweeper's registry.
     #[cfg_attr(stashpool_loom, allow(dead_code))]
@@ -56,6 +64,7 @@ impl<T: Send> Shared<T> {
             overflow: Overflow::new(max_idle),
             sweep: Mutex::new(Sweeping {
                 epoch: 0,
+                stashes: 0,
                 droppers: Vec::new(),
             }),
             dropped: Condvar::new(),
@@ -63,6 +72,7 @@ impl<T: Send> Shared<T> {
             trimmed: AtomicU64::new(0),
             orphans: Counters::default(),
             local_capacity,
+            max_idle,
             strategy: barrier::strategy(),
             id,
         }
@@ -119,19 +129,41 @@ impl<T: Send> Shared<T> {
         }
         // Under the sweep lock, so that the stash's epoch is the pool's and
         // no sweep runs between reading one and making the other.
-        let sweeping = lock(&this.sweep);
+        let mut sweeping = lock(&this.sweep);
+        let mut made = false;
         // `thread_local` panics if this thread's thread-locals are being
         // destroyed and its own are gone already (a thread whose first pool
         // use is in a late thread-local destructor): go around stashes then.
         let stash = catch_unwind(AssertUnwindSafe(|| {
-            this.stashes
-                .get_or(|| StashBox::new(Stash::new(sweeping.epoch)))
+            this.stashes.get_or(|| {
+                made = true;
+                let capacity = this.stash_capacity(sweeping.stashes + 1);
+                StashBox::new(Stash::new(sweeping.epoch, capacity))
+            })
         }))
         .ok()?;
+        if made {
+            sweeping.stashes += 1;
+            if this.max_idle != usize::MAX {
+                // One more stash: every other one's share shrinks.
+                let capacity = this.stash_capacity(sweeping.stashes);
+                this.rebalance(capacity);
+            }
+        }
         drop(sweeping);
         crate::pool::exit::register(this, stash.as_ptr());
         crate::pool::owner::remember(this.id, stash.as_ptr().cast());
         Some(stash)
+    }
+
+    /// The capacity of each stash when the pool has `stashes` of them: the
+    /// pool's `local_capacity`, or the stash's share of `max_idle`.
+    pub(super) fn stash_capacity(&self, stashes: usize) -> usize {
+        if self.max_idle == usize::MAX {
+            self.local_capacity
+        } else {
+            self.local_capacity.min(self.max_idle / stashes.max(1))
+        }
     }
 
     /// Whether `stash` is this thread's stash now.
@@ -165,8 +197,7 @@ impl<T: Send> Shared<T> {
     /// Pools a returned (already recycled) object in this thread's stash.
     #[inline(always)]
     pub(crate) fn push(&self, stash: &Stash<T>, node: Box<Node<T>>) {
-        let capacity = self.local_capacity;
-        match stash.with_owner(self.strategy, |local| local.push(node, capacity)) {
+        match stash.with_owner(self.strategy, |local| local.push(node, local.capacity)) {
             Ok(()) => stash.counters.returned.bump(),
             Err(node) => self.push_full(stash, node),
         }
@@ -174,9 +205,8 @@ impl<T: Send> Shared<T> {
 
     #[cold]
     fn push_full(&self, stash: &Stash<T>, node: Box<Node<T>>) {
-        let capacity = self.local_capacity;
         let spill = stash.with_owner(self.strategy, |local| {
-            local.spill(node, capacity, &self.overflow)
+            local.spill(node, local.capacity, &self.overflow)
         });
         match spill {
             Spill::Kept => stash.counters.returned.bump(),

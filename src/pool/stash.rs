@@ -58,8 +58,9 @@ pub(crate) struct Stash<T> {
 unsafe impl<T: Send> Sync for Stash<T> {}
 
 impl<T> Stash<T> {
-    /// A stash for a new thread; `epoch` is the pool's sweep count now.
-    pub(crate) fn new(epoch: u64) -> Self {
+    /// A stash for a new thread; `epoch` is the pool's sweep count now,
+    /// `capacity` the most objects it may keep (see `Local::capacity`).
+    pub(crate) fn new(epoch: u64, capacity: usize) -> Self {
         Self {
             busy: AtomicBool::new(false),
             claimed: AtomicBool::new(false),
@@ -67,6 +68,7 @@ impl<T> Stash<T> {
                 items: Vec::new(),
                 victims: 0,
                 epoch,
+                capacity,
                 spares: Vec::new(),
             }),
             counters: Counters::default(),
@@ -238,6 +240,12 @@ pub(crate) struct Local<T> {
     /// equals the pool's count whenever the sweep lock is free, because
     /// stashes are made and swept under that lock.
     pub(super) epoch: u64,
+    /// The most objects this stash keeps: the pool's `local_capacity`, or
+    /// this stash's share of `max_idle` if that is smaller. Set when the
+    /// stash is made and changed only by a sweeper holding its claim (shares
+    /// are rebalanced as stashes are made and at every sweep), so the owner
+    /// reads it from its own cache line, with no shared write.
+    pub(super) capacity: usize,
     /// Empty buffers of batches installed here, for the next spills.
     spares: Vec<Vec<Box<Node<T>>>>,
 }
@@ -417,6 +425,7 @@ mod tests {
             items: nodes(items),
             victims,
             epoch,
+            capacity: usize::MAX,
             spares: Vec::new(),
         }
     }
@@ -533,7 +542,7 @@ mod tests {
 
     #[test]
     fn handshake_gives_the_sweeper_the_owners_writes() {
-        let stash = Stash::<u32>::new(0);
+        let stash = Stash::<u32>::new(0, usize::MAX);
         let strategy = crate::pool::barrier::strategy();
         assert!(stash
             .with_owner(strategy, |l| l.push(Node::boxed(1), 4))

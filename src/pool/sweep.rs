@@ -70,10 +70,30 @@ impl<T: Send> Shared<T> {
                 Trim::Victims => {
                     sweeping.epoch += 1;
                     let epoch = sweeping.epoch;
+                    let bounded = self.max_idle != usize::MAX;
+                    let capacity = self.stash_capacity(sweeping.stashes);
+                    let (mut kept, mut shed) = (0, Vec::new());
                     self.with_every_stash(|stash| {
-                        stash.with_claimed(|local| local.age(epoch, &mut dead));
+                        stash.with_claimed(|local| {
+                            local.age(epoch, &mut dead);
+                            if bounded {
+                                // Shares as of now; what a stash holds
+                                // beyond its share goes to the overflow.
+                                local.capacity = capacity;
+                                local.shed(&mut shed);
+                                kept += local.items.len();
+                            }
+                        });
                     });
                     self.overflow.trim(epoch, false, &mut dead);
+                    if bounded {
+                        shed.into_iter()
+                            .for_each(|batch| self.overflow.put_back(batch));
+                        // The bound: stashes and overflow together keep at
+                        // most `max_idle`, the overflow's oldest go first.
+                        self.overflow
+                            .cut(self.max_idle.saturating_sub(kept), &mut dead);
+                    }
                 }
                 Trim::All => {
                     self.with_every_stash(|stash| {
@@ -143,6 +163,23 @@ impl<T: Send> Shared<T> {
         }
     }
 
+    /// Gives every stash `capacity` (its share of `max_idle`, after a stash
+    /// was made) and moves what a stash holds beyond it to the overflow,
+    /// ages kept. Call with the sweep lock held.
+    pub(super) fn rebalance(&self, capacity: usize) {
+        let mut shed = Vec::new();
+        self.with_every_stash(|stash| {
+            stash.with_claimed(|local| {
+                local.capacity = capacity;
+                local.shed(&mut shed);
+            });
+        });
+        // Past the overflow's bound if need be: these objects were pooled
+        // already, and the next sweep enforces `max_idle` on the whole pool.
+        shed.into_iter()
+            .for_each(|batch| self.overflow.put_back(batch));
+    }
+
     /// Claims every stash, issues one heavy barrier for them all, and runs
     /// `f` on each. Call with the sweep lock held.
     fn with_every_stash(&self, f: impl FnMut(&Stash<T>)) {
@@ -200,6 +237,19 @@ fn drop_all<T>(dead: Vec<Box<Node<T>>>) {
 // === impl Local ===
 
 impl<T> Local<T> {
+    /// Moves the oldest objects beyond `capacity` into batches for the
+    /// overflow: victims and fresh objects apart, each with its stamp.
+    pub(crate) fn shed(&mut self, batches: &mut Vec<Batch<T>>) {
+        let excess = self.items.len().saturating_sub(self.capacity);
+        let victims = excess.min(self.victims);
+        if victims > 0 {
+            batches.push(self.take_bottom(victims, self.epoch.saturating_sub(1)));
+        }
+        if excess > victims {
+            batches.push(self.take_bottom(excess - victims, self.epoch));
+        }
+    }
+
     /// One sweep (Go's victim rule): drops the victims into `dead` and makes
     /// every remaining object a victim.
     pub(crate) fn age(&mut self, epoch: u64, dead: &mut Vec<Box<Node<T>>>) {
@@ -242,6 +292,23 @@ impl<T> Local<T> {
 // === impl Overflow ===
 
 impl<T> Overflow<T> {
+    /// Moves objects into `dead`, oldest batches first, until at most
+    /// `limit` are left (`max_idle` applied to the whole pool by a sweep).
+    pub(crate) fn cut(&self, limit: usize, dead: &mut Vec<Box<Node<T>>>) {
+        while self.len.load(Ordering::Relaxed) > limit {
+            // Whatever is left over the limit is in transit: not ours to cut.
+            let Some(mut batch) = self.pop() else { break };
+            let over = self.len.load(Ordering::Relaxed) + batch.items.len();
+            let cut = (over - limit.min(over)).min(batch.items.len());
+            // The batch's oldest objects are at its front.
+            dead.extend(batch.items.drain(..cut));
+            if !batch.items.is_empty() {
+                self.put_back(batch);
+                break;
+            }
+        }
+    }
+
     /// One sweep to `epoch`: moves the objects of every batch stamped
     /// `epoch - 2` or earlier into `dead`, or of every batch if `all`.
     ///
