@@ -1,0 +1,466 @@
+//! One connection: requests read, answered and flushed in turn until the
+//! client closes, asks to close, times out or sends something the server
+//! refuses.
+//!
+//! The pooled and the plain server run this same code; they differ only in
+//! where their buffers come from. Pooled: the reader's and writer's buffers
+//! from [`READERS`] and [`WRITERS`] for the connection, and every
+//! per-request buffer (the request head, the body, a JSON document) from
+//! [`BUFFERS`]. Plain: `std::io::BufReader`/`BufWriter` of the same size,
+//! and a fresh `Vec` of the same capacity wherever the pooled server takes
+//! one from [`BUFFERS`].
+
+use std::io::{self, BufRead, BufReader, BufWriter, Read, Write};
+use std::net::{Shutdown, TcpStream};
+use std::ops::{Deref, DerefMut};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use stashpool::bytes::BytePool;
+use stashpool::io::{BufReaderPool, BufWriterPool, PooledBufReader};
+
+use crate::counters::{self, ERRORS, REQUESTS, TIMEOUTS};
+use crate::http::{self, HeadError, Reject, Request, Status};
+
+/// Size of a connection's read and write buffers, in both modes.
+pub const IO_BUFFER: usize = 8 * 1024;
+/// Capacity of a per-request buffer, in both modes: a request head, a JSON
+/// document and most bodies fit without growing.
+pub const BUFFER: usize = 4 * 1024;
+
+/// Read buffers of the pooled server's connections.
+pub static READERS: BufReaderPool = BufReaderPool::new(IO_BUFFER);
+/// Write buffers of the pooled server's connections.
+pub static WRITERS: BufWriterPool = BufWriterPool::new(IO_BUFFER);
+/// Per-request buffers of the pooled server. A body that grew one past the
+/// pool's `max_capacity` is dropped on return, not pooled, so a large
+/// upload does not pin its memory.
+pub static BUFFERS: BytePool = BytePool::new(BUFFER);
+
+/// What a connection may send and how long it may take.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    /// How long a read may wait: for a request to begin on an open
+    /// connection, and for the rest of it once begun.
+    pub read_timeout: Duration,
+    /// Most bytes in a request head (request line and headers); more: 431.
+    pub max_head: usize,
+    /// Most bytes in a request body; more: 413.
+    pub max_body: usize,
+}
+
+const HELLO: &[u8] = b"Hello from stashpool!\n";
+const TEXT: &str = "text/plain; charset=utf-8";
+
+/// Serves one accepted connection to its end.
+pub fn serve(stream: TcpStream, limits: &Limits, plain: bool) {
+    static NEXT_ID: AtomicU64 = AtomicU64::new(0);
+    let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+    counters::CONNECTIONS.add(1);
+    // Timeouts on both directions: a client that neither sends nor reads
+    // cannot hold a worker for longer than this.
+    let configured = stream
+        .set_read_timeout(Some(limits.read_timeout))
+        .and_then(|()| stream.set_write_timeout(Some(limits.read_timeout)))
+        .and_then(|()| stream.set_nodelay(true));
+    if configured.is_err() {
+        return;
+    }
+    let timed = Timed {
+        stream: &stream,
+        timeout: limits.read_timeout,
+        deadline: None,
+        shortened: false,
+    };
+    if plain {
+        Connection {
+            stream: &stream,
+            reader: BufReader::with_capacity(IO_BUFFER, timed),
+            writer: BufWriter::with_capacity(IO_BUFFER, &stream),
+            take: || Fresh(Vec::with_capacity(BUFFER)),
+            limits,
+            id,
+            served: 0,
+        }
+        .run();
+    } else {
+        Connection {
+            stream: &stream,
+            reader: READERS.reader(timed),
+            writer: WRITERS.writer(&stream),
+            take: || BUFFERS.get(),
+            limits,
+            id,
+            served: 0,
+        }
+        .run();
+    }
+}
+
+/// A plain per-request buffer: allocated when taken, freed when dropped.
+pub struct Fresh(Vec<u8>);
+
+impl Deref for Fresh {
+    type Target = Vec<u8>;
+    fn deref(&self) -> &Vec<u8> {
+        &self.0
+    }
+}
+
+impl DerefMut for Fresh {
+    fn deref_mut(&mut self) -> &mut Vec<u8> {
+        &mut self.0
+    }
+}
+
+/// The socket as the buffered reader sees it. A read waits at most the
+/// read timeout (set on the socket once per connection); once a request
+/// has begun and needs another read, the reads share one deadline, so a
+/// request trickled in a byte at a time still ends in time.
+pub struct Timed<'s> {
+    stream: &'s TcpStream,
+    timeout: Duration,
+    deadline: Option<Instant>,
+    /// The socket's timeout was lowered for the deadline and must be put
+    /// back before the next request.
+    shortened: bool,
+}
+
+impl Timed<'_> {
+    /// Starts the request's deadline, if it has not started.
+    fn arm(&mut self) {
+        if self.deadline.is_none() {
+            self.deadline = Some(Instant::now() + self.timeout);
+        }
+    }
+
+    /// Ends the request's deadline. Costs a system call only when the
+    /// request needed more than one read.
+    fn disarm(&mut self) -> io::Result<()> {
+        self.deadline = None;
+        if self.shortened {
+            self.shortened = false;
+            self.stream.set_read_timeout(Some(self.timeout))?;
+        }
+        Ok(())
+    }
+}
+
+impl Read for Timed<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if let Some(deadline) = self.deadline {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(io::ErrorKind::TimedOut.into());
+            }
+            self.stream.set_read_timeout(Some(left))?;
+            self.shortened = true;
+        }
+        let mut stream = self.stream;
+        stream.read(buf)
+    }
+}
+
+/// A buffered reader over [`Timed`]: std's or a pooled one.
+trait TimedReader<'s>: BufRead {
+    fn timed(&mut self) -> &mut Timed<'s>;
+    fn buffered(&self) -> usize;
+}
+
+impl<'s> TimedReader<'s> for BufReader<Timed<'s>> {
+    fn timed(&mut self) -> &mut Timed<'s> {
+        self.get_mut()
+    }
+    fn buffered(&self) -> usize {
+        self.buffer().len()
+    }
+}
+
+impl<'s> TimedReader<'s> for PooledBufReader<'_, Timed<'s>> {
+    fn timed(&mut self) -> &mut Timed<'s> {
+        self.get_mut()
+    }
+    fn buffered(&self) -> usize {
+        self.buffer().len()
+    }
+}
+
+/// How one request ended.
+enum Outcome {
+    /// Answered; read the next request.
+    Next,
+    /// Close the connection without a word: the client closed, timed out
+    /// between requests, or a socket failed.
+    Close,
+    /// Answer with an error and close.
+    Refuse(Reject),
+}
+
+struct Connection<'s, R, W, F> {
+    stream: &'s TcpStream,
+    reader: R,
+    writer: W,
+    /// Where per-request buffers come from.
+    take: F,
+    limits: &'s Limits,
+    id: u64,
+    served: u64,
+}
+
+fn is_timeout(error: &io::Error) -> bool {
+    matches!(
+        error.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+    )
+}
+
+impl<'s, R, W, F, B> Connection<'s, R, W, F>
+where
+    R: TimedReader<'s>,
+    W: Write,
+    F: Fn() -> B,
+    B: DerefMut<Target = Vec<u8>>,
+{
+    fn run(mut self) {
+        loop {
+            match self.request() {
+                Outcome::Next => {}
+                Outcome::Close => return,
+                Outcome::Refuse(reject) => {
+                    REQUESTS.add(1);
+                    ERRORS.add(1);
+                    if http::write_reject(&mut self.writer, reject, "").is_ok() {
+                        linger(self.stream, self.limits.read_timeout);
+                    }
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Reads one request and answers it.
+    fn request(&mut self) -> Outcome {
+        let mut head = (self.take)();
+        let read = http::read_head(&mut self.reader, &mut head, self.limits.max_head, |r| {
+            r.timed().arm()
+        });
+        match read {
+            Ok(()) => {}
+            Err(HeadError::Closed | HeadError::Truncated) => return Outcome::Close,
+            Err(HeadError::TooLarge) => {
+                return Outcome::Refuse(Reject {
+                    status: Status::HEADERS_TOO_LARGE,
+                    reason: "the request head is over the server's limit",
+                })
+            }
+            Err(HeadError::Io { error, partial }) => {
+                if !is_timeout(&error) {
+                    return Outcome::Close;
+                }
+                TIMEOUTS.add(1);
+                if !partial {
+                    return Outcome::Close; // an idle keep-alive connection
+                }
+                return Outcome::Refuse(Reject {
+                    status: Status::REQUEST_TIMEOUT,
+                    reason: "the request did not arrive within the read timeout",
+                });
+            }
+        }
+        let request = match http::parse(&head) {
+            Ok(request) => request,
+            Err(reject) => return Outcome::Refuse(reject),
+        };
+        let length = request.content_length;
+        if length > self.limits.max_body as u64 {
+            return Outcome::Refuse(Reject {
+                status: Status::CONTENT_TOO_LARGE,
+                reason: "the request body is over the server's limit",
+            });
+        }
+        let body = if length > 0 {
+            let length = length as usize; // at most max_body
+            if request.expect_continue {
+                let sent = write!(self.writer, "HTTP/1.1 {}\r\n\r\n", Status::CONTINUE)
+                    .and_then(|()| self.writer.flush());
+                if sent.is_err() {
+                    return Outcome::Close;
+                }
+            }
+            let mut body = (self.take)();
+            body.resize(length, 0);
+            if self.reader.buffered() < length {
+                self.reader.timed().arm();
+            }
+            if let Err(error) = self.reader.read_exact(&mut body) {
+                if !is_timeout(&error) {
+                    return Outcome::Close;
+                }
+                TIMEOUTS.add(1);
+                return Outcome::Refuse(Reject {
+                    status: Status::REQUEST_TIMEOUT,
+                    reason: "the request body did not arrive within the read timeout",
+                });
+            }
+            Some(body)
+        } else {
+            None
+        };
+        if self.reader.timed().disarm().is_err() {
+            return Outcome::Close;
+        }
+        self.served += 1;
+        let body = body.as_deref().map_or(&[][..], |body| &body[..]);
+        if self.respond(&request, body).is_err() {
+            return Outcome::Close;
+        }
+        REQUESTS.add(1);
+        if !request.keep_alive {
+            let _ = self.writer.flush();
+            return Outcome::Close;
+        }
+        // Pipelined requests already read are answered before one flush.
+        if self.reader.buffered() == 0 && self.writer.flush().is_err() {
+            return Outcome::Close;
+        }
+        Outcome::Next
+    }
+
+    /// The routes.
+    fn respond(&mut self, request: &Request<'_>, body: &[u8]) -> io::Result<()> {
+        let read_only = matches!(request.method, b"GET" | b"HEAD");
+        match request.path {
+            b"/" if read_only => self.send(request, Status::OK, TEXT, HELLO, ""),
+            b"/json" if read_only => {
+                let mut doc = (self.take)();
+                json_document(&mut doc, self.id, self.served)?;
+                self.send(request, Status::OK, "application/json", &doc, "")
+            }
+            b"/stats" if read_only => {
+                let mut doc = (self.take)();
+                write_stats(&mut *doc)?;
+                doc.push(b'\n');
+                self.send(request, Status::OK, TEXT, &doc, "")
+            }
+            b"/echo" if matches!(request.method, b"POST" | b"PUT") => {
+                self.send(request, Status::OK, "application/octet-stream", body, "")
+            }
+            b"/" | b"/json" | b"/stats" => self.error(
+                request,
+                Status::METHOD_NOT_ALLOWED,
+                b"405 Method Not Allowed: use GET or HEAD\n",
+                "Allow: GET, HEAD\r\n",
+            ),
+            b"/echo" => self.error(
+                request,
+                Status::METHOD_NOT_ALLOWED,
+                b"405 Method Not Allowed: use POST or PUT\n",
+                "Allow: POST, PUT\r\n",
+            ),
+            _ => self.error(
+                request,
+                Status::NOT_FOUND,
+                b"404 Not Found: the routes are /, /json, /stats and /echo\n",
+                "",
+            ),
+        }
+    }
+
+    fn error(
+        &mut self,
+        request: &Request<'_>,
+        status: Status,
+        body: &[u8],
+        extra: &str,
+    ) -> io::Result<()> {
+        ERRORS.add(1);
+        self.send(request, status, TEXT, body, extra)
+    }
+
+    fn send(
+        &mut self,
+        request: &Request<'_>,
+        status: Status,
+        content_type: &str,
+        body: &[u8],
+        extra: &str,
+    ) -> io::Result<()> {
+        http::write_head(
+            &mut self.writer,
+            status,
+            content_type,
+            body.len(),
+            request.keep_alive,
+            request.minor,
+            extra,
+        )?;
+        if request.method != b"HEAD" {
+            self.writer.write_all(body)?;
+        }
+        Ok(())
+    }
+}
+
+/// A JSON document built per request: a small catalogue whose numbers
+/// depend on the connection and the request, so no two are alike.
+fn json_document(out: &mut Vec<u8>, connection: u64, request: u64) -> io::Result<()> {
+    write!(
+        out,
+        "{{\"server\":\"stashpool\",\"connection\":{connection},\"request\":{request},\"items\":["
+    )?;
+    for id in 0..16u64 {
+        if id > 0 {
+            out.push(b',');
+        }
+        write!(
+            out,
+            "{{\"id\":{id},\"name\":\"item-{id}\",\"price_cents\":{},\"in_stock\":{}}}",
+            (id * 137 + request * 7) % 10_000,
+            (id + request) % 3 != 0,
+        )?;
+    }
+    out.extend_from_slice(b"]}\n");
+    Ok(())
+}
+
+/// The counters and the pools' statistics, as `key=value` pairs.
+pub fn write_stats(out: &mut impl Write) -> io::Result<()> {
+    counters::write_counters(out)?;
+    for (name, stats) in [
+        ("buffers", BUFFERS.stats()),
+        ("readers", READERS.stats()),
+        ("writers", WRITERS.stats()),
+    ] {
+        write!(
+            out,
+            " {name}.created={} {name}.reused={} {name}.rejected={} {name}.idle={}",
+            stats.created, stats.reused, stats.rejected, stats.idle
+        )?;
+    }
+    Ok(())
+}
+
+/// After an error answer: stop sending, then read and drop what the client
+/// still sends, for a short while. Closing a socket with unread bytes makes
+/// the kernel send a reset, which can destroy the answer before the client
+/// reads it (a refused body is typically still on its way).
+pub fn linger(stream: &TcpStream, read_timeout: Duration) {
+    const MOST: usize = 256 * 1024;
+    let _ = stream.shutdown(Shutdown::Write);
+    let end = Instant::now() + read_timeout.min(Duration::from_secs(1));
+    let mut sink = [0u8; 4096];
+    let mut drained = 0;
+    let mut stream = stream;
+    while drained < MOST {
+        let left = end.saturating_duration_since(Instant::now());
+        if left.is_zero() || stream.set_read_timeout(Some(left)).is_err() {
+            break;
+        }
+        match stream.read(&mut sink) {
+            Ok(0) => break,
+            Ok(n) => drained += n,
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => break,
+        }
+    }
+}
