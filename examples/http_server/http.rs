@@ -163,10 +163,10 @@ pub fn parse(head: &[u8]) -> Result<Request<'_>, Reject> {
                 "folded header lines are not accepted",
             ));
         }
-        let colon = line.iter().position(|&b| b == b':').ok_or(reject(
-            Status::BAD_REQUEST,
-            "a header line has no colon",
-        ))?;
+        let colon = line
+            .iter()
+            .position(|&b| b == b':')
+            .ok_or(reject(Status::BAD_REQUEST, "a header line has no colon"))?;
         let name = &line[..colon];
         if name.is_empty() || !name.iter().all(|&b| is_tchar(b)) {
             return Err(reject(Status::BAD_REQUEST, "malformed header name"));

@@ -145,9 +145,7 @@ impl Config {
                 println!("{USAGE}");
                 process::exit(0);
             }
-            let value = args
-                .next()
-                .ok_or_else(|| format!("{flag} needs a value"))?;
+            let value = args.next().ok_or_else(|| format!("{flag} needs a value"))?;
             let number = || {
                 value
                     .parse::<u64>()
@@ -167,9 +165,7 @@ impl Config {
                 "--max-head" => config.limits.max_head = number()? as usize,
                 "--max-body" => config.limits.max_body = number()? as usize,
                 "--stats-every" => {
-                    config.stats_every = Some(number()?)
-                        .filter(|&s| s > 0)
-                        .map(Duration::from_secs)
+                    config.stats_every = Some(number()?).filter(|&s| s > 0).map(Duration::from_secs)
                 }
                 "--duration" => config.duration = Some(Duration::from_secs(number()?)),
                 _ => return Err(format!("unknown flag {flag:?}")),
@@ -191,7 +187,10 @@ fn handle_signals() {
         // SAFETY: the handler only stores to an atomic, which is
         // async-signal-safe, and it lives as long as the program.
         unsafe {
-            libc::signal(signal, on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t);
+            libc::signal(
+                signal,
+                on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t,
+            );
         }
     }
 }
@@ -315,7 +314,9 @@ fn main() {
         eprintln!("http_server: cannot listen on {}: {error}", config.addr);
         process::exit(1);
     });
-    let local = listener.local_addr().expect("a bound socket has an address");
+    let local = listener
+        .local_addr()
+        .expect("a bound socket has an address");
     handle_signals();
     let started = Instant::now();
     // Connection tasks borrow the limits for as long as the process runs.
