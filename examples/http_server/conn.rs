@@ -416,7 +416,7 @@ fn json_document(out: &mut Vec<u8>, connection: u64, request: u64) -> io::Result
             out,
             "{{\"id\":{id},\"name\":\"item-{id}\",\"price_cents\":{},\"in_stock\":{}}}",
             (id * 137 + request * 7) % 10_000,
-            (id + request) % 3 != 0,
+            !(id + request).is_multiple_of(3),
         )?;
     }
     out.extend_from_slice(b"]}\n");
