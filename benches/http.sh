@@ -79,11 +79,14 @@ run_one() {
     esac
     local flags=(--addr 127.0.0.1:0 --stats-every 0)
     [ "$mode" = plain ] && flags+=(--plain)
+    # A fresh file per run: the background shell creates it in its own
+    # time, and the previous run's port must not be read meanwhile.
+    rm -f "$tmp/server.out"
     "$server_bin" "${flags[@]}" >"$tmp/server.out" 2>"$tmp/server.err" &
     server_pid=$!
     local port="" tries=0
     while [ -z "$port" ]; do
-        port=$(sed -n 's|.*listening on http://127\.0\.0\.1:\([0-9]*\).*|\1|p' "$tmp/server.out")
+        port=$(sed -n 's|.*listening on http://127\.0\.0\.1:\([0-9]*\).*|\1|p' "$tmp/server.out" 2>/dev/null || true)
         tries=$((tries + 1))
         [ "$tries" -le 200 ] || die "the server did not start: $(cat "$tmp/server.err")"
         [ -n "$port" ] || sleep 0.05
