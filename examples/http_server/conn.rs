@@ -6,7 +6,8 @@
 //! where their buffers come from. Pooled: the reader's and writer's buffers
 //! from [`READERS`] and [`WRITERS`] for the connection, and every
 //! per-request buffer (the request head, the body, a JSON document) from
-//! [`BUFFERS`]. Plain: `std::io::BufReader`/`BufWriter` of the same size,
+//! [`BUFFERS`], taken once the request has begun to arrive and given back
+//! when it has been answered. Plain: `std::io::BufReader`/`BufWriter` of the same size,
 //! and a fresh `Vec` of the same capacity wherever the pooled server takes
 //! one from [`BUFFERS`].
 
@@ -22,11 +23,17 @@ use stashpool::io::{BufReaderPool, BufWriterPool, PooledBufReader};
 use crate::counters::{self, ERRORS, REQUESTS, TIMEOUTS};
 use crate::http::{self, HeadError, Reject, Request, Status};
 
-/// Size of a connection's read and write buffers, in both modes.
-pub const IO_BUFFER: usize = 8 * 1024;
-/// Capacity of a per-request buffer, in both modes: a request head, a JSON
-/// document and most bodies fit without growing.
-pub const BUFFER: usize = 4 * 1024;
+/// Size of a connection's read and write buffers, in both modes: Go's
+/// `net/http` default, and a single page. A pooled read buffer is zeroed
+/// whole (so one connection's bytes never reach the next), which makes all
+/// of its pages resident, where std's `BufReader` leaves the pages it never
+/// reads into untouched; at one page the two cost the same memory.
+pub const IO_BUFFER: usize = 4 * 1024;
+/// Capacity of a per-request buffer, in both modes: a request head, the
+/// JSON document and the benchmark's bodies fit without growing. Small,
+/// because the pooled server keeps an idle one in each worker's stash, and
+/// it runs a worker per open connection.
+pub const BUFFER: usize = 2 * 1024;
 
 /// Read buffers of the pooled server's connections.
 pub static READERS: BufReaderPool = BufReaderPool::new(IO_BUFFER);
@@ -239,9 +246,27 @@ where
     }
 
     /// Reads one request and answers it.
+    ///
+    /// One buffer serves the whole request: it holds the head until the
+    /// head is parsed, then the body, or the document sent back.
     fn request(&mut self) -> Outcome {
-        let mut head = (self.take)();
-        let read = http::read_head(&mut self.reader, &mut head, self.limits.max_head, |r| {
+        // Wait for the request to begin before taking its buffer, so that
+        // an idle kept-alive connection holds none.
+        loop {
+            match self.reader.fill_buf() {
+                Ok([]) => return Outcome::Close,
+                Ok(_) => break,
+                Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+                Err(error) => {
+                    if is_timeout(&error) {
+                        TIMEOUTS.add(1); // an idle keep-alive connection
+                    }
+                    return Outcome::Close;
+                }
+            }
+        }
+        let mut buf = (self.take)();
+        let read = http::read_head(&mut self.reader, &mut buf, self.limits.max_head, |r| {
             r.timed().arm()
         });
         match read {
@@ -259,7 +284,7 @@ where
                 }
                 TIMEOUTS.add(1);
                 if !partial {
-                    return Outcome::Close; // an idle keep-alive connection
+                    return Outcome::Close;
                 }
                 return Outcome::Refuse(Reject {
                     status: Status::REQUEST_TIMEOUT,
@@ -267,32 +292,32 @@ where
                 });
             }
         }
-        let request = match http::parse(&head) {
-            Ok(request) => request,
+        let call = match http::parse(&buf) {
+            Ok(request) => Call::new(&request),
             Err(reject) => return Outcome::Refuse(reject),
         };
-        let length = request.content_length;
+        buf.clear(); // the head is parsed: the buffer is free for the body
+        let length = call.content_length;
         if length > self.limits.max_body as u64 {
             return Outcome::Refuse(Reject {
                 status: Status::CONTENT_TOO_LARGE,
                 reason: "the request body is over the server's limit",
             });
         }
-        let body = if length > 0 {
+        if length > 0 {
             let length = length as usize; // at most max_body
-            if request.expect_continue {
+            if call.expect_continue {
                 let sent = write!(self.writer, "HTTP/1.1 {}\r\n\r\n", Status::CONTINUE)
                     .and_then(|()| self.writer.flush());
                 if sent.is_err() {
                     return Outcome::Close;
                 }
             }
-            let mut body = (self.take)();
-            body.resize(length, 0);
+            buf.resize(length, 0);
             if self.reader.buffered() < length {
                 self.reader.timed().arm();
             }
-            if let Err(error) = self.reader.read_exact(&mut body) {
+            if let Err(error) = self.reader.read_exact(&mut buf) {
                 if !is_timeout(&error) {
                     return Outcome::Close;
                 }
@@ -302,20 +327,16 @@ where
                     reason: "the request body did not arrive within the read timeout",
                 });
             }
-            Some(body)
-        } else {
-            None
-        };
+        }
         if self.reader.timed().disarm().is_err() {
             return Outcome::Close;
         }
         self.served += 1;
-        let body = body.as_deref().map_or(&[][..], |body| &body[..]);
-        if self.respond(&request, body).is_err() {
+        if self.respond(&call, &mut buf).is_err() {
             return Outcome::Close;
         }
         REQUESTS.add(1);
-        if !request.keep_alive {
+        if !call.keep_alive {
             let _ = self.writer.flush();
             return Outcome::Close;
         }
@@ -326,39 +347,37 @@ where
         Outcome::Next
     }
 
-    /// The routes.
-    fn respond(&mut self, request: &Request<'_>, body: &[u8]) -> io::Result<()> {
-        let read_only = matches!(request.method, b"GET" | b"HEAD");
-        match request.path {
-            b"/" if read_only => self.send(request, Status::OK, TEXT, HELLO, ""),
-            b"/json" if read_only => {
-                let mut doc = (self.take)();
-                json_document(&mut doc, self.id, self.served)?;
-                self.send(request, Status::OK, "application/json", &doc, "")
+    /// Answers `call`; `buf` holds the request body, and is free for the
+    /// answer's.
+    fn respond(&mut self, call: &Call, buf: &mut Vec<u8>) -> io::Result<()> {
+        match call.route {
+            Route::Hello => self.send(call, Status::OK, TEXT, HELLO, ""),
+            Route::Json => {
+                buf.clear();
+                json_document(buf, self.id, self.served)?;
+                self.send(call, Status::OK, "application/json", buf, "")
             }
-            b"/stats" if read_only => {
-                let mut doc = (self.take)();
-                write_stats(&mut *doc)?;
-                doc.push(b'\n');
-                self.send(request, Status::OK, TEXT, &doc, "")
+            Route::Stats => {
+                buf.clear();
+                write_stats(buf)?;
+                buf.push(b'\n');
+                self.send(call, Status::OK, TEXT, buf, "")
             }
-            b"/echo" if matches!(request.method, b"POST" | b"PUT") => {
-                self.send(request, Status::OK, "application/octet-stream", body, "")
-            }
-            b"/" | b"/json" | b"/stats" => self.error(
-                request,
+            Route::Echo => self.send(call, Status::OK, "application/octet-stream", buf, ""),
+            Route::ReadOnly => self.error(
+                call,
                 Status::METHOD_NOT_ALLOWED,
                 b"405 Method Not Allowed: use GET or HEAD\n",
                 "Allow: GET, HEAD\r\n",
             ),
-            b"/echo" => self.error(
-                request,
+            Route::WriteOnly => self.error(
+                call,
                 Status::METHOD_NOT_ALLOWED,
                 b"405 Method Not Allowed: use POST or PUT\n",
                 "Allow: POST, PUT\r\n",
             ),
-            _ => self.error(
-                request,
+            Route::NotFound => self.error(
+                call,
                 Status::NOT_FOUND,
                 b"404 Not Found: the routes are /, /json, /stats and /echo\n",
                 "",
@@ -366,20 +385,14 @@ where
         }
     }
 
-    fn error(
-        &mut self,
-        request: &Request<'_>,
-        status: Status,
-        body: &[u8],
-        extra: &str,
-    ) -> io::Result<()> {
+    fn error(&mut self, call: &Call, status: Status, body: &[u8], extra: &str) -> io::Result<()> {
         ERRORS.add(1);
-        self.send(request, status, TEXT, body, extra)
+        self.send(call, status, TEXT, body, extra)
     }
 
     fn send(
         &mut self,
-        request: &Request<'_>,
+        call: &Call,
         status: Status,
         content_type: &str,
         body: &[u8],
@@ -390,14 +403,64 @@ where
             status,
             content_type,
             body.len(),
-            request.keep_alive,
-            request.minor,
+            call.keep_alive,
+            call.minor,
             extra,
         )?;
-        if request.method != b"HEAD" {
+        if !call.head_only {
             self.writer.write_all(body)?;
         }
         Ok(())
+    }
+}
+
+/// What a request asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Route {
+    Hello,
+    Json,
+    Stats,
+    Echo,
+    /// A route that takes only `GET` and `HEAD`, asked with another method.
+    ReadOnly,
+    /// `/echo`, asked without `POST` or `PUT`.
+    WriteOnly,
+    NotFound,
+}
+
+/// What the server keeps of a parsed request: nothing borrowed from its
+/// head, so the head's buffer can be used again for the body.
+#[derive(Clone, Copy, Debug)]
+struct Call {
+    route: Route,
+    /// `HEAD`: the answer's head only.
+    head_only: bool,
+    minor: u8,
+    keep_alive: bool,
+    content_length: u64,
+    expect_continue: bool,
+}
+
+impl Call {
+    fn new(request: &Request<'_>) -> Call {
+        let read_only = matches!(request.method, b"GET" | b"HEAD");
+        let route = match request.path {
+            b"/" if read_only => Route::Hello,
+            b"/json" if read_only => Route::Json,
+            b"/stats" if read_only => Route::Stats,
+            b"/echo" if matches!(request.method, b"POST" | b"PUT") => Route::Echo,
+            b"/" | b"/json" | b"/stats" => Route::ReadOnly,
+            b"/echo" => Route::WriteOnly,
+            _ => Route::NotFound,
+        };
+        Call {
+            route,
+            head_only: request.method == b"HEAD",
+            minor: request.minor,
+            keep_alive: request.keep_alive,
+            content_length: request.content_length,
+            expect_continue: request.expect_continue,
+        }
     }
 }
 

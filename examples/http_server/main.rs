@@ -26,10 +26,10 @@
 //!
 //! Pooled (the default): each connection runs as a task on a
 //! [`WorkerPool`] of `--workers` threads, reads through a pooled
-//! `BufReader` and writes through a pooled `BufWriter` (8 KiB each), and
-//! takes every per-request buffer (the request head, the body, the JSON
-//! document) from a [`BytePool`](stashpool::bytes::BytePool) of 4 KiB
-//! buffers.
+//! `BufReader` and writes through a pooled `BufWriter` (4 KiB each), and
+//! takes one buffer per request from a
+//! [`BytePool`](stashpool::bytes::BytePool) of 2 KiB buffers: it holds the
+//! request head, then the body, or the JSON document sent back.
 //!
 //! `--plain`: the same code, but each connection gets its own
 //! `std::thread::spawn`ed thread and std's `BufReader`/`BufWriter`, and
