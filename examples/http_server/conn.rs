@@ -4,12 +4,12 @@
 //!
 //! The pooled and the plain server run this same code; they differ only in
 //! where their buffers come from. Pooled: the reader's and writer's buffers
-//! from [`READERS`] and [`WRITERS`] for the connection, and every
-//! per-request buffer (the request head, the body, a JSON document) from
-//! [`BUFFERS`], taken once the request has begun to arrive and given back
-//! when it has been answered. Plain: `std::io::BufReader`/`BufWriter` of the same size,
-//! and a fresh `Vec` of the same capacity wherever the pooled server takes
-//! one from [`BUFFERS`].
+//! from [`READERS`] and [`WRITERS`] for the connection, and one buffer per
+//! request from [`BUFFERS`], taken once the request has begun to arrive
+//! (so an idle connection holds none) and given back when it has been
+//! answered; it holds the head, then the body or the document sent back.
+//! Plain: `std::io::BufReader`/`BufWriter` of the same size, and a fresh
+//! `Vec` of the same capacity per request.
 
 use std::io::{self, BufRead, BufReader, BufWriter, Read, Write};
 use std::net::{Shutdown, TcpStream};
