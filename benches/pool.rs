@@ -1,9 +1,10 @@
 //! stashpool against every peer, on the workloads of the design notes.
 //!
 //! ```text
-//! cargo bench --bench pool                       # everything (about 10 minutes)
-//! cargo bench --bench pool -- hot/               # one workload
-//! cargo bench --bench pool -- --quick            # a rough pass
+//! cargo bench --bench pool              # everything, a few minutes on 2 cores
+//! python3 benches/report.py             # benches/RESULTS.md and the chart
+//! cargo bench --bench pool -- hot/      # one workload
+//! cargo bench --bench pool -- --measurement-time 2   # longer, steadier samples
 //! ```
 //!
 //! Every workload uses 4 KiB byte buffers and writes 64 bytes per use. Peers
@@ -14,21 +15,32 @@
 //!   core at once (times are per operation on each thread: divide by the
 //!   thread count for the aggregate cost, or read the throughput);
 //! * `overflow/1` and `overflow/all`: hold 100 buffers, then return all 100
-//!   (Go's `BenchmarkPoolOverflow`); times per buffer;
+//!   (Go's `BenchmarkPoolOverflow`); times per 100 buffers on each thread;
 //! * `handoff`: one thread gets and fills, sends through a bounded channel,
-//!   another returns; times per buffer;
+//!   another returns; times per buffer. `channel alone` is its floor: the
+//!   same channel moving an object that owns no memory, with no pool;
 //! * `sizes/N`: a buffer of N bytes (64 B to 1 MiB), pooled or allocated;
-//! * `scaling`: `hot` throughput at 1, 2, 4, ... threads up to the cores.
+//! * `scaling`: `hot` at 1, 2, 4, ... threads up to the machine's cores.
+//!
+//! Timing (see `common/parallel.rs`): threads start together from a
+//! spinning start and stamp their own start and end; each criterion sample
+//! is the best of [`parallel::REPS`] runs, alternated with the workload's
+//! floor (the floor's own entry alternates with `stashpool get`), so that a
+//! contender and its floor see the same machine. Single-thread workloads
+//! use the same interleaving, on the bench thread.
+
+#[path = "common/parallel.rs"]
+mod parallel;
 
 use std::cell::RefCell;
 use std::hint::black_box;
 use std::ops::DerefMut;
-use std::sync::{mpsc, Barrier, Mutex};
+use std::sync::{mpsc, Mutex};
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use criterion::measurement::WallTime;
-use criterion::{criterion_group, criterion_main, BenchmarkGroup, Criterion, Throughput};
+use criterion::{BenchmarkGroup, Criterion, SamplingMode, Throughput};
 
 const SIZE: usize = 4096;
 const WRITE: [u8; 64] = [7; 64];
@@ -105,14 +117,14 @@ struct StashWith(stashpool::LocalPool<Vec<u8>>);
 /// A naive `thread_local!` `RefCell<Vec<_>>` stash: the floor.
 struct Floor;
 thread_local! {
-    static FLOOR: RefCell<Vec<Vec<u8>>> = const { RefCell::new(Vec::new()) };
+    static FLOOR_STASH: RefCell<Vec<Vec<u8>>> = const { RefCell::new(Vec::new()) };
 }
 struct FloorBuf(Vec<u8>);
 impl Drop for FloorBuf {
     #[inline]
     fn drop(&mut self) {
         let buf = std::mem::take(&mut self.0);
-        FLOOR.with(|stash| stash.borrow_mut().push(buf));
+        FLOOR_STASH.with(|stash| stash.borrow_mut().push(buf));
     }
 }
 impl std::ops::Deref for FloorBuf {
@@ -144,7 +156,7 @@ impl Contender for Floor {
     fn hot(&self) {
         let mut buf = floor_pop();
         fill_vec(&mut buf);
-        FLOOR.with(|stash| stash.borrow_mut().push(buf));
+        FLOOR_STASH.with(|stash| stash.borrow_mut().push(buf));
     }
 
     #[inline]
@@ -155,14 +167,14 @@ impl Contender for Floor {
             fill_vec(slot);
         }
         for buf in held {
-            FLOOR.with(|stash| stash.borrow_mut().push(buf));
+            FLOOR_STASH.with(|stash| stash.borrow_mut().push(buf));
         }
     }
 }
 
 #[inline]
 fn floor_pop() -> Vec<u8> {
-    FLOOR
+    FLOOR_STASH
         .with(|stash| stash.borrow_mut().pop())
         .unwrap_or_else(new_buf)
 }
@@ -307,30 +319,120 @@ vec_contender!(Plain, Vec<u8>, |_p| new_buf());
 
 // === workloads ===
 
-/// Runs `work(iters)` on `threads` threads at once; returns the wall time
-/// from their common start to the last one's end.
-fn parallel(threads: usize, iters: u64, work: impl Fn(u64) + Sync) -> Duration {
-    let start = Barrier::new(threads + 1);
-    thread::scope(|s| {
-        let workers: Vec<_> = (0..threads)
-            .map(|_| {
-                s.spawn(|| {
-                    start.wait();
-                    work(iters);
-                })
-            })
-            .collect();
-        start.wait();
-        let t0 = Instant::now();
-        for worker in workers {
-            worker.join().unwrap();
-        }
-        t0.elapsed()
-    })
-}
+/// The floor's name in every table: `benches/report.py` divides by it.
+const FLOOR: &str = "thread_local floor";
+/// The handoff floor's name.
+const CHANNEL_ALONE: &str = "channel alone";
+/// The bounded channel of the handoff workload.
+const CHANNEL: usize = 64;
+
+/// One thread's share of a workload: `n` operations.
+type Loop<'a> = &'a (dyn Fn(u64) + Sync);
 
 fn cores() -> usize {
     thread::available_parallelism().map_or(2, |n| n.get())
+}
+
+/// 1, 2, 4, ... up to the cores, and the core count itself.
+fn thread_counts() -> Vec<usize> {
+    let mut counts: Vec<usize> = (0..)
+        .map(|shift| 1 << shift)
+        .take_while(|&n| n < cores())
+        .collect();
+    counts.push(cores());
+    counts
+}
+
+/// A group whose samples are few and long: every sample runs the
+/// interleaved reps, so each one is a full measurement in its own right.
+fn timed_group<'c>(c: &'c mut Criterion, name: &str) -> BenchmarkGroup<'c, WallTime> {
+    let mut g = c.benchmark_group(name);
+    g.sampling_mode(SamplingMode::Flat);
+    g
+}
+
+/// Times `subject` on `threads` threads, interleaved with `partner` on as
+/// many; each sample is the subject's best rep.
+fn bench_threads(
+    g: &mut BenchmarkGroup<'_, WallTime>,
+    id: impl Into<String>,
+    threads: usize,
+    subject: Loop<'_>,
+    partner: Loop<'_>,
+) {
+    g.bench_function(id.into(), |b| {
+        b.iter_custom(|iters| {
+            parallel::best_interleaved(
+                || parallel::parallel(threads, || subject(iters)),
+                || parallel::parallel(threads, || partner(iters)),
+            )
+        })
+    });
+}
+
+/// The `hot` loop of a contender.
+fn hot_loop<C: Contender>(c: &C) -> impl Fn(u64) + Sync + '_ {
+    move |n| {
+        for _ in 0..n {
+            c.hot();
+        }
+    }
+}
+
+/// The `hot` loop of `with`: the whole use inside the closure.
+fn with_loop(pool: &StashWith) -> impl Fn(u64) + Sync + '_ {
+    move |n| {
+        for _ in 0..n {
+            pool.0.with(fill_vec);
+        }
+    }
+}
+
+/// The `overflow` loop of a contender.
+fn overflow_loop<C: Contender>(c: &C) -> impl Fn(u64) + Sync + '_ {
+    move |n| {
+        let mut held = Vec::with_capacity(HELD);
+        for _ in 0..n {
+            c.overflow(&mut held);
+        }
+    }
+}
+
+/// The loops a contender alternates with: the floor, and (for the floor
+/// itself) stashpool's guard.
+struct Partners<'a> {
+    floor: Loop<'a>,
+    stash: Loop<'a>,
+}
+
+impl Partners<'_> {
+    fn of(&self, name: &str) -> Loop<'_> {
+        if name == FLOOR {
+            self.stash
+        } else {
+            self.floor
+        }
+    }
+}
+
+fn bench_hot<C: Contender>(
+    g: &mut BenchmarkGroup<'_, WallTime>,
+    name: &str,
+    c: &C,
+    threads: usize,
+    partners: &Partners<'_>,
+) {
+    bench_threads(g, name, threads, &hot_loop(c), partners.of(name));
+}
+
+fn bench_overflow<C: Contender>(
+    g: &mut BenchmarkGroup<'_, WallTime>,
+    name: &str,
+    c: &C,
+    threads: usize,
+    partners: &Partners<'_>,
+) {
+    bench_threads(g, name, threads, &overflow_loop(c), partners.of(name));
 }
 
 /// Every contender, in a fixed order, given to `run`.
@@ -338,7 +440,7 @@ macro_rules! for_each_contender {
     ($run:ident, $group:expr $(, $arg:expr)*) => {{
         let g = $group;
         $run(g, "stashpool get", &Stash(stashpool::LocalPool::new(new_buf)) $(, $arg)*);
-        $run(g, "thread_local floor", &Floor $(, $arg)*);
+        $run(g, FLOOR, &Floor $(, $arg)*);
         $run(g, "Mutex<Vec>", &Locked(Mutex::new(Vec::new())) $(, $arg)*);
         $run(g, "lockfree-object-pool linear", &LfLinear(lockfree_object_pool::LinearObjectPool::new(new_buf, reset as Reset)) $(, $arg)*);
         $run(g, "lockfree-object-pool spinlock", &LfSpin(lockfree_object_pool::SpinLockObjectPool::new(new_buf, reset as Reset)) $(, $arg)*);
@@ -352,129 +454,120 @@ macro_rules! for_each_contender {
     }};
 }
 
-fn bench_hot<C: Contender>(
-    g: &mut BenchmarkGroup<'_, WallTime>,
-    name: &str,
-    c: &C,
-    threads: usize,
-) {
-    g.bench_function(name, |b| {
-        if threads == 1 {
-            b.iter(|| c.hot());
-        } else {
-            b.iter_custom(|iters| {
-                parallel(threads, iters, |n| {
-                    for _ in 0..n {
-                        c.hot();
-                    }
-                })
-            });
-        }
-    });
-}
-
-fn bench_with(g: &mut BenchmarkGroup<'_, WallTime>, threads: usize) {
-    let pool = StashWith(stashpool::LocalPool::new(new_buf));
-    let op = |pool: &StashWith| pool.0.with(fill_vec);
-    g.bench_function("stashpool with", |b| {
-        if threads == 1 {
-            b.iter(|| op(&pool));
-        } else {
-            b.iter_custom(|iters| {
-                parallel(threads, iters, |n| {
-                    for _ in 0..n {
-                        op(&pool);
-                    }
-                })
-            });
-        }
-    });
-}
-
+/// `hot/1` and `hot/all`.
 fn hot(c: &mut Criterion) {
-    for threads in [1, cores()] {
-        let label = if threads == 1 {
-            "1".to_string()
-        } else {
-            "all".to_string()
-        };
-        let mut g = c.benchmark_group(format!("hot/{label}"));
+    for (label, threads) in [("1", 1), ("all", cores())] {
+        let mut g = timed_group(c, &format!("hot/{label}"));
         g.throughput(Throughput::Elements(threads as u64));
-        bench_with(&mut g, threads);
-        for_each_contender!(bench_hot, &mut g, threads);
+        let partner = Stash(stashpool::LocalPool::new(new_buf));
+        let (floor, stash) = (hot_loop(&Floor), hot_loop(&partner));
+        let partners = Partners {
+            floor: &floor,
+            stash: &stash,
+        };
+        let with = StashWith(stashpool::LocalPool::new(new_buf));
+        bench_threads(&mut g, "stashpool with", threads, &with_loop(&with), &floor);
+        for_each_contender!(bench_hot, &mut g, threads, &partners);
         g.finish();
     }
 }
 
-fn bench_overflow<C: Contender>(
-    g: &mut BenchmarkGroup<'_, WallTime>,
-    name: &str,
-    c: &C,
-    threads: usize,
-) {
-    g.bench_function(name, |b| {
-        b.iter_custom(|iters| {
-            parallel(threads, iters, |n| {
-                let mut held = Vec::with_capacity(HELD);
-                for _ in 0..n {
-                    c.overflow(&mut held);
-                }
-            })
-        });
-    });
-}
-
+/// `overflow/1` and `overflow/all`.
 fn overflow(c: &mut Criterion) {
-    for threads in [1, cores()] {
-        let label = if threads == 1 { "1" } else { "all" };
-        let mut g = c.benchmark_group(format!("overflow/{label}"));
+    for (label, threads) in [("1", 1), ("all", cores())] {
+        let mut g = timed_group(c, &format!("overflow/{label}"));
         // One iteration holds and returns 100 buffers on each thread.
         g.throughput(Throughput::Elements((HELD * threads) as u64));
-        for_each_contender!(bench_overflow, &mut g, threads);
+        let partner = Stash(stashpool::LocalPool::new(new_buf));
+        let (floor, stash) = (overflow_loop(&Floor), overflow_loop(&partner));
+        let partners = Partners {
+            floor: &floor,
+            stash: &stash,
+        };
+        for_each_contender!(bench_overflow, &mut g, threads, &partners);
         g.finish();
     }
 }
 
-fn bench_handoff<C: Contender>(g: &mut BenchmarkGroup<'_, WallTime>, name: &str, c: &C)
+/// One handoff run: a producer gets, fills and sends `iters` buffers, a
+/// consumer receives and drops them. Timed from the first thread's start to
+/// the consumer's last drop.
+fn handoff_once<C: Contender>(c: &C, iters: u64) -> Duration
 where
+    for<'a> C::Buf<'a>: Send,
+{
+    let (tx, rx) = mpsc::sync_channel::<C::Buf<'_>>(CHANNEL);
+    parallel::together(vec![
+        Box::new(move || {
+            for _ in 0..iters {
+                let mut buf = c.get();
+                C::fill(&mut buf);
+                tx.send(buf).unwrap();
+            }
+        }),
+        Box::new(move || {
+            for buf in rx {
+                drop(black_box(buf));
+            }
+        }),
+    ])
+}
+
+/// The handoff floor: the same channel moving an empty `Vec<u8>`, which owns
+/// no heap memory, so there is nothing to get, fill or give back. What a
+/// pool adds to handoff is its time above this.
+fn channel_alone_once(iters: u64) -> Duration {
+    let (tx, rx) = mpsc::sync_channel::<Vec<u8>>(CHANNEL);
+    parallel::together(vec![
+        Box::new(move || {
+            for _ in 0..iters {
+                tx.send(black_box(Vec::new())).unwrap();
+            }
+        }),
+        Box::new(move || {
+            for buf in rx {
+                drop(black_box(buf));
+            }
+        }),
+    ])
+}
+
+fn bench_handoff<C: Contender>(
+    g: &mut BenchmarkGroup<'_, WallTime>,
+    name: &str,
+    c: &C,
+    partner: &C2,
+) where
     for<'a> C::Buf<'a>: Send,
 {
     g.bench_function(name, |b| {
         b.iter_custom(|iters| {
-            let (tx, rx) = mpsc::sync_channel::<C::Buf<'_>>(64);
-            let start = Barrier::new(2);
-            thread::scope(|s| {
-                s.spawn(|| {
-                    start.wait();
-                    for buf in rx {
-                        drop(black_box(buf));
-                    }
-                });
-                start.wait();
-                let t0 = Instant::now();
-                for _ in 0..iters {
-                    let mut buf = c.get();
-                    C::fill(&mut buf);
-                    tx.send(buf).unwrap();
-                }
-                drop(tx);
-                t0
-            })
-            .elapsed()
-        });
+            parallel::best_interleaved(|| handoff_once(c, iters), || partner(iters))
+        })
     });
 }
 
+/// The partner every handoff contender alternates with.
+type C2 = dyn Fn(u64) -> Duration;
+
 fn handoff(c: &mut Criterion) {
-    let mut g = c.benchmark_group("handoff");
+    let mut g = timed_group(c, "handoff");
     g.throughput(Throughput::Elements(1));
+    let stash = Stash(stashpool::LocalPool::new(new_buf));
+    let channel: &C2 = &channel_alone_once;
+    g.bench_function(CHANNEL_ALONE, |b| {
+        b.iter_custom(|iters| {
+            parallel::best_interleaved(|| channel_alone_once(iters), || handoff_once(&stash, iters))
+        })
+    });
+    bench_handoff(&mut g, "stashpool get", &stash, channel);
+    bench_handoff(&mut g, FLOOR, &Floor, channel);
     bench_handoff(
         &mut g,
-        "stashpool get",
-        &Stash(stashpool::LocalPool::new(new_buf)),
+        "Mutex<Vec>",
+        &Locked(Mutex::new(Vec::new())),
+        channel,
     );
-    bench_handoff(&mut g, "thread_local floor", &Floor);
-    bench_handoff(&mut g, "Mutex<Vec>", &Locked(Mutex::new(Vec::new())));
     bench_handoff(
         &mut g,
         "lockfree-object-pool linear",
@@ -482,6 +575,7 @@ fn handoff(c: &mut Criterion) {
             new_buf,
             reset as Reset,
         )),
+        channel,
     );
     bench_handoff(
         &mut g,
@@ -490,24 +584,38 @@ fn handoff(c: &mut Criterion) {
             new_buf,
             reset as Reset,
         )),
+        channel,
     );
     bench_handoff(
         &mut g,
         "object-pool",
         &ObjPool(object_pool::Pool::new(0, new_buf)),
+        channel,
     );
-    bench_handoff(&mut g, "opool", &OPool(opool::Pool::new(4096, OAlloc)));
-    bench_handoff(&mut g, "zeropool", &Zero(zeropool::ZeroPool::new()));
-    bench_handoff(&mut g, "poolshark local", &SharkLocal);
+    bench_handoff(
+        &mut g,
+        "opool",
+        &OPool(opool::Pool::new(4096, OAlloc)),
+        channel,
+    );
+    bench_handoff(
+        &mut g,
+        "zeropool",
+        &Zero(zeropool::ZeroPool::new()),
+        channel,
+    );
+    bench_handoff(&mut g, "poolshark local", &SharkLocal, channel);
     bench_handoff(
         &mut g,
         "poolshark global",
         &SharkGlobal(poolshark::global::Pool::new(4096, 2 * SIZE)),
+        channel,
     );
-    bench_handoff(&mut g, "plain allocation", &Plain);
+    bench_handoff(&mut g, "plain allocation", &Plain, channel);
     g.finish();
 }
 
+/// `sizes/N`: one buffer of N bytes, pooled or allocated, on one thread.
 fn sizes(c: &mut Criterion) {
     let mut size = 64;
     while size <= 1 << 20 {
@@ -541,43 +649,125 @@ fn sizes(c: &mut Criterion) {
     }
 }
 
+/// `scaling`: `hot` for `with`, the guard and the floor at 1, 2, 4, ...
+/// threads; throughput is operations over all threads.
 fn scaling(c: &mut Criterion) {
-    let mut g = c.benchmark_group("scaling");
-    let mut threads = 1;
-    loop {
+    let mut g = timed_group(c, "scaling");
+    let with = StashWith(stashpool::LocalPool::new(new_buf));
+    let get = Stash(stashpool::LocalPool::new(new_buf));
+    let (with, get, floor) = (with_loop(&with), hot_loop(&get), hot_loop(&Floor));
+    for threads in thread_counts() {
         g.throughput(Throughput::Elements(threads as u64));
-        let pool = stashpool::LocalPool::new(new_buf);
-        g.bench_function(format!("stashpool with/{threads}"), |b| {
-            b.iter_custom(|iters| {
-                parallel(threads, iters, |n| {
-                    for _ in 0..n {
-                        pool.with(fill_vec);
-                    }
-                })
-            })
-        });
-        g.bench_function(format!("thread_local floor/{threads}"), |b| {
-            b.iter_custom(|iters| {
-                parallel(threads, iters, |n| {
-                    for _ in 0..n {
-                        Floor.hot();
-                    }
-                })
-            })
-        });
-        if threads >= cores() {
-            break;
-        }
-        threads = (threads * 2).min(cores());
+        let id = |name: &str| format!("{name}/{threads}");
+        bench_threads(&mut g, id("stashpool with"), threads, &with, &floor);
+        bench_threads(&mut g, id("stashpool get"), threads, &get, &floor);
+        bench_threads(&mut g, id(FLOOR), threads, &floor, &with);
     }
     g.finish();
 }
 
-criterion_group! {
-    name = benches;
-    config = Criterion::default()
-        .warm_up_time(Duration::from_millis(500))
-        .measurement_time(Duration::from_secs(2));
-    targets = hot, overflow, handoff, sizes, scaling
+// === provenance ===
+
+/// The groups this bench writes, for `benches/report.py` to tell them from
+/// other benches' groups and from stale results.
+fn group_names() -> Vec<String> {
+    let mut names: Vec<String> = ["hot/1", "hot/all", "overflow/1", "overflow/all", "handoff"]
+        .map(String::from)
+        .to_vec();
+    let mut size = 64;
+    while size <= 1 << 20 {
+        names.push(format!("sizes/{size}"));
+        size *= 4;
+    }
+    names.push("scaling".into());
+    names
 }
-criterion_main!(benches);
+
+/// Where criterion writes (its own rule, short of asking `cargo metadata`).
+fn criterion_home() -> std::path::PathBuf {
+    if let Some(home) = std::env::var_os("CRITERION_HOME") {
+        return home.into();
+    }
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| concat!(env!("CARGO_MANIFEST_DIR"), "/target").into());
+    target.join("criterion")
+}
+
+/// The first line a command prints, or "unknown".
+fn first_line(program: &str, args: &[&str]) -> String {
+    std::process::Command::new(program)
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .ok()
+        .filter(|out| out.status.success())
+        .and_then(|out| String::from_utf8(out.stdout).ok())
+        .and_then(|text| text.lines().next().map(str::to_owned))
+        .unwrap_or_else(|| "unknown".into())
+}
+
+fn json_string(text: &str) -> String {
+    let mut out = String::from("\"");
+    for ch in text.chars() {
+        match ch {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// Records what this run measured: the commit, whether the tree had local
+/// changes, when it started, the arguments, the threads, and the groups.
+/// `benches/report.py` prints it above every table and leaves out results
+/// older than the run.
+fn record_run() {
+    let started = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let list = |items: Vec<String>| {
+        let items: Vec<String> = items.iter().map(|s| json_string(s)).collect();
+        format!("[{}]", items.join(", "))
+    };
+    let dirty = first_line("git", &["status", "--porcelain", "--untracked-files=no"]);
+    let record = format!(
+        "{{\n  \"commit\": {},\n  \"dirty\": {},\n  \"started\": {},\n  \"args\": {},\n  \
+         \"cores\": {},\n  \"rustc\": {},\n  \"reps\": {},\n  \"groups\": {}\n}}\n",
+        json_string(&first_line("git", &["rev-parse", "HEAD"])),
+        dirty != "unknown",
+        started,
+        list(std::env::args().skip(1).collect()),
+        cores(),
+        json_string(&first_line("rustc", &["--version"])),
+        parallel::REPS,
+        list(group_names()),
+    );
+    let home = criterion_home();
+    let written = std::fs::create_dir_all(&home)
+        .and_then(|()| std::fs::write(home.join("stashpool-pool-run.json"), record));
+    if let Err(err) = written {
+        eprintln!("could not record the run in {}: {err}", home.display());
+    }
+}
+
+fn main() {
+    let mut criterion = Criterion::default()
+        .sample_size(10)
+        .warm_up_time(Duration::from_millis(100))
+        .measurement_time(Duration::from_millis(300))
+        .configure_from_args();
+    // `cargo test --benches` runs each bench once as a test: nothing to record.
+    if std::env::args().any(|arg| arg == "--bench") {
+        record_run();
+    }
+    hot(&mut criterion);
+    overflow(&mut criterion);
+    handoff(&mut criterion);
+    sizes(&mut criterion);
+    scaling(&mut criterion);
+    criterion.final_summary();
+}

@@ -1,0 +1,122 @@
+//! Honest wall-clock timing for work that runs on several threads at once.
+//!
+//! Include it with `#[path = "common/parallel.rs"] mod parallel;` and call
+//! it from criterion's `iter_custom`.
+//!
+//! Two mistakes make a parallel benchmark look faster than it is, and both
+//! are easy to make on a small, shared machine:
+//!
+//! * **Starting the threads with a futex `Barrier`.** The barrier puts the
+//!   early threads to sleep, and the kernel wakes them one at a time, up to
+//!   milliseconds apart on a VM: the threads do not run together, so they
+//!   contend less than the workload says they should.
+//! * **Stamping the start on the main thread.** A main thread that waits on
+//!   that barrier is woken last when the workers fill every core, so its
+//!   clock starts after the work has begun and misses part of it.
+//!
+//! So the threads here wait by spinning on one counter (the last to arrive
+//! releases every other within a cache-line transfer), each thread stamps
+//! its own start and end, and the wall time runs from the earliest start to
+//! the latest end. Any skew left in the start can only add time.
+//!
+//! One run can still be slowed by a neighbour (another process, a page
+//! fault storm, a timer interrupt); interference only ever adds time, so
+//! [`best_interleaved`] takes the best of several runs, alternated with a
+//! partner workload (usually the baseline) so that both see the same
+//! machine at the same moments and their ratio stays fair.
+#![allow(dead_code)]
+
+use std::hint;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// How many times the subject and its partner each run per criterion
+/// sample; the best of the subject's runs is the sample.
+pub const REPS: usize = 3;
+
+/// Spins between yields while waiting for the other threads. Yielding now
+/// and then lets a thread that has not started yet get a core when there
+/// are more threads than cores; between yields a waiting thread checks the
+/// counter on every spin, so the release reaches it at once.
+const SPINS_PER_YIELD: u32 = 256;
+
+/// A task for [`together`]: runs once, on a thread of its own.
+pub type Task<'a> = Box<dyn FnOnce() + Send + 'a>;
+
+/// Runs `work` on `threads` threads at once and returns the wall time from
+/// the first thread's start to the last thread's end.
+///
+/// With one thread, `work` runs on the calling thread: there is no start to
+/// synchronise, and a new thread would only bring a cold cache.
+pub fn parallel(threads: usize, work: impl Fn() + Sync) -> Duration {
+    assert!(threads > 0, "parallel: at least one thread");
+    if threads == 1 {
+        let start = Instant::now();
+        work();
+        return start.elapsed();
+    }
+    let work = &work;
+    together((0..threads).map(|_| Box::new(work) as Task<'_>).collect())
+}
+
+/// Runs every task on a thread of its own, all released together by a
+/// spinning start, and returns the wall time from the earliest start to
+/// the latest end.
+///
+/// Spawning and joining the threads is not timed: each thread stamps its
+/// own start after the release and its own end when its task returns.
+pub fn together(tasks: Vec<Task<'_>>) -> Duration {
+    let count = tasks.len();
+    assert!(count > 0, "together: at least one task");
+    let arrived = AtomicUsize::new(0);
+    let arrived = &arrived;
+    let stamps: Vec<(Instant, Instant)> = thread::scope(|s| {
+        let handles: Vec<_> = tasks
+            .into_iter()
+            .map(|task| {
+                s.spawn(move || {
+                    // AcqRel: the last arrival's increment is what releases
+                    // the others, and each waiter's load must see it.
+                    arrived.fetch_add(1, Ordering::AcqRel);
+                    let mut spins = 0u32;
+                    while arrived.load(Ordering::Acquire) < count {
+                        hint::spin_loop();
+                        spins += 1;
+                        if spins.is_multiple_of(SPINS_PER_YIELD) {
+                            thread::yield_now();
+                        }
+                    }
+                    let start = Instant::now();
+                    task();
+                    (start, Instant::now())
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|handle| handle.join().expect("a timed task panicked"))
+            .collect()
+    });
+    let first_start = stamps.iter().map(|&(start, _)| start).min().unwrap();
+    let last_end = stamps.iter().map(|&(_, end)| end).max().unwrap();
+    last_end - first_start
+}
+
+/// Runs `subject` and `partner` [`REPS`] times each, alternating, and
+/// returns the best (shortest) of the subject's times.
+///
+/// The partner's times are thrown away: it runs only so that the subject's
+/// best and the partner's own best (taken when the roles are swapped) come
+/// from the same stretch of the machine's life.
+pub fn best_interleaved(
+    mut subject: impl FnMut() -> Duration,
+    mut partner: impl FnMut() -> Duration,
+) -> Duration {
+    let mut best = Duration::MAX;
+    for _ in 0..REPS {
+        best = best.min(subject());
+        let _ = partner();
+    }
+    best
+}
