@@ -734,14 +734,24 @@ fn record_run() {
         format!("[{}]", items.join(", "))
     };
     let dirty = first_line("git", &["status", "--porcelain", "--untracked-files=no"]);
+    // How busy the machine was when the run started (1, 5, 15 minutes).
+    let load = std::fs::read_to_string("/proc/loadavg")
+        .map(|text| {
+            text.split_whitespace()
+                .take(3)
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .unwrap_or_else(|_| "unknown".into());
     let record = format!(
         "{{\n  \"commit\": {},\n  \"dirty\": {},\n  \"started\": {},\n  \"args\": {},\n  \
-         \"cores\": {},\n  \"rustc\": {},\n  \"reps\": {},\n  \"groups\": {}\n}}\n",
+         \"cores\": {},\n  \"load\": {},\n  \"rustc\": {},\n  \"reps\": {},\n  \"groups\": {}\n}}\n",
         json_string(&first_line("git", &["rev-parse", "HEAD"])),
         dirty != "unknown",
         started,
         list(std::env::args().skip(1).collect()),
         cores(),
+        json_string(&load),
         json_string(&first_line("rustc", &["--version"])),
         parallel::REPS,
         list(group_names()),
@@ -757,8 +767,8 @@ fn record_run() {
 fn main() {
     let mut criterion = Criterion::default()
         .sample_size(10)
-        .warm_up_time(Duration::from_millis(100))
-        .measurement_time(Duration::from_millis(300))
+        .warm_up_time(Duration::from_millis(200))
+        .measurement_time(Duration::from_secs(1))
         .configure_from_args();
     // `cargo test --benches` runs each bench once as a test: nothing to record.
     if std::env::args().any(|arg| arg == "--bench") {
