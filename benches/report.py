@@ -46,7 +46,7 @@ BASELINES = {FLOOR, CHANNEL_ALONE, "plain allocation"}
 STASH_WITH = "stashpool with"
 STASH_GET = "stashpool get"
 HELD = 100  # buffers per overflow iteration (benches/pool.rs)
-GO_REPS = 3  # interleaved runs of the Go benchmarks; the best is kept
+GO_REPS = 5  # interleaved runs of the Go benchmarks; the best is kept
 
 
 # === reading criterion ===
@@ -188,7 +188,7 @@ def run_go(cpus):
     if not go:
         return "`go` is not installed (`apt-get install golang-go`), so Go was not measured"
     cpu_list = ",".join(str(n) for n in cpus)
-    command = ["go", "test", "-run", "^$", "-bench", ".", "-benchtime", "200ms", "-cpu", cpu_list]
+    command = ["go", "test", "-run", "^$", "-bench", ".", "-benchtime", "100ms", "-cpu", cpu_list]
     best = {}
     for rep in range(GO_REPS):
         print(f"go: run {rep + 1} of {GO_REPS}: {' '.join(command)}", file=sys.stderr)
@@ -254,7 +254,10 @@ class Report:
         )
 
     def go_caption(self):
-        return f"_{self.go[1]}, same sitting as the commit above, {self.machine}; `{self.go[2]}`._"
+        return (
+            f"_{self.go[1]}, same sitting as the commit above, {self.machine}; `{self.go[2]}`;"
+            " each run is Go's own average over 100 ms, and the best run is kept._"
+        )
 
     def get(self, group, name):
         return self.groups.get(group, {}).get(name)
@@ -330,6 +333,53 @@ class Report:
             "Go ÷ stashpool",
         ]
         return md_table(header, rows, ["---"] + ["---:"] * 3 + ["---", "---:", "---:", "---:"])
+
+    def targets(self):
+        """The design's targets, each with what this run measured."""
+        rows = []
+
+        def row(target, measured, met):
+            verdict = "not measured" if met is None else ("met" if met else "**not met**")
+            rows.append([target, measured, verdict])
+
+        for label, group, stash, floor, go_name, procs, per in self.workloads():
+            mine, base = self.per_op(group, stash), self.per_op(group, floor)
+            if group == "handoff":
+                peer = self.best_peer(group)
+                row(
+                    "handoff: ahead of every peer",
+                    f"{fmt_ns(mine)} against {peer.name} {fmt_ns(peer.per_element())}"
+                    if mine and peer
+                    else "",
+                    mine < peer.per_element() if mine and peer else None,
+                )
+            else:
+                bound = 1.25 if group.startswith("hot") else 1.5
+                ratio = mine / base if mine and base else None
+                row(
+                    f"{label}: within {bound}x the floor",
+                    f"{ratio:.2f}x" if ratio else "",
+                    ratio <= bound if ratio else None,
+                )
+            go = self.go_ns(go_name, procs, per)
+            row(
+                f"{label}: ahead of Go's `sync.Pool`",
+                f"{fmt_ns(mine)} against {fmt_ns(go)}" if mine and go else "",
+                mine < go if mine and go else None,
+            )
+        lines = self.scaling_points()
+        for series in (STASH_WITH, STASH_GET):
+            points = dict(lines.get(series, []))
+            for threads in sorted(points):
+                if threads == 1 or 1 not in points:
+                    continue
+                ratio = points[threads] / (threads * points[1])
+                row(
+                    f"scaling, {series}, {threads} threads: at least 0.9 x {threads} of one thread",
+                    f"{ratio:.2f} x {threads}",
+                    ratio >= 0.9,
+                )
+        return md_table(["target", "this run", ""], rows, ["---", "---:", "---"])
 
     def scaling_points(self):
         """{series: [(threads, million ops per second)]}"""
@@ -438,6 +488,17 @@ def write_markdown(report, pool_groups, stale, other_groups, owners, chart_note)
     else:
         lines += ["", f"Go columns: empty, {report.go_missing}."]
     lines += ["", chart_note, ""]
+
+    lines += [
+        "## Targets",
+        "",
+        "The design's targets (DESIGN.md, \"What fast means here\"), against this run:",
+        "",
+        report.targets(),
+        "",
+        report.caption(),
+        "",
+    ]
 
     lines += ["## Scaling", ""]
     scaling = report.scaling()

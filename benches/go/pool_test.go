@@ -1,7 +1,7 @@
 // Go's sync.Pool on the workloads of benches/pool.rs, measured by
 // benches/report.py in the same run as the Rust benchmarks:
 //
-//	cd benches/go && go test -run '^$' -bench . -benchtime 200ms -cpu 1,2
+//	cd benches/go && go test -run '^$' -bench . -benchtime 100ms -cpu 1,2
 //
 // Every workload uses 4 KiB byte buffers and writes 64 bytes per use. The
 // "All" benchmarks run one goroutine per P (-cpu sets how many Ps) and
