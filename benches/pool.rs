@@ -343,8 +343,11 @@ fn thread_counts() -> Vec<usize> {
     counts
 }
 
-/// A group whose samples are few and long: every sample runs the
-/// interleaved reps, so each one is a full measurement in its own right.
+/// A group of timed workloads. Flat sampling gives every sample the same
+/// number of iterations, so each rep is long enough for the threads' start
+/// to be a rounding error (criterion's default linear sampling makes the
+/// first samples a few iterations long), and each sample is a measurement
+/// in its own right: the best of its reps.
 fn timed_group<'c>(c: &'c mut Criterion, name: &str) -> BenchmarkGroup<'c, WallTime> {
     let mut g = c.benchmark_group(name);
     g.sampling_mode(SamplingMode::Flat);
@@ -770,8 +773,15 @@ fn main() {
         .warm_up_time(Duration::from_millis(200))
         .measurement_time(Duration::from_secs(1))
         .configure_from_args();
-    // `cargo test --benches` runs each bench once as a test: nothing to record.
-    if std::env::args().any(|arg| arg == "--bench") {
+    // Record only a measuring run: `cargo test --benches` runs each bench
+    // once without `--bench`, and `--test`, `--list` and `--profile-time`
+    // write no estimates.
+    let args: Vec<String> = std::env::args().collect();
+    let measuring = args.iter().any(|arg| arg == "--bench")
+        && !args
+            .iter()
+            .any(|arg| ["--test", "--list", "--profile-time"].contains(&arg.as_str()));
+    if measuring {
         record_run();
     }
     hot(&mut criterion);
