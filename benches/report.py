@@ -262,8 +262,9 @@ class Report:
     def get(self, group, name):
         return self.groups.get(group, {}).get(name)
 
-    def per_op(self, group, name, per=1):
-        """Aggregate ns per operation (per buffer when `per` is 100)."""
+    def per_op(self, group, name):
+        """Best ns per element over all threads: per operation for hot and
+        handoff, per buffer for overflow (its throughput counts buffers)."""
         result = self.get(group, name)
         return result.per_element() if result else None
 
