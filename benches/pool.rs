@@ -24,10 +24,12 @@
 //!
 //! Timing (see `common/parallel.rs`): threads start together from a
 //! spinning start and stamp their own start and end; each criterion sample
-//! is the best of [`parallel::REPS`] runs, alternated with the workload's
-//! floor (the floor's own entry alternates with `stashpool get`), so that a
-//! contender and its floor see the same machine. Single-thread workloads
-//! use the same interleaving, on the bench thread.
+//! is the best of [`parallel::REPS`] runs, alternated with as many runs of
+//! the workload's floor (the floor's own entry alternates with `stashpool
+//! get`). The floor's best of every sample is kept as well, in
+//! `target/criterion/stashpool-pool-pairs.json`, so `benches/report.py`
+//! divides each contender by a floor timed at the same moments.
+//! Single-thread workloads use the same interleaving, on the bench thread.
 
 #[path = "common/parallel.rs"]
 mod parallel;
@@ -321,6 +323,9 @@ vec_contender!(Plain, Vec<u8>, |_p| new_buf());
 
 /// The floor's name in every table: `benches/report.py` divides by it.
 const FLOOR: &str = "thread_local floor";
+/// stashpool's two ways in.
+const STASH_GET: &str = "stashpool get";
+const STASH_WITH: &str = "stashpool with";
 /// The handoff floor's name.
 const CHANNEL_ALONE: &str = "channel alone";
 /// The bounded channel of the handoff workload.
@@ -343,34 +348,85 @@ fn thread_counts() -> Vec<usize> {
     counts
 }
 
-/// A group of timed workloads. Flat sampling gives every sample the same
-/// number of iterations, so each rep is long enough for the threads' start
-/// to be a rounding error (criterion's default linear sampling makes the
-/// first samples a few iterations long), and each sample is a measurement
-/// in its own right: the best of its reps.
-fn timed_group<'c>(c: &'c mut Criterion, name: &str) -> BenchmarkGroup<'c, WallTime> {
-    let mut g = c.benchmark_group(name);
-    g.sampling_mode(SamplingMode::Flat);
-    g
+/// Every timed call of every benchmark, in order: the group, the
+/// benchmark, its partner, and per call the iterations, the subject's best
+/// and the partner's best. Written beside criterion's results for
+/// `benches/report.py`, which divides each contender by its floor as timed
+/// in the same samples.
+type Pairs = Vec<(String, String, &'static str, Vec<(u64, Duration, Duration)>)>;
+static PAIRS: Mutex<Pairs> = Mutex::new(Vec::new());
+
+/// A group of timed workloads: each benchmark alternates with a partner,
+/// and both times of every sample are kept (`PAIRS`).
+///
+/// Flat sampling gives every sample the same number of iterations, so each
+/// rep is long enough for the threads' start to be a rounding error
+/// (criterion's default linear sampling makes the first samples a few
+/// iterations long), and each sample is a measurement in its own right: the
+/// best of its reps.
+struct Timed<'c> {
+    group: BenchmarkGroup<'c, WallTime>,
+    name: String,
 }
 
-/// Times `subject` on `threads` threads, interleaved with `partner` on as
-/// many; each sample is the subject's best rep.
-fn bench_threads(
-    g: &mut BenchmarkGroup<'_, WallTime>,
-    id: impl Into<String>,
-    threads: usize,
-    subject: Loop<'_>,
-    partner: Loop<'_>,
-) {
-    g.bench_function(id.into(), |b| {
-        b.iter_custom(|iters| {
+impl<'c> Timed<'c> {
+    fn new(c: &'c mut Criterion, name: &str) -> Self {
+        let mut group = c.benchmark_group(name);
+        group.sampling_mode(SamplingMode::Flat);
+        Timed {
+            group,
+            name: name.into(),
+        }
+    }
+
+    fn throughput(&mut self, elements: u64) {
+        self.group.throughput(Throughput::Elements(elements));
+    }
+
+    /// Benchmarks `id`; `run(iters)` gives the subject's and the partner's
+    /// best times, and criterion sees the subject's.
+    fn bench(
+        &mut self,
+        id: &str,
+        partner: &'static str,
+        mut run: impl FnMut(u64) -> (Duration, Duration),
+    ) {
+        let index = {
+            let mut pairs = PAIRS.lock().unwrap();
+            pairs.push((self.name.clone(), id.into(), partner, Vec::new()));
+            pairs.len() - 1
+        };
+        self.group.bench_function(id, |b| {
+            b.iter_custom(|iters| {
+                let (subject, partner) = run(iters);
+                PAIRS.lock().unwrap()[index]
+                    .3
+                    .push((iters, subject, partner));
+                subject
+            })
+        });
+    }
+
+    /// Times `subject` on `threads` threads, interleaved with `partner` on
+    /// as many.
+    fn threads(
+        &mut self,
+        id: &str,
+        threads: usize,
+        subject: Loop<'_>,
+        (partner_name, partner): (&'static str, Loop<'_>),
+    ) {
+        self.bench(id, partner_name, |iters| {
             parallel::best_interleaved(
                 || parallel::parallel(threads, || subject(iters)),
                 || parallel::parallel(threads, || partner(iters)),
             )
-        })
-    });
+        });
+    }
+
+    fn finish(self) {
+        self.group.finish();
+    }
 }
 
 /// The `hot` loop of a contender.
@@ -408,41 +464,41 @@ struct Partners<'a> {
     stash: Loop<'a>,
 }
 
-impl Partners<'_> {
-    fn of(&self, name: &str) -> Loop<'_> {
+impl<'a> Partners<'a> {
+    fn of(&self, name: &str) -> (&'static str, Loop<'a>) {
         if name == FLOOR {
-            self.stash
+            (STASH_GET, self.stash)
         } else {
-            self.floor
+            (FLOOR, self.floor)
         }
     }
 }
 
 fn bench_hot<C: Contender>(
-    g: &mut BenchmarkGroup<'_, WallTime>,
+    t: &mut Timed<'_>,
     name: &str,
     c: &C,
     threads: usize,
     partners: &Partners<'_>,
 ) {
-    bench_threads(g, name, threads, &hot_loop(c), partners.of(name));
+    t.threads(name, threads, &hot_loop(c), partners.of(name));
 }
 
 fn bench_overflow<C: Contender>(
-    g: &mut BenchmarkGroup<'_, WallTime>,
+    t: &mut Timed<'_>,
     name: &str,
     c: &C,
     threads: usize,
     partners: &Partners<'_>,
 ) {
-    bench_threads(g, name, threads, &overflow_loop(c), partners.of(name));
+    t.threads(name, threads, &overflow_loop(c), partners.of(name));
 }
 
 /// Every contender, in a fixed order, given to `run`.
 macro_rules! for_each_contender {
     ($run:ident, $group:expr $(, $arg:expr)*) => {{
         let g = $group;
-        $run(g, "stashpool get", &Stash(stashpool::LocalPool::new(new_buf)) $(, $arg)*);
+        $run(g, STASH_GET, &Stash(stashpool::LocalPool::new(new_buf)) $(, $arg)*);
         $run(g, FLOOR, &Floor $(, $arg)*);
         $run(g, "Mutex<Vec>", &Locked(Mutex::new(Vec::new())) $(, $arg)*);
         $run(g, "lockfree-object-pool linear", &LfLinear(lockfree_object_pool::LinearObjectPool::new(new_buf, reset as Reset)) $(, $arg)*);
@@ -460,8 +516,8 @@ macro_rules! for_each_contender {
 /// `hot/1` and `hot/all`.
 fn hot(c: &mut Criterion) {
     for (label, threads) in [("1", 1), ("all", cores())] {
-        let mut g = timed_group(c, &format!("hot/{label}"));
-        g.throughput(Throughput::Elements(threads as u64));
+        let mut g = Timed::new(c, &format!("hot/{label}"));
+        g.throughput(threads as u64);
         let partner = Stash(stashpool::LocalPool::new(new_buf));
         let (floor, stash) = (hot_loop(&Floor), hot_loop(&partner));
         let partners = Partners {
@@ -469,7 +525,7 @@ fn hot(c: &mut Criterion) {
             stash: &stash,
         };
         let with = StashWith(stashpool::LocalPool::new(new_buf));
-        bench_threads(&mut g, "stashpool with", threads, &with_loop(&with), &floor);
+        g.threads(STASH_WITH, threads, &with_loop(&with), (FLOOR, &floor));
         for_each_contender!(bench_hot, &mut g, threads, &partners);
         g.finish();
     }
@@ -478,9 +534,9 @@ fn hot(c: &mut Criterion) {
 /// `overflow/1` and `overflow/all`.
 fn overflow(c: &mut Criterion) {
     for (label, threads) in [("1", 1), ("all", cores())] {
-        let mut g = timed_group(c, &format!("overflow/{label}"));
+        let mut g = Timed::new(c, &format!("overflow/{label}"));
         // One iteration holds and returns 100 buffers on each thread.
-        g.throughput(Throughput::Elements((HELD * threads) as u64));
+        g.throughput((HELD * threads) as u64);
         let partner = Stash(stashpool::LocalPool::new(new_buf));
         let (floor, stash) = (overflow_loop(&Floor), overflow_loop(&partner));
         let partners = Partners {
@@ -535,42 +591,26 @@ fn channel_alone_once(iters: u64) -> Duration {
     ])
 }
 
-fn bench_handoff<C: Contender>(
-    g: &mut BenchmarkGroup<'_, WallTime>,
-    name: &str,
-    c: &C,
-    partner: &C2,
-) where
+/// Benchmarks one contender's handoff, alternated with the channel alone.
+fn bench_handoff<C: Contender>(t: &mut Timed<'_>, name: &str, c: &C)
+where
     for<'a> C::Buf<'a>: Send,
 {
-    g.bench_function(name, |b| {
-        b.iter_custom(|iters| {
-            parallel::best_interleaved(|| handoff_once(c, iters), || partner(iters))
-        })
+    t.bench(name, CHANNEL_ALONE, |iters| {
+        parallel::best_interleaved(|| handoff_once(c, iters), || channel_alone_once(iters))
     });
 }
 
-/// The partner every handoff contender alternates with.
-type C2 = dyn Fn(u64) -> Duration;
-
 fn handoff(c: &mut Criterion) {
-    let mut g = timed_group(c, "handoff");
-    g.throughput(Throughput::Elements(1));
+    let mut g = Timed::new(c, "handoff");
+    g.throughput(1);
     let stash = Stash(stashpool::LocalPool::new(new_buf));
-    let channel: &C2 = &channel_alone_once;
-    g.bench_function(CHANNEL_ALONE, |b| {
-        b.iter_custom(|iters| {
-            parallel::best_interleaved(|| channel_alone_once(iters), || handoff_once(&stash, iters))
-        })
+    g.bench(CHANNEL_ALONE, STASH_GET, |iters| {
+        parallel::best_interleaved(|| channel_alone_once(iters), || handoff_once(&stash, iters))
     });
-    bench_handoff(&mut g, "stashpool get", &stash, channel);
-    bench_handoff(&mut g, FLOOR, &Floor, channel);
-    bench_handoff(
-        &mut g,
-        "Mutex<Vec>",
-        &Locked(Mutex::new(Vec::new())),
-        channel,
-    );
+    bench_handoff(&mut g, STASH_GET, &stash);
+    bench_handoff(&mut g, FLOOR, &Floor);
+    bench_handoff(&mut g, "Mutex<Vec>", &Locked(Mutex::new(Vec::new())));
     bench_handoff(
         &mut g,
         "lockfree-object-pool linear",
@@ -578,7 +618,6 @@ fn handoff(c: &mut Criterion) {
             new_buf,
             reset as Reset,
         )),
-        channel,
     );
     bench_handoff(
         &mut g,
@@ -587,34 +626,21 @@ fn handoff(c: &mut Criterion) {
             new_buf,
             reset as Reset,
         )),
-        channel,
     );
     bench_handoff(
         &mut g,
         "object-pool",
         &ObjPool(object_pool::Pool::new(0, new_buf)),
-        channel,
     );
-    bench_handoff(
-        &mut g,
-        "opool",
-        &OPool(opool::Pool::new(4096, OAlloc)),
-        channel,
-    );
-    bench_handoff(
-        &mut g,
-        "zeropool",
-        &Zero(zeropool::ZeroPool::new()),
-        channel,
-    );
-    bench_handoff(&mut g, "poolshark local", &SharkLocal, channel);
+    bench_handoff(&mut g, "opool", &OPool(opool::Pool::new(4096, OAlloc)));
+    bench_handoff(&mut g, "zeropool", &Zero(zeropool::ZeroPool::new()));
+    bench_handoff(&mut g, "poolshark local", &SharkLocal);
     bench_handoff(
         &mut g,
         "poolshark global",
         &SharkGlobal(poolshark::global::Pool::new(4096, 2 * SIZE)),
-        channel,
     );
-    bench_handoff(&mut g, "plain allocation", &Plain, channel);
+    bench_handoff(&mut g, "plain allocation", &Plain);
     g.finish();
 }
 
@@ -655,16 +681,16 @@ fn sizes(c: &mut Criterion) {
 /// `scaling`: `hot` for `with`, the guard and the floor at 1, 2, 4, ...
 /// threads; throughput is operations over all threads.
 fn scaling(c: &mut Criterion) {
-    let mut g = timed_group(c, "scaling");
+    let mut g = Timed::new(c, "scaling");
     let with = StashWith(stashpool::LocalPool::new(new_buf));
     let get = Stash(stashpool::LocalPool::new(new_buf));
     let (with, get, floor) = (with_loop(&with), hot_loop(&get), hot_loop(&Floor));
     for threads in thread_counts() {
-        g.throughput(Throughput::Elements(threads as u64));
+        g.throughput(threads as u64);
         let id = |name: &str| format!("{name}/{threads}");
-        bench_threads(&mut g, id("stashpool with"), threads, &with, &floor);
-        bench_threads(&mut g, id("stashpool get"), threads, &get, &floor);
-        bench_threads(&mut g, id(FLOOR), threads, &floor, &with);
+        g.threads(&id(STASH_WITH), threads, &with, (FLOOR, &floor));
+        g.threads(&id(STASH_GET), threads, &get, (FLOOR, &floor));
+        g.threads(&id(FLOOR), threads, &floor, (STASH_WITH, &with));
     }
     g.finish();
 }
@@ -767,6 +793,39 @@ fn record_run() {
     }
 }
 
+fn json_ns(duration: Duration) -> String {
+    duration.as_nanos().to_string()
+}
+
+/// Writes `PAIRS` beside criterion's results: per benchmark, its partner
+/// and every call's iterations, subject best and partner best (in ns).
+fn write_pairs() {
+    let pairs = PAIRS.lock().unwrap();
+    let entries: Vec<String> = pairs
+        .iter()
+        .map(|(group, name, partner, calls)| {
+            let calls: Vec<String> = calls
+                .iter()
+                .map(|&(iters, subject, partner)| {
+                    format!("[{iters}, {}, {}]", json_ns(subject), json_ns(partner))
+                })
+                .collect();
+            format!(
+                "  {{\"group\": {}, \"name\": {}, \"partner\": {}, \"calls\": [{}]}}",
+                json_string(group),
+                json_string(name),
+                json_string(partner),
+                calls.join(", ")
+            )
+        })
+        .collect();
+    let home = criterion_home();
+    let path = home.join("stashpool-pool-pairs.json");
+    if let Err(err) = std::fs::write(&path, format!("[\n{}\n]\n", entries.join(",\n"))) {
+        eprintln!("could not write {}: {err}", path.display());
+    }
+}
+
 fn main() {
     let mut criterion = Criterion::default()
         .sample_size(10)
@@ -789,5 +848,8 @@ fn main() {
     handoff(&mut criterion);
     sizes(&mut criterion);
     scaling(&mut criterion);
+    if measuring {
+        write_pairs();
+    }
     criterion.final_summary();
 }

@@ -37,6 +37,7 @@ RESULTS_MD = os.path.join(HERE, "RESULTS.md")
 CHART = os.path.join(HERE, "results.svg")
 FRAGMENTS = os.path.join(HERE, "results")
 RUN_RECORD = "stashpool-pool-run.json"
+PAIRS = "stashpool-pool-pairs.json"
 COMMAND = "cargo bench --bench pool && python3 benches/report.py"
 
 FLOOR = "thread_local floor"
@@ -76,6 +77,14 @@ class Result:
         self.ns, self.median, self.low, self.high = best, median, low, high
         self.elements = elements
         self.mtime = mtime
+        self.iters = []  # criterion's iterations per sample
+        # (partner, subject best, partner best) in ns per iteration, over
+        # the same samples, when the bench recorded its partner.
+        self.pair = None
+
+    def paired(self):
+        """This benchmark divided by its partner, timed in the same samples."""
+        return self.pair[1] / self.pair[2] if self.pair else None
 
     def per_element(self):
         return self.ns / self.elements if self.elements else self.ns
@@ -111,7 +120,31 @@ def load(home):
             elements,
             os.path.getmtime(path),
         )
+        groups[bench["group_id"]][name].iters = sample["iters"]
     return groups
+
+
+def load_pairs(home, groups):
+    """Attaches to each timed benchmark its partner's best over the same
+    samples. The bench logs every call, warm-up included; criterion's samples
+    are the last calls, one each, which the iteration counts confirm."""
+    try:
+        with open(os.path.join(home, PAIRS)) as f:
+            entries = json.load(f)
+    except (OSError, ValueError):
+        return
+    for entry in entries:
+        result = groups.get(entry["group"], {}).get(entry["name"])
+        if not result or not result.iters:
+            continue
+        calls = entry["calls"][-len(result.iters) :]
+        if [c[0] for c in calls] != [int(i) for i in result.iters]:
+            continue  # not the run criterion's results came from
+        result.pair = (
+            entry["partner"],
+            min(s / i for i, s, _ in calls),
+            min(p / i for i, _, p in calls),
+        )
 
 
 def bench_of_groups():
@@ -275,12 +308,24 @@ class Report:
         return ns / per if ns is not None else None
 
     def best_peer(self, group):
+        """The fastest peer: by its ratio to the floor timed in the same
+        samples when every peer has one, else by its own best."""
         rows = [
             r
             for n, r in self.groups.get(group, {}).items()
             if n not in BASELINES and not n.startswith("stashpool")
         ]
+        if rows and all(r.pair for r in rows) and len({r.pair[0] for r in rows}) == 1:
+            return min(rows, key=lambda r: r.paired())
         return min(rows, key=lambda r: r.ns, default=None)
+
+    def peer_ratio(self, group, peer, stash):
+        """The best peer divided by stashpool: through their ratios to the
+        same floor when both have one, else from their own bests."""
+        mine = self.get(group, stash)
+        if peer.pair and mine.pair and peer.pair[0] == mine.pair[0]:
+            return peer.paired() / mine.paired()
+        return peer.ns / mine.ns
 
     def workloads(self):
         """(label, group, stashpool name, floor name, Go benchmark, Go procs, Go divisor)"""
@@ -303,10 +348,25 @@ class Report:
             ("handoff, per buffer", "handoff", STASH_GET, CHANNEL_ALONE, "Handoff", max(n, 2), 1),
         ]
 
+    def against_floor(self, group, name, floor):
+        """(this benchmark, its floor, the ratio) in ns per element: from the
+        samples where the two alternated when the bench recorded them, else
+        from each one's own best."""
+        result, base = self.get(group, name), self.get(group, floor)
+        if result is None:
+            return None, None, None
+        elements = result.elements or 1
+        if result.pair and result.pair[0] == floor:
+            _, mine, theirs = result.pair
+            return mine / elements, theirs / elements, mine / theirs
+        if base is None:
+            return result.per_element(), None, None
+        return result.per_element(), base.per_element(), result.ns / base.ns
+
     def summary(self):
         rows = []
         for label, group, stash, floor, go_name, procs, per in self.workloads():
-            mine, base = self.per_op(group, stash), self.per_op(group, floor)
+            mine, base, ratio = self.against_floor(group, stash, floor)
             if mine is None:
                 continue
             peer = self.best_peer(group)
@@ -316,9 +376,9 @@ class Report:
                     label,
                     fmt_ns(mine),
                     f"{fmt_ns(base)} ({floor})" if floor != FLOOR else fmt_ns(base),
-                    fmt_ratio(mine / base if base else None),
+                    fmt_ratio(ratio),
                     f"{peer.name} {fmt_ns(peer.per_element())}" if peer else "",
-                    fmt_ratio(peer.ns / self.get(group, stash).ns) if peer else "",
+                    fmt_ratio(self.peer_ratio(group, peer, stash)) if peer else "",
                     fmt_ns(go),
                     fmt_ratio(go / mine if go else None),
                 ]
@@ -326,7 +386,7 @@ class Report:
         header = [
             "workload",
             "stashpool",
-            "floor",
+            "floor, same samples",
             "stashpool ÷ floor",
             "best peer",
             "peer ÷ stashpool",
@@ -344,19 +404,17 @@ class Report:
             rows.append([target, measured, verdict])
 
         for label, group, stash, floor, go_name, procs, per in self.workloads():
-            mine, base = self.per_op(group, stash), self.per_op(group, floor)
+            mine, _, ratio = self.against_floor(group, stash, floor)
             if group == "handoff":
                 peer = self.best_peer(group)
+                ahead = self.peer_ratio(group, peer, stash) if mine and peer else None
                 row(
                     "handoff: ahead of every peer",
-                    f"{fmt_ns(mine)} against {peer.name} {fmt_ns(peer.per_element())}"
-                    if mine and peer
-                    else "",
-                    mine < peer.per_element() if mine and peer else None,
+                    f"fastest peer ({peer.name}) ÷ stashpool: {ahead:.2f}" if ahead else "",
+                    ahead > 1 if ahead else None,
                 )
             else:
                 bound = 1.25 if group.startswith("hot") else 1.5
-                ratio = mine / base if mine and base else None
                 row(
                     f"{label}: within {bound}x the floor",
                     f"{ratio:.2f}x" if ratio else "",
@@ -422,8 +480,12 @@ class Report:
         header = ["benchmark", "best", "median [95% CI]"]
         if has_elements:
             header.append("best per element")
+        paired = any(r.pair for r in ordered)
+        base = None if paired else base
         if base:
             header.append(f"best ÷ {floor}")
+        if paired:
+            header.append("÷ its partner, same samples")
         out = []
         for r in ordered:
             row = [r.name, fmt_ns(r.ns), f"{fmt_ns(r.median)} [{fmt_ns(r.low)}, {fmt_ns(r.high)}]"]
@@ -431,6 +493,8 @@ class Report:
                 row.append(fmt_ns(r.per_element()))
             if base:
                 row.append(fmt_ratio(r.ns / base.ns))
+            if paired:
+                row.append(f"{fmt_ratio(r.paired())} ({r.pair[0]})" if r.pair else "")
             out.append(row)
         return md_table(header, out, ["---"] + ["---:"] * (len(header) - 1))
 
@@ -459,8 +523,10 @@ def write_markdown(report, pool_groups, stale, other_groups, owners, chart_note)
         "How it is timed: every parallel workload starts its threads together from a spinning",
         "start, each thread stamps its own start and end, and the time is the last end minus the",
         f"first start. A criterion sample is the best of {report.record.get('reps', 3)} runs alternated with the",
-        "workload's floor (the floor's own entry alternates with `stashpool get`), so a pool and",
-        "its floor see the same machine. The tables lead with the best sample (interference only",
+        "workload's floor (the floor's own entry alternates with `stashpool get`), and the",
+        "floor's best in those same samples is kept too: every \"÷ floor\" in the summary and",
+        "\"÷ its partner\" in the full tables divides by a floor timed at the same moments, so a",
+        "busy machine slows both sides alike. The tables lead with the best sample (interference only",
         "ever adds time, and on a shared machine the samples of a parallel workload split between",
         "\"the threads had the cores\" and \"they did not\"), with criterion's median and its 95%",
         "confidence interval beside it in the full tables. Peers run in the same process, so read",
@@ -715,6 +781,7 @@ def main():
     with open(record_path) as f:
         record = json.load(f)
     groups = load(home)
+    load_pairs(home, groups)
 
     # The pool bench's groups from this run; anything older is stale.
     started = record.get("started", 0)

@@ -22,8 +22,8 @@
 //! One run can still be slowed by a neighbour (another process, a page
 //! fault storm, a timer interrupt); interference only ever adds time, so
 //! [`best_interleaved`] takes the best of several runs, alternated with a
-//! partner workload (usually the baseline) so that both see the same
-//! machine at the same moments and their ratio stays fair.
+//! partner workload (usually the baseline), and returns both bests: they
+//! saw the same machine at the same moments, so their ratio stays fair.
 #![allow(dead_code)]
 
 use std::hint;
@@ -104,19 +104,19 @@ pub fn together(tasks: Vec<Task<'_>>) -> Duration {
 }
 
 /// Runs `subject` and `partner` [`REPS`] times each, alternating, and
-/// returns the best (shortest) of the subject's times.
+/// returns the best (shortest) time of each: `(subject, partner)`.
 ///
-/// The partner's times are thrown away: it runs only so that the subject's
-/// best and the partner's own best (taken when the roles are swapped) come
-/// from the same stretch of the machine's life.
+/// Both bests come from the same stretch of the machine's life, so their
+/// ratio is fair even when the machine is busy: a neighbour that slows one
+/// rep of the subject is as likely to slow a rep of the partner.
 pub fn best_interleaved(
     mut subject: impl FnMut() -> Duration,
     mut partner: impl FnMut() -> Duration,
-) -> Duration {
-    let mut best = Duration::MAX;
+) -> (Duration, Duration) {
+    let (mut best_subject, mut best_partner) = (Duration::MAX, Duration::MAX);
     for _ in 0..REPS {
-        best = best.min(subject());
-        let _ = partner();
+        best_subject = best_subject.min(subject());
+        best_partner = best_partner.min(partner());
     }
-    best
+    (best_subject, best_partner)
 }
