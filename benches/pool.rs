@@ -349,11 +349,12 @@ fn thread_counts() -> Vec<usize> {
 }
 
 /// Every timed call of every benchmark, in order: the group, the
-/// benchmark, its partner, and per call the iterations, the subject's best
-/// and the partner's best. Written beside criterion's results for
-/// `benches/report.py`, which divides each contender by its floor as timed
-/// in the same samples.
-type Pairs = Vec<(String, String, &'static str, Vec<(u64, Duration, Duration)>)>;
+/// benchmark, its partner, and per call the iterations criterion asked for,
+/// the iterations run, the subject's best and the partner's best. Written
+/// beside criterion's results for `benches/report.py`, which divides each
+/// contender by its floor as timed in the same samples.
+type Pairs = Vec<(String, String, &'static str, Vec<Call>)>;
+type Call = (u64, u64, Duration, Duration);
 static PAIRS: Mutex<Pairs> = Mutex::new(Vec::new());
 
 /// A group of timed workloads: each benchmark alternates with a partner,
@@ -396,13 +397,22 @@ impl<'c> Timed<'c> {
             pairs.push((self.name.clone(), id.into(), partner, Vec::new()));
             pairs.len() - 1
         };
+        // Criterion sizes its samples from a warm-up that, on a busy
+        // machine, can end after one stalled call of a few iterations; a
+        // rep is never shorter than `parallel::MIN_REP`, and its times are
+        // scaled back to the iterations criterion asked for.
+        let mut min_iters = 0;
         self.group.bench_function(id, |b| {
             b.iter_custom(|iters| {
-                let (subject, partner) = run(iters);
+                if min_iters == 0 {
+                    min_iters = parallel::calibrate(&mut run);
+                }
+                let n = iters.max(min_iters);
+                let (subject, partner) = run(n);
                 PAIRS.lock().unwrap()[index]
                     .3
-                    .push((iters, subject, partner));
-                subject
+                    .push((iters, n, subject, partner));
+                subject.mul_f64(iters as f64 / n as f64)
             })
         });
     }
@@ -798,7 +808,8 @@ fn json_ns(duration: Duration) -> String {
 }
 
 /// Writes `PAIRS` beside criterion's results: per benchmark, its partner
-/// and every call's iterations, subject best and partner best (in ns).
+/// and every call's iterations (asked for, run), subject best and partner
+/// best (in ns, for the iterations run).
 fn write_pairs() {
     let pairs = PAIRS.lock().unwrap();
     let entries: Vec<String> = pairs
@@ -806,8 +817,12 @@ fn write_pairs() {
         .map(|(group, name, partner, calls)| {
             let calls: Vec<String> = calls
                 .iter()
-                .map(|&(iters, subject, partner)| {
-                    format!("[{iters}, {}, {}]", json_ns(subject), json_ns(partner))
+                .map(|&(iters, run, subject, partner)| {
+                    format!(
+                        "[{iters}, {run}, {}, {}]",
+                        json_ns(subject),
+                        json_ns(partner)
+                    )
                 })
                 .collect();
             format!(

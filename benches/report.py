@@ -137,14 +137,16 @@ def load_pairs(home, groups):
         result = groups.get(entry["group"], {}).get(entry["name"])
         if not result or not result.iters:
             continue
+        # Each call: iterations criterion asked for, iterations run (never
+        # fewer than a minimum rep needs), subject best, partner best.
         calls = entry["calls"][-len(result.iters) :]
         if [c[0] for c in calls] != [int(i) for i in result.iters]:
             continue  # not the run criterion's results came from
-        result.pair = (
-            entry["partner"],
-            min(s / i for i, s, _ in calls),
-            min(p / i for i, _, p in calls),
-        )
+        subject = min(s / n for _, n, s, _ in calls)
+        result.pair = (entry["partner"], subject, min(p / n for _, n, _, p in calls))
+        # The same best as criterion's samples, without their rounding to
+        # whole nanoseconds per sample.
+        result.ns = subject
 
 
 def bench_of_groups():
@@ -522,7 +524,8 @@ def write_markdown(report, pool_groups, stale, other_groups, owners, chart_note)
         "",
         "How it is timed: every parallel workload starts its threads together from a spinning",
         "start, each thread stamps its own start and end, and the time is the last end minus the",
-        f"first start. A criterion sample is the best of {report.record.get('reps', 3)} runs alternated with the",
+        "first start; no run is shorter than 2 ms, so the start is a rounding error. A criterion",
+        f"sample is the best of {report.record.get('reps', 3)} runs alternated with the",
         "workload's floor (the floor's own entry alternates with `stashpool get`), and the",
         "floor's best in those same samples is kept too: every \"÷ floor\" in the summary and",
         "\"÷ its partner\" in the full tables divides by a floor timed at the same moments, so a",

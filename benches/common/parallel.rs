@@ -35,6 +35,12 @@ use std::time::{Duration, Instant};
 /// sample; the best of the subject's runs is the sample.
 pub const REPS: usize = 3;
 
+/// The shortest rep worth timing. A rep much shorter than this is
+/// dominated by the threads' start (a thread that is not on a core when the
+/// others are released starts late, and that skew counts), so reps are
+/// never shorter, whatever iteration count criterion asks for.
+pub const MIN_REP: Duration = Duration::from_millis(2);
+
 /// Spins between yields while waiting for the other threads. Yielding now
 /// and then lets a thread that has not started yet get a core when there
 /// are more threads than cores; between yields a waiting thread checks the
@@ -119,4 +125,17 @@ pub fn best_interleaved(
         best_partner = best_partner.min(partner());
     }
     (best_subject, best_partner)
+}
+
+/// The fewest iterations (a power of two) whose best rep lasts [`MIN_REP`].
+///
+/// `run(n)` times `n` iterations and returns the subject's best rep first,
+/// as [`best_interleaved`] does. Calibrating on the best of several reps
+/// keeps one stalled rep from making the count too small.
+pub fn calibrate(mut run: impl FnMut(u64) -> (Duration, Duration)) -> u64 {
+    let mut iters = 1;
+    while iters < 1 << 40 && run(iters).0 < MIN_REP {
+        iters *= 2;
+    }
+    iters
 }
