@@ -15,8 +15,9 @@ use crate::Recycle;
 /// sweeps. 128 lets a thread that holds up to about a hundred objects at
 /// once (a fan-out, a batch of requests) return and take them again without
 /// touching shared memory, where 64 made such a thread spill and steal
-/// batches every round (measured: 17 ns per object instead of about 12 on
-/// Go's hold-100-then-return-100 shape). Sweeps still trim what it keeps.
+/// batches every round (the `overflow` workload of `benches/pool.rs`, Go's
+/// hold-100-then-return-100 shape, shows the difference). Sweeps still trim
+/// what it keeps, and `max_idle` bounds it.
 pub const DEFAULT_LOCAL_CAPACITY: usize = 128;
 
 /// How often the background sweeper sweeps a pool by default.
@@ -25,8 +26,8 @@ pub const DEFAULT_LOCAL_CAPACITY: usize = 128;
 /// between 5 and 10 seconds after a burst ends the memory it used is freed.
 /// That is quick enough for memory to come back while a program is still
 /// running, and slow enough that objects used every few seconds stay pooled
-/// and a sweep (a pass over the stashes and one `membarrier` call, a few
-/// tens of microseconds) costs far less than 0.01% of one core.
+/// and a sweep (a pass over the stashes and one `membarrier` call) costs a
+/// negligible share of one core.
 pub const DEFAULT_SWEEP_INTERVAL: Duration = Duration::from_secs(5);
 
 /// The shortest interval `Builder::sweep_every` accepts; shorter ones are
