@@ -5,8 +5,8 @@
 //! * `tiny`: 100 000 tasks of one multiply each, one worker per core, every
 //!   pool with its default settings (and `WorkerPool` with no queue, every
 //!   task a hand-off).
-//! * `queue_per_worker`: the same with queues of 0 to 64 tasks per worker:
-//!   what the default, `DEFAULT_QUEUE_PER_WORKER`, is chosen from.
+//! * `queue_capacity`: the same with queues of 0 to 2048 tasks: what the
+//!   default, `DEFAULT_QUEUE_CAPACITY`, is chosen from.
 //! * `spawn`: 10 000 tiny tasks whose results come back through a handle:
 //!   `WorkerPool::spawn` and `scope` beside `rayon`'s scope and
 //!   `std::thread::scope` with a channel.
@@ -46,11 +46,11 @@ fn tiny(c: &mut Criterion) {
     group.finish();
 }
 
-fn queue_per_worker(c: &mut Criterion) {
-    let mut group = c.benchmark_group("queue_per_worker");
+fn queue_capacity(c: &mut Criterion) {
+    let mut group = c.benchmark_group("queue_capacity");
     group.sample_size(10).sampling_mode(SamplingMode::Flat);
-    for n in [0, 1, 2, 4, 8, 16, 64] {
-        let name = peers::per_worker(n);
+    for n in [0, 8, 32, 128, 512, 2048] {
+        let name = peers::queue(n);
         let peer = Peer::new(&name, peers::cores());
         group.bench_function(&name, |b| {
             b.iter(|| peer.run(peers::TINY_TASKS, peers::tiny_task))
@@ -257,6 +257,6 @@ criterion_group! {
     config = Criterion::default()
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(3));
-    targets = tiny, queue_per_worker, spawn, sleepy, idle_stack
+    targets = tiny, queue_capacity, spawn, sleepy, idle_stack
 }
 criterion_main!(benches);

@@ -982,3 +982,21 @@ fn the_old_builder_name_still_works() {
     let pool = builder.queue_capacity(1).build();
     assert_eq!(pool.spawn(|| 3).join().unwrap(), 3);
 }
+
+#[test]
+fn the_default_queue_holds_default_capacity_tasks_for_busy_workers() {
+    use stashpool::workers::DEFAULT_QUEUE_CAPACITY;
+    let pool = WorkerPool::new(1);
+    let mut gate = Gate::new();
+    pool.submit(gate.task());
+    gate.started(1);
+    let counter = Arc::new(AtomicUsize::new(0));
+    for _ in 0..DEFAULT_QUEUE_CAPACITY {
+        assert!(pool.try_submit(counter_task(&counter)).is_ok());
+    }
+    assert!(pool.try_submit(counter_task(&counter)).is_err());
+    assert_eq!(pool.stats().queued, DEFAULT_QUEUE_CAPACITY);
+    gate.release_all();
+    pool.wait();
+    assert_eq!(counter.load(Ordering::Relaxed), DEFAULT_QUEUE_CAPACITY);
+}

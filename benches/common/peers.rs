@@ -68,31 +68,27 @@ pub const TINY_NAMES: [&str; 5] = [
     "scope_fan_out",
 ];
 
-/// A `WorkerPool` with the default settings but a queue of `per_worker`
-/// tasks per worker: `stashpool_per_worker_N`.
-pub fn per_worker(n: usize) -> String {
-    format!("stashpool_per_worker_{n}")
+/// A `WorkerPool` with the default settings but a queue of `n` tasks:
+/// `stashpool_queue_N`.
+pub fn queue(n: usize) -> String {
+    format!("stashpool_queue_{n}")
 }
 
 impl Peer {
     pub fn new(name: &str, workers: usize) -> Self {
         match name {
-            // The default: a queue of a few tasks per worker.
+            // The default settings.
             "stashpool" => Self::Stashpool(WorkerPool::new(workers)),
             // No queue: `submit` waits for a free worker, every task is a
             // hand-off (stashpool 0.1's default).
             "stashpool_hand_off" => {
                 Self::Stashpool(WorkerPool::builder(workers).queue_capacity(0).build())
             }
-            _ if name.starts_with("stashpool_per_worker_") => {
-                let n: usize = name["stashpool_per_worker_".len()..]
+            _ if name.starts_with("stashpool_queue_") => {
+                let n: usize = name["stashpool_queue_".len()..]
                     .parse()
-                    .expect("stashpool_per_worker_N");
-                Self::Stashpool(
-                    WorkerPool::builder(workers)
-                        .queue_capacity(n * workers)
-                        .build(),
-                )
+                    .expect("stashpool_queue_N");
+                Self::Stashpool(WorkerPool::builder(workers).queue_capacity(n).build())
             }
             "rayon" => Self::Rayon(
                 rayon::ThreadPoolBuilder::new()

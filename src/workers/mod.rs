@@ -116,11 +116,11 @@
 //! idle timeout and exit: an idle pool holds no threads. Admission bounds
 //! `running` by `max_workers` and the queue by `queue_capacity` (tasks that
 //! free workers have not taken yet do not count against it). The default
-//! capacity is a few tasks per worker (`DEFAULT_QUEUE_PER_WORKER`): enough
-//! that a submitter of small tasks finds room again while it spins, instead
-//! of parking and being woken per task, and small enough that what a burst
-//! holds, and how long a queued task waits, stays in proportion to the
-//! workers. `set_max_workers` changes the bound at run time.
+//! capacity (`DEFAULT_QUEUE_CAPACITY`, or a few tasks per worker in large
+//! pools) is runway: a submitter that finds the queue full sleeps, and the
+//! workers must not run dry while it wakes, or a submitter of small tasks
+//! pays a sleep and a wake every few tasks. A queued task costs only its
+//! few words. `set_max_workers` changes the bound at run time.
 //!
 //! # Waiting, panics, dropping
 //!
@@ -168,8 +168,8 @@ pub use handle::{JoinHandle, TaskDropped};
 #[allow(deprecated)]
 pub use pool::Builder;
 pub use pool::{
-    WorkerPool, WorkerPoolBuilder, DEFAULT_IDLE_TIMEOUT, DEFAULT_QUEUE_PER_WORKER,
-    MAX_QUEUE_CAPACITY, MAX_WORKERS,
+    WorkerPool, WorkerPoolBuilder, DEFAULT_IDLE_TIMEOUT, DEFAULT_QUEUE_CAPACITY,
+    DEFAULT_QUEUE_PER_WORKER, MAX_QUEUE_CAPACITY, MAX_WORKERS,
 };
 pub use scope::{Scope, ScopedJoinHandle};
 pub use stats::WorkerStats;

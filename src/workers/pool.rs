@@ -25,18 +25,25 @@ pub const MAX_QUEUE_CAPACITY: usize = 1 << 23;
 /// threads; short enough that a burst's threads are gone soon after it ends.
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// How many tasks may wait for each busy worker, by default, before
-/// `submit` waits too: the queue holds `DEFAULT_QUEUE_PER_WORKER *
-/// max_workers` tasks unless [`queue_capacity`](WorkerPoolBuilder::queue_capacity)
-/// says otherwise (and follows [`set_max_workers`](WorkerPool::set_max_workers)).
+/// How many tasks may wait for busy workers, by default, before `submit`
+/// waits too: the queue holds the larger of `DEFAULT_QUEUE_CAPACITY` and
+/// [`DEFAULT_QUEUE_PER_WORKER`] per worker, unless
+/// [`queue_capacity`](WorkerPoolBuilder::queue_capacity) says otherwise.
 ///
-/// Why a few: with no queue, every task is a hand-off, and a submitter
-/// that outruns the workers waits for one to finish on every task. A few
-/// tasks per worker are enough runway for a submitter of small tasks to
-/// keep every worker busy while it spins briefly for room (rather than
-/// parking and being woken per task), and the bound keeps the memory a
-/// burst holds, and the latency a task waits, in proportion to the workers.
-/// `benches/workers.rs` (group `queue_per_worker`) measures the choice.
+/// Why this many: a submitter that finds the queue full sleeps until a
+/// worker makes room, and the workers run what is queued while it wakes.
+/// With a shorter queue they run dry first, and a submitter of small tasks
+/// pays a sleep and a wake every few tasks: the `queue_capacity` group of
+/// `benches/workers.rs` and the system-call counts of
+/// `benches/workers_rss.rs` show where that stops. A queued task costs
+/// only the few words it is made of, so the queue's memory stays small
+/// next to a worker's stack.
+pub const DEFAULT_QUEUE_CAPACITY: usize = 512;
+
+/// The default queue's size per worker, for pools large enough that it
+/// exceeds [`DEFAULT_QUEUE_CAPACITY`]: a few tasks for each worker, so a
+/// large pool keeps every worker supplied while its submitters wake. The
+/// queue follows [`set_max_workers`](WorkerPool::set_max_workers).
 pub const DEFAULT_QUEUE_PER_WORKER: usize = 4;
 
 /// A bounded pool of worker threads that recycles them: Go's goroutine pools
@@ -45,8 +52,8 @@ pub const DEFAULT_QUEUE_PER_WORKER: usize = 4;
 /// [`submit`](Self::submit) runs a task on a free worker if there is one,
 /// else on a new worker while fewer than `max_workers` run, else queues it
 /// for the next busy worker to finish (up to
-/// [`queue_capacity`](WorkerPoolBuilder::queue_capacity) tasks, a few per
-/// worker by default), else waits until there is room. So at most `max_workers` tasks run at once, and threads
+/// [`queue_capacity`](WorkerPoolBuilder::queue_capacity) tasks), else waits
+/// until there is room. So at most `max_workers` tasks run at once, and threads
 /// are started only when every worker is busy: the pool grows with the load.
 /// A worker that finds nothing to do spins for a few microseconds, then
 /// parks, using no CPU; after [`idle_timeout`](WorkerPoolBuilder::idle_timeout)
@@ -567,12 +574,13 @@ impl WorkerPoolBuilder {
     }
 
     /// How many tasks may wait in the queue for a busy worker (default
-    /// [`DEFAULT_QUEUE_PER_WORKER`] per worker). When every worker is busy
+    /// [`DEFAULT_QUEUE_CAPACITY`], or [`DEFAULT_QUEUE_PER_WORKER`] per
+    /// worker in pools large enough for that to be more). When every worker is busy
     /// and no new one may start, `submit` queues its task if there is room
     /// and waits otherwise; `try_submit` gives the task back. With 0,
     /// `submit` waits until a worker is free, as Go's `itogami` does, and
     /// every task is a hand-off; a queue lets a submitter run ahead of the
-    /// workers (the `queue_per_worker` group of `benches/workers.rs`
+    /// workers (the `queue_capacity` group of `benches/workers.rs`
     /// measures what that buys).
     ///
     /// # Panics

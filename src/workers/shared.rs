@@ -38,7 +38,7 @@ pub(crate) type Hook<F> = Option<std::sync::Arc<F>>;
 #[derive(Clone)]
 pub(crate) struct Config {
     pub(crate) max_workers: usize,
-    /// `None`: `queue_per_worker` tasks for each of `max_workers`.
+    /// `None`: the default, which follows `max_workers`.
     pub(crate) queue_capacity: Option<usize>,
     /// `None`: idle workers never exit.
     pub(crate) idle_timeout: Option<Duration>,
@@ -174,9 +174,9 @@ impl Shared {
     /// How many tasks may wait for busy workers when the bound is `max`.
     #[inline]
     fn capacity(&self, max: usize) -> usize {
-        self.config
-            .queue_capacity
-            .unwrap_or(max * super::DEFAULT_QUEUE_PER_WORKER)
+        self.config.queue_capacity.unwrap_or_else(|| {
+            super::DEFAULT_QUEUE_CAPACITY.max(max * super::DEFAULT_QUEUE_PER_WORKER)
+        })
     }
 
     /// Where a task submitted in state `s` goes, and the state after, or
@@ -520,10 +520,13 @@ impl Shared {
 
     // === running and finishing tasks ===
 
-    /// Runs one task, catching a panic so that the worker survives it, and
-    /// counts it finished.
+    /// Runs one task, catching a panic so that the worker survives it.
+    /// Returns the task's generation: the caller counts it finished (a
+    /// worker does so only once it counts as free again, so that when
+    /// `wait` returns, the workers that ran the tasks it waited for are
+    /// free).
     #[inline]
-    pub(super) fn execute(&self, job: Job) {
+    pub(super) fn execute(&self, job: Job) -> Generation {
         let Job { task, generation } = job;
         match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| task.run())) {
             Ok(Outcome::Returned) => {}
@@ -535,7 +538,7 @@ impl Shared {
                 drop_payload(payload);
             }
         }
-        self.finish(generation);
+        generation
     }
 
     /// Counts one task of `generation` finished, and wakes the `wait`

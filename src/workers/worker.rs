@@ -8,6 +8,7 @@
 use std::cell::RefCell;
 use std::panic::{self, AssertUnwindSafe};
 
+use super::generations::Generation;
 use super::idle::Sleeper;
 use super::shared::{drop_payload, Job, Shared};
 use super::spin::Spin;
@@ -52,7 +53,10 @@ pub(crate) fn help_while(pending: impl Fn() -> bool) {
     };
     while pending() {
         match shared.claim_queued() {
-            Some(job) => shared.execute(job),
+            Some(job) => {
+                let generation = shared.execute(job);
+                shared.finish(generation);
+            }
             None => return,
         }
     }
@@ -70,8 +74,8 @@ pub(crate) fn run(shared: Arc<Shared>, first: Arc<Mutex<Option<Job>>>, sleeper: 
         run_hook(&**on_start);
     }
     loop {
-        shared.execute(job);
-        match shared.next_task(&sleeper) {
+        let generation = shared.execute(job);
+        match shared.next_task(&sleeper, generation) {
             Some(next) => job = next,
             None => break,
         }
@@ -103,9 +107,9 @@ enum Parked {
 }
 
 impl Shared {
-    /// Finds the next task to run after one finished, or `None` when the
-    /// worker must exit.
-    fn next_task(&self, sleeper: &Arc<Sleeper>) -> Option<Job> {
+    /// Counts the task just run, of `generation`, finished, and finds the
+    /// next task to run, or `None` when the worker must exit.
+    fn next_task(&self, sleeper: &Arc<Sleeper>, generation: Generation) -> Option<Job> {
         // Claim a queued task, or, with none queued, become free (or exit,
         // if the pool has more workers than its bound allows now). Each
         // step makes room (one queued task fewer, one free worker more or
@@ -124,6 +128,9 @@ impl Shared {
         if before.waiting() {
             self.grant_room();
         }
+        // Only now, so that when `wait` returns, the workers that ran the
+        // tasks it waited for already count as free.
+        self.finish(generation);
         if before.queued() > 0 {
             return Some(self.take_claimed());
         }
