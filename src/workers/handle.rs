@@ -31,6 +31,9 @@ pub(crate) struct Packet<T> {
 
 struct Slot<T> {
     result: Option<Result<T>>,
+    /// Whether `join` sleeps on `ready`: a notification is a system call
+    /// even with nobody to wake, so the task makes one only then.
+    joiner_waits: bool,
     /// The scope the task belongs to, counted off once the result is stored
     /// (`scope.rs`).
     scope: Option<Arc<ScopeData>>,
@@ -41,6 +44,7 @@ impl<T> Packet<T> {
         Arc::new(Self {
             slot: Mutex::new(Slot {
                 result: None,
+                joiner_waits: false,
                 scope,
             }),
             ready: Condvar::new(),
@@ -63,6 +67,9 @@ impl<T> Packet<T> {
             if let Some(result) = slot.result.take() {
                 return result;
             }
+            // Set under the lock the task takes to store the result, so it
+            // sees the flag, or we see the result.
+            slot.joiner_waits = true;
             slot = wait(&self.ready, slot);
         }
     }
@@ -100,7 +107,9 @@ impl<T> Completion<T> {
             }
             slot.result = Some(result);
             packet.finished.store(true, Ordering::Release);
-            packet.ready.notify_all();
+            if slot.joiner_waits {
+                packet.ready.notify_one();
+            }
             slot.scope.take()
         };
         // Our reference goes first: if the handle is gone, the result drops
