@@ -3,13 +3,15 @@
 //! The obvious representation, `Box<dyn FnOnce() + Send>`, costs a
 //! `malloc` on the submitting thread and a `free` on the worker for every
 //! task. Since the two are different threads, neither side's allocator
-//! cache helps: in the `tiny` benchmark (100 000 one-multiply tasks) the
-//! pair took about a third of the pool's CPU time. Most closures submitted
+//! cache helps, and in the `tiny` benchmark (one-multiply tasks) the pair
+//! is a large share of the pool's CPU time. Most closures submitted
 //! to a pool capture a few words (an `Arc`, an index, a channel end), so a
 //! `Task` keeps closures of up to three words in place, next to a pointer to
 //! the functions that run and drop them; bigger or over-aligned ones go in a
 //! `Box` whose thin pointer is kept the same way. A `Task` is four words, and
-//! moving one through the queue moves the closure with it.
+//! moving one through the queue moves the closure with it. A `spawn`ed
+//! task's closure also holds its handle's packet (`handle.rs`), so closures
+//! of up to two words stay inline there.
 
 use std::marker::PhantomData;
 use std::mem::{self, ManuallyDrop, MaybeUninit};
