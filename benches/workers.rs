@@ -2,13 +2,21 @@
 //! (Go's "unlimited goroutines"), `rayon` (a scope), the `threadpool` crate,
 //! and a plain `std::thread::scope` fan-out.
 //!
-//! * `tiny`: 100 000 tasks of one multiply each, one worker per core.
+//! * `tiny`: 100 000 tasks of one multiply each, one worker per core, every
+//!   pool with its default settings (and `WorkerPool` with no queue, every
+//!   task a hand-off).
+//! * `queue_capacity`: the same with queues of 0 to 2048 tasks: what the
+//!   default, `DEFAULT_QUEUE_CAPACITY`, is chosen from.
+//! * `spawn`: 10 000 tiny tasks whose results come back through a handle:
+//!   `WorkerPool::spawn` and `scope` beside `rayon`'s scope and
+//!   `std::thread::scope` with a channel.
 //! * `sleepy`: 10 000 tasks that each sleep 1 ms, 64 workers.
 //! * `idle_stack`: the structure parked workers wait on: a locked deque (what
 //!   `WorkerPool` uses) against a lock-free Treiber stack reclaimed with
 //!   `crossbeam-epoch`, beside what parking and waking a thread costs.
 //!
-//! Peak memory per peer, one process each: `examples/workers_rss.rs`.
+//! Peak memory and system calls (`sched_yield`, `futex`) per peer, one
+//! process per run: `benches/workers_rss.rs`.
 //!
 //! `cargo bench --bench workers -- --warm-up-time 1 --measurement-time 3`
 
@@ -23,17 +31,88 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion, SamplingMode};
-use peers::{Peer, NAMES};
+use peers::{Peer, NAMES, TINY_NAMES};
+use stashpool::workers::WorkerPool;
 
 fn tiny(c: &mut Criterion) {
     let mut group = c.benchmark_group("tiny");
     group.sample_size(10).sampling_mode(SamplingMode::Flat);
-    for name in NAMES {
+    for name in TINY_NAMES {
         let peer = Peer::new(name, peers::cores());
         group.bench_function(name, |b| {
             b.iter(|| peer.run(peers::TINY_TASKS, peers::tiny_task))
         });
     }
+    group.finish();
+}
+
+fn queue_capacity(c: &mut Criterion) {
+    let mut group = c.benchmark_group("queue_capacity");
+    group.sample_size(10).sampling_mode(SamplingMode::Flat);
+    for n in [0, 8, 32, 128, 512, 2048] {
+        let name = peers::queue(n);
+        let peer = Peer::new(&name, peers::cores());
+        group.bench_function(&name, |b| {
+            b.iter(|| peer.run(peers::TINY_TASKS, peers::tiny_task))
+        });
+    }
+    group.finish();
+}
+
+/// Tasks whose results come back to the caller.
+const SPAWN_TASKS: u64 = 10_000;
+
+fn spawn(c: &mut Criterion) {
+    let mut group = c.benchmark_group("spawn");
+    group.sample_size(10).sampling_mode(SamplingMode::Flat);
+    let workers = peers::cores();
+    let pool = WorkerPool::new(workers);
+    group.bench_function("stashpool_spawn_join", |b| {
+        b.iter(|| {
+            let handles: Vec<_> = (0..SPAWN_TASKS)
+                .map(|i| pool.spawn(move || black_box(i).wrapping_mul(3)))
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).sum::<u64>()
+        })
+    });
+    group.bench_function("stashpool_scope", |b| {
+        let mut out = vec![0u64; SPAWN_TASKS as usize];
+        b.iter(|| {
+            pool.scope(|s| {
+                for (i, slot) in out.iter_mut().enumerate() {
+                    s.spawn(move || *slot = black_box(i as u64).wrapping_mul(3));
+                }
+            });
+            black_box(&out);
+        })
+    });
+    let rayon = rayon::ThreadPoolBuilder::new()
+        .num_threads(workers)
+        .build()
+        .unwrap();
+    group.bench_function("rayon_scope", |b| {
+        let mut out = vec![0u64; SPAWN_TASKS as usize];
+        b.iter(|| {
+            rayon.scope(|s| {
+                for (i, slot) in out.iter_mut().enumerate() {
+                    s.spawn(move |_| *slot = black_box(i as u64).wrapping_mul(3));
+                }
+            });
+            black_box(&out);
+        })
+    });
+    group.bench_function("threadpool_channel", |b| {
+        let pool = threadpool::ThreadPool::new(workers);
+        b.iter(|| {
+            let (tx, rx) = mpsc::channel();
+            for i in 0..SPAWN_TASKS {
+                let tx = tx.clone();
+                pool.execute(move || tx.send(black_box(i).wrapping_mul(3)).unwrap());
+            }
+            drop(tx);
+            rx.iter().sum::<u64>()
+        })
+    });
     group.finish();
 }
 
@@ -178,6 +257,6 @@ criterion_group! {
     config = Criterion::default()
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(3));
-    targets = tiny, sleepy, idle_stack
+    targets = tiny, queue_capacity, spawn, sleepy, idle_stack
 }
 criterion_main!(benches);

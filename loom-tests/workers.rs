@@ -20,7 +20,7 @@ use std::time::Duration;
 use loom::sync::atomic::{AtomicUsize, Ordering};
 use loom::sync::Arc;
 use loom::thread;
-use stashpool::workers::WorkerPool;
+use stashpool::workers::{TaskDropped, WorkerPool};
 
 /// Runs `f` under `loom::model` and reports (with `--nocapture`) how many
 /// interleavings were explored.
@@ -184,5 +184,97 @@ fn concurrent_submits_race_idle_exits() {
             .idle_timeout(Duration::ZERO)
             .build();
         drop(submit_from_two_threads(pool));
+    });
+}
+
+/// A spawned task completes its packet while the caller joins it (and,
+/// when it gets there first, while the task's own worker still holds the
+/// packet): `join` must return the value exactly once, whoever wins.
+#[test]
+fn a_join_races_the_task_completing() {
+    model("a_join_races_the_task_completing", || {
+        let pool = WorkerPool::builder(1).idle_timeout(Duration::MAX).build();
+        let handle = pool.spawn(|| 7u8);
+        let finished_early = handle.is_finished();
+        assert_eq!(handle.join().unwrap(), 7);
+        pool.wait();
+        let stats = pool.stats();
+        assert_eq!((stats.completed, stats.panicked), (1, 0));
+        // Seen finished before the join means the join could not wait.
+        let _ = finished_early;
+        drop(pool);
+    });
+}
+
+/// A task that panics: its payload reaches `join`, and the panic is
+/// counted, whichever of the worker and the joiner comes first.
+#[test]
+fn a_join_gets_the_panic_of_a_task() {
+    model("a_join_gets_the_panic_of_a_task", || {
+        let pool = WorkerPool::builder(1).idle_timeout(Duration::MAX).build();
+        let handle = pool.spawn(|| -> u8 { std::panic::panic_any(3u8) });
+        let payload = handle.join().unwrap_err();
+        assert_eq!(payload.downcast_ref::<u8>(), Some(&3));
+        pool.wait();
+        assert_eq!(pool.stats().panicked, 1);
+    });
+}
+
+/// The bound is lowered while another thread submits: the worker running
+/// the first task may exit as soon as it is above the bound, and the
+/// second task must still run (on it, or on a new worker), with no worker
+/// left above the bound once the pool is quiet.
+#[test]
+fn lowering_the_bound_races_a_submit() {
+    model("lowering_the_bound_races_a_submit", || {
+        let pool = Arc::new(
+            WorkerPool::builder(2)
+                .queue_capacity(0)
+                .idle_timeout(Duration::MAX)
+                .build(),
+        );
+        let counter = Arc::new(AtomicUsize::new(0));
+        pool.submit(count(&counter));
+        let other = {
+            let (pool, counter) = (Arc::clone(&pool), Arc::clone(&counter));
+            thread::spawn(move || pool.submit(count(&counter)))
+        };
+        pool.set_max_workers(1);
+        other.join().unwrap();
+        pool.wait();
+        assert_eq!(counter.load(Ordering::Relaxed), 2);
+        assert!(pool.stats().unfinished() == 0);
+    });
+}
+
+/// A task spawned and then shut down with no time to spare races its
+/// worker: it runs, or it is dropped and its handle says so; never both,
+/// never neither, and the count returned matches.
+#[test]
+fn shutdown_races_a_queued_task() {
+    model("shutdown_races_a_queued_task", || {
+        let pool = WorkerPool::builder(1)
+            .queue_capacity(1)
+            .idle_timeout(Duration::MAX)
+            .build();
+        let counter = Arc::new(AtomicUsize::new(0));
+        let first = {
+            let counter = Arc::clone(&counter);
+            pool.spawn(move || counter.fetch_add(1, Ordering::Relaxed))
+        };
+        let second = {
+            let counter = Arc::clone(&counter);
+            pool.spawn(move || counter.fetch_add(1, Ordering::Relaxed))
+        };
+        let dropped = pool.shutdown_timeout(Duration::ZERO);
+        let outcomes = [first.join(), second.join()];
+        let ran = outcomes.iter().filter(|r| r.is_ok()).count();
+        for outcome in &outcomes {
+            if let Err(payload) = outcome {
+                assert!(payload.is::<TaskDropped>());
+            }
+        }
+        assert_eq!(ran, counter.load(Ordering::Relaxed));
+        assert_eq!(ran + dropped, 2);
     });
 }

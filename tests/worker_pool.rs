@@ -1,6 +1,7 @@
 //! `WorkerPool`: the bound on workers, thread reuse, growing and shrinking,
-//! panics, `wait`, dropping, bad input, and a stress run where submits race
-//! idle workers that exit.
+//! panics, `wait`, `spawn` and `JoinHandle`, `scope`, tasks that use their
+//! own pool, `set_max_workers`, `shutdown_timeout`, dropping, hooks, bad
+//! input, and a stress run where submits race idle workers that exit.
 
 use std::cell::Cell;
 use std::panic::{self, AssertUnwindSafe};
@@ -12,11 +13,20 @@ use std::time::Duration;
 mod common;
 
 use common::eventually;
-use stashpool::workers::{WorkerPool, MAX_QUEUE_CAPACITY, MAX_WORKERS};
+use stashpool::workers::{TaskDropped, WorkerPool, MAX_QUEUE_CAPACITY, MAX_WORKERS};
 
 /// How long a test waits for something that must happen before it calls it
 /// a failure (instead of hanging). Never an expectation of speed.
 const DEADLINE: Duration = Duration::from_secs(60);
+
+/// Runs `f` on another thread and returns its result, failing the test if
+/// it takes past `DEADLINE` (a hang is a bug: it must fail, not stall CI).
+fn within_deadline<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = mpsc::channel();
+    thread::spawn(move || tx.send(f()).unwrap());
+    rx.recv_timeout(DEADLINE)
+        .expect("did not finish before the deadline: a hang")
+}
 
 /// Tasks that block until released, and tell when they start.
 struct Gate {
@@ -502,7 +512,11 @@ fn a_thread_that_cannot_start_is_a_clear_panic_and_leaves_the_pool_sound() {
     // The refused tasks are not waited for, and nothing is left counted.
     pool.wait();
     let stats = pool.stats();
-    assert_eq!((stats.submitted, stats.panicked), (2, 2), "{stats:?}");
+    assert_eq!(
+        (stats.submitted, stats.dropped, stats.panicked),
+        (2, 2, 0),
+        "{stats:?}"
+    );
     assert_eq!((stats.running, stats.queued, stats.spawned), (0, 0, 0));
 }
 
@@ -590,4 +604,399 @@ fn submitters_race_workers_that_exit_when_idle() {
         "{:?}",
         pool.stats()
     );
+}
+
+#[test]
+fn wait_is_not_held_up_by_a_stream_of_later_tasks() {
+    // Another thread keeps a task in flight at every moment: each of its
+    // tasks blocks until the next one is submitted. The pool is never idle,
+    // so a `wait` for global quiescence would never return.
+    let pool = Arc::new(WorkerPool::builder(3).queue_capacity(0).build());
+    let stop = Arc::new(AtomicBool::new(false));
+    let streamer = {
+        let (pool, stop) = (Arc::clone(&pool), Arc::clone(&stop));
+        thread::spawn(move || {
+            let mut release_previous: Option<mpsc::Sender<()>> = None;
+            while !stop.load(Ordering::SeqCst) {
+                let (release, released) = mpsc::channel::<()>();
+                pool.submit(move || {
+                    let _ = released.recv();
+                });
+                if let Some(previous) = release_previous.replace(release) {
+                    let _ = previous.send(());
+                }
+            }
+        })
+    };
+    let done = Arc::new(AtomicBool::new(false));
+    {
+        let done = Arc::clone(&done);
+        pool.submit(move || done.store(true, Ordering::SeqCst));
+    }
+    let waiter = Arc::clone(&pool);
+    within_deadline(move || waiter.wait());
+    assert!(
+        done.load(Ordering::SeqCst),
+        "wait returned before its task ran"
+    );
+    stop.store(true, Ordering::SeqCst);
+    streamer.join().unwrap();
+    let waiter = Arc::clone(&pool);
+    within_deadline(move || waiter.wait());
+}
+
+#[test]
+fn blocked_submitters_are_all_woken_one_freed_slot_at_a_time() {
+    let pool = Arc::new(WorkerPool::builder(1).queue_capacity(0).build());
+    let mut gate = Gate::new();
+    pool.submit(gate.task());
+    gate.started(1);
+    let counter = Arc::new(AtomicUsize::new(0));
+    let submitters: Vec<_> = (0..3)
+        .map(|_| {
+            let (pool, counter) = (Arc::clone(&pool), Arc::clone(&counter));
+            thread::spawn(move || {
+                for _ in 0..20 {
+                    pool.submit(counter_task(&counter));
+                }
+            })
+        })
+        .collect();
+    gate.release_all();
+    within_deadline(move || {
+        for submitter in submitters {
+            submitter.join().unwrap();
+        }
+    });
+    pool.wait();
+    assert_eq!(counter.load(Ordering::Relaxed), 60);
+}
+
+#[test]
+fn spawn_returns_results_and_panics() {
+    let pool = WorkerPool::new(2);
+    let handles: Vec<_> = (0..50u64).map(|i| pool.spawn(move || i * 2)).collect();
+    let values: Vec<u64> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    assert_eq!(values, (0..50).map(|i| i * 2).collect::<Vec<_>>());
+    // A big closure (boxed in the task) returns a big value.
+    let big = [7u64; 32];
+    assert_eq!(pool.spawn(move || big).join().unwrap(), [7; 32]);
+    let failed = pool.spawn(|| -> u8 { panic::panic_any(41u32) });
+    assert_eq!(*failed.join().unwrap_err().downcast::<u32>().unwrap(), 41);
+    // A panic whose payload panics when dropped does not hurt the worker.
+    let nasty = pool.spawn(|| panic::panic_any(PanickyPayload));
+    let payload = nasty.join().unwrap_err();
+    assert!(payload.is::<PanickyPayload>());
+    std::mem::forget(payload);
+    pool.wait();
+    let stats = pool.stats();
+    assert_eq!((stats.completed, stats.panicked), (51, 2), "{stats:?}");
+}
+
+#[test]
+fn is_finished_tells_when_join_would_not_wait() {
+    let pool = WorkerPool::new(1);
+    let (release, blocked) = mpsc::channel::<()>();
+    let handle = pool.spawn(move || blocked.recv().unwrap());
+    assert!(!handle.is_finished());
+    release.send(()).unwrap();
+    pool.wait();
+    assert!(handle.is_finished());
+    handle.join().unwrap();
+    // A handle dropped unjoined detaches its task, which still runs.
+    let ran = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&ran);
+    drop(pool.spawn(move || flag.store(true, Ordering::SeqCst)));
+    pool.wait();
+    assert!(ran.load(Ordering::SeqCst));
+}
+
+#[test]
+fn a_task_can_join_tasks_of_its_own_one_worker_pool() {
+    // One worker, running the outer task: the inner ones can only run if
+    // the join runs them itself.
+    let pool = Arc::new(WorkerPool::builder(1).queue_capacity(0).build());
+    let inner = Arc::clone(&pool);
+    let outer = pool.spawn(move || {
+        let handles: Vec<_> = (0..5u32).map(|i| inner.spawn(move || i + 1)).collect();
+        handles.into_iter().map(|h| h.join().unwrap()).sum::<u32>()
+    });
+    assert_eq!(within_deadline(move || outer.join().unwrap()), 15);
+}
+
+#[test]
+fn a_scope_inside_a_task_of_a_one_worker_pool_does_not_deadlock() {
+    let pool = Arc::new(WorkerPool::new(1));
+    let inner = Arc::clone(&pool);
+    let outer = pool.spawn(move || {
+        let mut parts = [0u32; 4];
+        inner.scope(|s| {
+            for (i, part) in parts.iter_mut().enumerate() {
+                s.spawn(move || *part = i as u32 * 3);
+            }
+        });
+        parts
+    });
+    assert_eq!(within_deadline(move || outer.join().unwrap()), [0, 3, 6, 9]);
+}
+
+#[test]
+fn scoped_tasks_borrow_and_are_all_finished_when_scope_returns() {
+    let pool = WorkerPool::new(3);
+    let mut slots = vec![0usize; 40];
+    let total = AtomicUsize::new(0);
+    let returned = pool.scope(|s| {
+        for (i, slot) in slots.iter_mut().enumerate() {
+            let total = &total;
+            s.spawn(move || {
+                for _ in 0..i % 5 {
+                    thread::yield_now();
+                }
+                *slot = i;
+                total.fetch_add(i, Ordering::Relaxed);
+            });
+        }
+        "done"
+    });
+    assert_eq!(returned, "done");
+    assert_eq!(slots, (0..40).collect::<Vec<_>>());
+    assert_eq!(total.load(Ordering::Relaxed), (0..40).sum());
+    // Scoped tasks may spawn more scoped tasks.
+    let count = AtomicUsize::new(0);
+    pool.scope(|s| {
+        s.spawn(|| {
+            for _ in 0..3 {
+                s.spawn(|| count.fetch_add(1, Ordering::Relaxed));
+            }
+        });
+    });
+    assert_eq!(count.load(Ordering::Relaxed), 3);
+}
+
+#[test]
+fn a_scope_resumes_the_closures_panic_after_its_tasks_finish() {
+    let pool = WorkerPool::new(2);
+    let finished = AtomicUsize::new(0);
+    let result = panic::catch_unwind(AssertUnwindSafe(|| {
+        pool.scope(|s| {
+            for _ in 0..4 {
+                s.spawn(|| {
+                    for _ in 0..20 {
+                        thread::yield_now();
+                    }
+                    finished.fetch_add(1, Ordering::SeqCst);
+                });
+            }
+            panic!("the scope's closure fails");
+        })
+    }));
+    let payload = result.expect_err("the closure's panic comes out of scope");
+    assert_eq!(
+        payload.downcast_ref::<&str>(),
+        Some(&"the scope's closure fails")
+    );
+    assert_eq!(finished.load(Ordering::SeqCst), 4);
+}
+
+#[test]
+fn a_scope_panics_for_a_task_panic_nobody_joined() {
+    let pool = WorkerPool::new(2);
+    let result = panic::catch_unwind(AssertUnwindSafe(|| {
+        pool.scope(|s| {
+            s.spawn(|| panic!("unjoined"));
+            s.spawn(|| 1);
+        })
+    }));
+    let payload = result.expect_err("an unjoined panic makes the scope panic");
+    let message = payload.downcast_ref::<String>().unwrap();
+    assert!(message.starts_with("stashpool: "), "{message}");
+    // Joined, the panic is the caller's to handle: the scope returns.
+    let value = pool.scope(|s| {
+        let fails = s.spawn(|| panic!("joined"));
+        assert!(fails.join().is_err());
+        5
+    });
+    assert_eq!(value, 5);
+}
+
+#[test]
+fn lowering_max_workers_lets_extra_workers_exit_and_bounds_new_work() {
+    let pool = WorkerPool::builder(4)
+        .idle_timeout(Duration::MAX)
+        .queue_capacity(0)
+        .build();
+    let mut gate = Gate::new();
+    for _ in 0..4 {
+        pool.submit(gate.task());
+    }
+    gate.started(4);
+    gate.release_all();
+    pool.wait();
+    assert_eq!(pool.running(), 4);
+    pool.set_max_workers(1);
+    assert_eq!(pool.max_workers(), 1);
+    assert!(
+        eventually(DEADLINE, || pool.running() == 1),
+        "idle workers above the bound did not exit: {:?}",
+        pool.stats()
+    );
+    pool.submit(gate.task());
+    gate.started(1);
+    let extra = counter_task(&Arc::new(AtomicUsize::new(0)));
+    let extra = pool
+        .try_submit(extra)
+        .expect_err("one busy worker is the bound now");
+    gate.release_all();
+    pool.wait();
+    assert!(pool.try_submit(extra).is_ok());
+    pool.wait();
+}
+
+#[test]
+fn raising_max_workers_wakes_a_blocked_submitter() {
+    let pool = Arc::new(
+        WorkerPool::builder(1)
+            .idle_timeout(Duration::MAX)
+            .queue_capacity(0)
+            .build(),
+    );
+    let mut gate = Gate::new();
+    pool.submit(gate.task());
+    gate.started(1);
+    // This submit blocks: one worker, busy, no queue.
+    let blocked = {
+        let (pool, task) = (Arc::clone(&pool), gate.task());
+        thread::spawn(move || pool.submit(task))
+    };
+    // Raised, the pool may start a second worker for it, while the first
+    // is still blocked.
+    pool.set_max_workers(2);
+    gate.started(1);
+    assert_eq!(pool.running(), 2);
+    gate.release_all();
+    blocked.join().unwrap();
+    pool.wait();
+}
+
+#[test]
+fn busy_workers_above_a_lowered_bound_finish_their_task_then_exit() {
+    let pool = WorkerPool::builder(3).idle_timeout(Duration::MAX).build();
+    let mut gate = Gate::new();
+    for _ in 0..3 {
+        pool.submit(gate.task());
+    }
+    gate.started(3);
+    pool.set_max_workers(1);
+    // Nothing is interrupted: all three still run.
+    assert_eq!(pool.running(), 3);
+    gate.release_all();
+    pool.wait();
+    assert!(
+        eventually(DEADLINE, || pool.running() == 1),
+        "{:?}",
+        pool.stats()
+    );
+    assert_eq!(pool.stats().completed, 3);
+}
+
+#[test]
+#[should_panic(expected = "stashpool: a WorkerPool needs max_workers >= 1")]
+fn setting_zero_max_workers_is_refused() {
+    WorkerPool::new(2).set_max_workers(0);
+}
+
+#[test]
+#[should_panic(expected = "stashpool: a WorkerPool's stack_size must be at least 1 byte")]
+fn a_zero_stack_size_is_refused() {
+    let _ = WorkerPool::builder(1).stack_size(0);
+}
+
+#[test]
+fn shutdown_timeout_runs_what_it_can_and_drops_the_rest() {
+    // Plenty of time: everything runs, nothing is dropped.
+    let pool = WorkerPool::new(2);
+    let counter = Arc::new(AtomicUsize::new(0));
+    for _ in 0..20 {
+        pool.submit(counter_task(&counter));
+    }
+    assert_eq!(pool.shutdown_timeout(DEADLINE), 0);
+    assert_eq!(counter.load(Ordering::Relaxed), 20);
+
+    // One worker, blocked past the deadline: the queued tasks are dropped.
+    let exited = Arc::new(AtomicUsize::new(0));
+    let on_exit = Arc::clone(&exited);
+    let pool = WorkerPool::builder(1)
+        .queue_capacity(3)
+        .on_thread_exit(move || {
+            on_exit.fetch_add(1, Ordering::SeqCst);
+        })
+        .build();
+    let mut gate = Gate::new();
+    let busy = pool.spawn(gate.task());
+    gate.started(1);
+    let queued: Vec<_> = (0..3).map(|i| pool.spawn(move || i)).collect();
+    assert_eq!(pool.shutdown_timeout(Duration::ZERO), 3);
+    for handle in queued {
+        let error = handle.join().unwrap_err();
+        assert!(error.is::<TaskDropped>());
+    }
+    // The running task was not interrupted; its worker exits after it.
+    assert!(!busy.is_finished());
+    gate.release_all();
+    busy.join().unwrap();
+    assert!(eventually(DEADLINE, || exited.load(Ordering::SeqCst) == 1));
+}
+
+#[test]
+fn worker_threads_are_named_and_hooked() {
+    let started = Arc::new(AtomicUsize::new(0));
+    let exited = Arc::new(AtomicUsize::new(0));
+    let (s, e) = (Arc::clone(&started), Arc::clone(&exited));
+    let pool = WorkerPool::builder(2)
+        .thread_name(|i| format!("hooked-{i}"))
+        .on_thread_start(move || {
+            s.fetch_add(1, Ordering::SeqCst);
+            panic!("a panicking hook is ignored");
+        })
+        .on_thread_exit(move || {
+            e.fetch_add(1, Ordering::SeqCst);
+        })
+        .build();
+    let name = pool.spawn(|| thread::current().name().map(String::from));
+    assert_eq!(name.join().unwrap().as_deref(), Some("hooked-0"));
+    let mut gate = Gate::new();
+    pool.submit(gate.task());
+    pool.submit(gate.task());
+    gate.started(2);
+    gate.release_all();
+    let spawned = pool.stats().spawned as usize;
+    assert_eq!(started.load(Ordering::SeqCst), spawned);
+    drop(pool);
+    assert_eq!(exited.load(Ordering::SeqCst), spawned);
+}
+
+#[test]
+#[allow(deprecated)]
+fn the_old_builder_name_still_works() {
+    let builder: stashpool::workers::Builder = WorkerPool::builder(1);
+    let pool = builder.queue_capacity(1).build();
+    assert_eq!(pool.spawn(|| 3).join().unwrap(), 3);
+}
+
+#[test]
+fn the_default_queue_holds_default_capacity_tasks_for_busy_workers() {
+    use stashpool::workers::DEFAULT_QUEUE_CAPACITY;
+    let pool = WorkerPool::new(1);
+    let mut gate = Gate::new();
+    pool.submit(gate.task());
+    gate.started(1);
+    let counter = Arc::new(AtomicUsize::new(0));
+    for _ in 0..DEFAULT_QUEUE_CAPACITY {
+        assert!(pool.try_submit(counter_task(&counter)).is_ok());
+    }
+    assert!(pool.try_submit(counter_task(&counter)).is_err());
+    assert_eq!(pool.stats().queued, DEFAULT_QUEUE_CAPACITY);
+    gate.release_all();
+    pool.wait();
+    assert_eq!(counter.load(Ordering::Relaxed), DEFAULT_QUEUE_CAPACITY);
 }

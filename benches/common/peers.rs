@@ -1,6 +1,7 @@
 //! The ways to run many small tasks that `WorkerPool` is measured against,
-//! and the two workloads. Shared by `benches/workers.rs` (time) and
-//! `examples/workers_rss.rs` (time and peak memory, one process per peer).
+//! and the two workloads. Shared by `benches/workers.rs` (time, in one
+//! process) and `benches/workers_rss.rs` (time, peak memory and system
+//! calls, one process per run).
 #![allow(dead_code)]
 
 use std::hint::black_box;
@@ -50,22 +51,44 @@ pub enum Peer {
 
 pub const NAMES: [&str; 6] = [
     "stashpool",
-    "stashpool_queue_256",
+    "stashpool_hand_off",
     "rayon",
     "threadpool",
     "thread_per_task",
     "scope_fan_out",
 ];
 
+/// The peers for tiny tasks in one process: `thread_per_task` is left out
+/// there (seconds per batch); `benches/workers_rss.rs` runs it.
+pub const TINY_NAMES: [&str; 5] = [
+    "stashpool",
+    "stashpool_hand_off",
+    "rayon",
+    "threadpool",
+    "scope_fan_out",
+];
+
+/// A `WorkerPool` with the default settings but a queue of `n` tasks:
+/// `stashpool_queue_N`.
+pub fn queue(n: usize) -> String {
+    format!("stashpool_queue_{n}")
+}
+
 impl Peer {
     pub fn new(name: &str, workers: usize) -> Self {
         match name {
-            // The default: `submit` waits for a free worker.
+            // The default settings.
             "stashpool" => Self::Stashpool(WorkerPool::new(workers)),
-            // A queue of 256 tasks lets the submitter run ahead of the
-            // workers, as `rayon` and `threadpool` (unbounded queues) do.
-            "stashpool_queue_256" => {
-                Self::Stashpool(WorkerPool::builder(workers).queue_capacity(256).build())
+            // No queue: `submit` waits for a free worker, every task is a
+            // hand-off (stashpool 0.1's default).
+            "stashpool_hand_off" => {
+                Self::Stashpool(WorkerPool::builder(workers).queue_capacity(0).build())
+            }
+            _ if name.starts_with("stashpool_queue_") => {
+                let n: usize = name["stashpool_queue_".len()..]
+                    .parse()
+                    .expect("stashpool_queue_N");
+                Self::Stashpool(WorkerPool::builder(workers).queue_capacity(n).build())
             }
             "rayon" => Self::Rayon(
                 rayon::ThreadPoolBuilder::new()

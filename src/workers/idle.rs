@@ -14,12 +14,12 @@
 //!
 //! * The stack is touched only when a worker parks or is woken, never while
 //!   tasks flow to busy or spinning workers. Each of those transitions costs
-//!   a futex wake and a context switch, which cost far more than a push
-//!   and pop under an uncontended lock; a Treiber stack reclaimed by
-//!   `crossbeam-epoch` pays a node allocation per push and an epoch pin per
-//!   operation, so it is no cheaper than the lock either. The `idle_stack`
-//!   group of `benches/workers.rs` measures all three side by side. A
-//!   lock-free stack would not make the transition measurably faster.
+//!   a futex wake and a context switch, which dwarf a push and a pop under
+//!   an uncontended lock; a Treiber stack reclaimed by `crossbeam-epoch`
+//!   adds a node allocation per push and an epoch pin per operation, and
+//!   is slower still. The `idle_stack` group of `benches/workers.rs` puts
+//!   the three side by side. A lock-free stack would not make the
+//!   transition measurably faster.
 //! * A worker's idle timeout must be decided atomically with respect to a
 //!   submitter choosing that worker: either the submitter takes the sleeper
 //!   off the stack and the sleeper runs, or the sleeper leaves the stack and

@@ -14,14 +14,26 @@
 //!     pool.submit(move || println!("task {i}"));
 //! }
 //! pool.wait();
+//!
+//! // Results and panics per task, and tasks that borrow.
+//! let answer = pool.spawn(|| 6 * 7);
+//! let mut counts = [0u32; 4];
+//! pool.scope(|s| {
+//!     for (i, count) in counts.iter_mut().enumerate() {
+//!         s.spawn(move || *count = i as u32 * 10);
+//!     }
+//! });
+//! assert_eq!(answer.join().unwrap(), 42);
+//! assert_eq!(counts, [0, 10, 20, 30]);
 //! ```
 //!
 //! # How it works
 //!
 //! Tasks travel through one lock-free FIFO queue (`crossbeam_deque::Injector`),
-//! each as four words: closures of up to three words are stored inline, so
-//! most tasks cost no allocation (`task.rs`). Every decision about a task is
-//! made on one atomic word (`state.rs`) that holds:
+//! each as four words and the generation `wait` counts it in: closures of
+//! up to three words are stored inline, so most tasks cost no allocation
+//! (`task.rs`). Every decision about a task is made on one atomic word
+//! (`state.rs`) that holds:
 //!
 //! * `queued`: tasks admitted to the queue that no worker has claimed;
 //! * `running`: workers alive;
@@ -41,16 +53,22 @@
 //! 3. else, `queued < free + queue_capacity`: queue the task for the next
 //!    busy worker to finish.
 //! 4. else the pool is full: `try_submit` gives the task back; `submit`
-//!    retries for a few microseconds, then marks the word and waits on a
-//!    condition variable until a worker makes room.
+//!    spins, retrying, for a few microseconds, then marks the word and
+//!    sleeps on a condition variable until a worker makes room. Each step
+//!    that makes room and finds the mark clears it and grants one sleeper a
+//!    wake; the sleeper woken, once it has its room, grants the next one a
+//!    wake if there is room still, or raises the mark again (`shared.rs`).
 //!
 //! A worker that finishes a task claims a queued one (`queued -= 1`, then
 //! pops; the claim guarantees the pop will find a task, at worst after the
-//! submitter's push lands) or, if none is queued, becomes *spinning*. A
+//! submitter's push lands) or, if none is queued, becomes *spinning* (or
+//! exits, if the pool is above a bound lowered by `set_max_workers`). A
 //! spinning worker watches the word for a few microseconds, claiming a task
 //! if one is queued, then takes the pool's lock and, in one step on the
 //! word, claims a task if one is queued, or else becomes *sleeping* and
-//! parks on its own condition variable, on top of the idle stack. A submitter
+//! parks on its own condition variable, on top of the idle stack. Neither
+//! side calls `sched_yield` while it waits: spinning ends in a park, and a
+//! wake from the thread that makes progress (`spin.rs`). A submitter
 //! that pops it marks it notified and counts it spinning again. A sleeper
 //! whose idle timeout passes unwoken leaves the stack and, in one step,
 //! exits (`running -= 1`) if no task is queued, or else becomes spinning.
@@ -79,12 +97,16 @@
 //! * Claims are anonymous: each is one unit of `queued`, and each unit is a
 //!   task its submitter pushes right after counting it, so a claimer's pop
 //!   always finds a task, though maybe another submitter's.
+//! * A worker that exits because the bound was lowered does so in the same
+//!   steps, seeing `queued == 0`; a worker blocked in `join` or at the end
+//!   of a `scope` first runs queued tasks itself (`worker::help_while`).
 //!
 //! The `loom-tests/workers.rs` models check these races on the real code:
 //! a submit racing a worker on its way to park, a parked worker woken, an
 //! idle timeout firing as a submit arrives, two submitters racing idle
 //! exits, blocked submitters woken by a worker, two workers draining the
-//! queue while timing out, and closing.
+//! queue while timing out, closing, a `JoinHandle` completing as it is
+//! joined, a lowered bound and a shutdown racing submits.
 //!
 //! # Growing, shrinking, bounding
 //!
@@ -94,21 +116,27 @@
 //! idle timeout and exit: an idle pool holds no threads. Admission bounds
 //! `running` by `max_workers` and the queue by `queue_capacity` (tasks that
 //! free workers have not taken yet do not count against it). The default
-//! capacity, 256, is runway: with tiny tasks, two workers drain 64 queued
-//! tasks faster than a blocked submitter can be woken, so they run dry and
-//! park, and every wake costs a futex round trip; 256 keeps them busy, and
-//! a queued task costs only its four words until it runs.
+//! capacity (`DEFAULT_QUEUE_CAPACITY`, or a few tasks per worker in large
+//! pools) is runway: a submitter that finds the queue full sleeps, and the
+//! workers must not run dry while it wakes, or a submitter of small tasks
+//! pays a sleep and a wake every few tasks. A queued task costs only its
+//! few words. `set_max_workers` changes the bound at run time.
 //!
 //! # Waiting, panics, dropping
 //!
-//! `wait` takes the number of tasks submitted so far and sleeps until that
-//! many have finished. The finished count and a "someone waits" flag share
-//! one word (`finished.rs`), so a worker pays one atomic increment per task
-//! and takes the lock only while someone waits. A task's
-//! panic is caught on its worker, counted, and the worker goes on: capacity
-//! never drops. Dropping the pool sets a closing flag and wakes every
+//! Each task is counted unfinished in one of two generations, the current
+//! one when it is submitted; `wait` flips the current generation and sleeps
+//! until the old one has no unfinished task, so it waits for exactly the
+//! tasks submitted before it (`generations.rs`). The counts and a "someone
+//! waits" flag share one word, next to the state word, so a worker pays one
+//! atomic decrement per task and takes the lock only while someone waits.
+//! A task's panic is caught on its worker, counted, and the worker goes on:
+//! capacity never drops. `spawn` and `scope` wrap the task so that it
+//! stores its result, or its panic, for its handle (`handle.rs`,
+//! `scope.rs`). Dropping the pool sets a closing flag and wakes every
 //! sleeper; workers exit the first time they find the queue empty, and the
-//! drop joins them all.
+//! drop joins them all; `shutdown_timeout` does the same until a deadline,
+//! then drops what is still queued.
 //!
 //! # Why not a lock-free idle stack
 //!
@@ -123,17 +151,25 @@
 //! is the simpler structure and measurably no slower; the tasks themselves
 //! never wait for it.
 
-mod finished;
+mod generations;
+mod handle;
 mod idle;
 mod pool;
+mod scope;
 mod shared;
+mod spin;
 mod state;
 mod stats;
 mod task;
+mod word;
 mod worker;
 
+pub use handle::{JoinHandle, TaskDropped};
+#[allow(deprecated)]
+pub use pool::Builder;
 pub use pool::{
-    Builder, WorkerPool, DEFAULT_IDLE_TIMEOUT, DEFAULT_QUEUE_CAPACITY, MAX_QUEUE_CAPACITY,
-    MAX_WORKERS,
+    WorkerPool, WorkerPoolBuilder, DEFAULT_IDLE_TIMEOUT, DEFAULT_QUEUE_CAPACITY,
+    DEFAULT_QUEUE_PER_WORKER, MAX_QUEUE_CAPACITY, MAX_WORKERS,
 };
+pub use scope::{Scope, ScopedJoinHandle};
 pub use stats::WorkerStats;

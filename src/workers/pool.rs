@@ -1,11 +1,14 @@
 //! `WorkerPool`, its builder and its limits.
 
 use std::fmt;
-use std::time::Duration;
+use std::mem::ManuallyDrop;
+use std::time::{Duration, Instant};
 
+use super::handle::{Completion, JoinHandle, Packet};
+use super::scope::{self, Scope};
 use super::shared::{Config, Shared};
-use super::state;
-use super::WorkerStats;
+use super::task::{Outcome, Task};
+use super::{state, WorkerStats};
 use crate::sync::{thread, Arc, NEVER};
 
 /// The most workers a pool can have: [`WorkerPool::new`] and
@@ -13,7 +16,7 @@ use crate::sync::{thread, Arc, NEVER};
 /// runs well; the limit comes from the width of the pool's state word.
 pub const MAX_WORKERS: usize = state::MAX_WORKERS;
 
-/// The largest [`queue_capacity`](Builder::queue_capacity).
+/// The largest [`queue_capacity`](WorkerPoolBuilder::queue_capacity).
 pub const MAX_QUEUE_CAPACITY: usize = 1 << 23;
 
 /// How long an idle worker waits for a task before it exits, by default.
@@ -22,10 +25,26 @@ pub const MAX_QUEUE_CAPACITY: usize = 1 << 23;
 /// threads; short enough that a burst's threads are gone soon after it ends.
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// How many tasks may wait for a busy worker, by default, before `submit`
-/// waits too: none, so `submit` waits for a free worker when `max_workers`
-/// are busy. See [`Builder::queue_capacity`] for the throughput a queue buys.
-pub const DEFAULT_QUEUE_CAPACITY: usize = 0;
+/// How many tasks may wait for busy workers, by default, before `submit`
+/// waits too: the queue holds the larger of `DEFAULT_QUEUE_CAPACITY` and
+/// [`DEFAULT_QUEUE_PER_WORKER`] per worker, unless
+/// [`queue_capacity`](WorkerPoolBuilder::queue_capacity) says otherwise.
+///
+/// Why this many: a submitter that finds the queue full sleeps until a
+/// worker makes room, and the workers run what is queued while it wakes.
+/// With a shorter queue they run dry first, and a submitter of small tasks
+/// pays a sleep and a wake every few tasks: the `queue_capacity` group of
+/// `benches/workers.rs` and the system-call counts of
+/// `benches/workers_rss.rs` show where that stops. A queued task costs
+/// only the few words it is made of, so the queue's memory stays small
+/// next to a worker's stack.
+pub const DEFAULT_QUEUE_CAPACITY: usize = 512;
+
+/// The default queue's size per worker, for pools large enough that it
+/// exceeds [`DEFAULT_QUEUE_CAPACITY`]: a few tasks for each worker, so a
+/// large pool keeps every worker supplied while its submitters wake. The
+/// queue follows [`set_max_workers`](WorkerPool::set_max_workers).
+pub const DEFAULT_QUEUE_PER_WORKER: usize = 4;
 
 /// A bounded pool of worker threads that recycles them: Go's goroutine pools
 /// (`ants`, `itogami`) for Rust threads.
@@ -33,17 +52,38 @@ pub const DEFAULT_QUEUE_CAPACITY: usize = 0;
 /// [`submit`](Self::submit) runs a task on a free worker if there is one,
 /// else on a new worker while fewer than `max_workers` run, else queues it
 /// for the next busy worker to finish (up to
-/// [`queue_capacity`](Builder::queue_capacity) tasks), else waits until
-/// there is room. So at most `max_workers` tasks run at once, and threads
+/// [`queue_capacity`](WorkerPoolBuilder::queue_capacity) tasks), else waits
+/// until there is room. So at most `max_workers` tasks run at once, and threads
 /// are started only when every worker is busy: the pool grows with the load.
 /// A worker that finds nothing to do spins for a few microseconds, then
-/// parks, using no CPU; after [`idle_timeout`](Builder::idle_timeout) parked
-/// it exits, so an idle pool shrinks to no threads at all.
+/// parks, using no CPU; after [`idle_timeout`](WorkerPoolBuilder::idle_timeout)
+/// parked it exits, so an idle pool shrinks to no threads at all.
+///
+/// [`spawn`](Self::spawn) returns a [`JoinHandle`] for the task's result;
+/// [`scope`](Self::scope) runs tasks that borrow from the caller.
 ///
 /// A task that panics is caught and counted in [`stats`](Self::stats); its
 /// worker goes on, so a panic never lowers the pool's capacity (with
-/// `panic = "abort"` a panic ends the process, as anywhere). Dropping the
-/// pool runs every queued task, then joins every worker.
+/// `panic = "abort"` a panic ends the process, as anywhere).
+///
+/// # Dropping
+///
+/// Dropping the pool stops it taking work, runs every queued task, then
+/// joins every worker, so it waits for tasks that are running. To bound
+/// that wait, use [`shutdown_timeout`](Self::shutdown_timeout). A pool
+/// whose last handle drops inside one of its own tasks (an `Arc` of it
+/// moved into a task) cannot join the worker it runs on: that worker exits
+/// when the task returns.
+///
+/// # Tasks that use their own pool
+///
+/// A task may `submit`, `spawn` and `scope` on its own pool: its
+/// submissions never wait for room (they are queued beyond the capacity),
+/// since a pool whose workers all waited would never make any. A task may
+/// `join` a handle and end a `scope` of its own pool: while the tasks waited
+/// for have not finished, the worker runs queued tasks itself. Only
+/// [`wait`](Self::wait), which would wait for the calling task itself,
+/// panics when called from a task.
 ///
 /// # Examples
 ///
@@ -107,21 +147,17 @@ impl WorkerPool {
     ///     .build();
     /// pool.submit(|| println!("hello from a worker"));
     /// ```
-    pub fn builder(max_workers: usize) -> Builder {
-        assert!(
-            max_workers > 0,
-            "stashpool: a WorkerPool needs max_workers >= 1 (got 0)"
-        );
-        assert!(
-            max_workers <= MAX_WORKERS,
-            "stashpool: a WorkerPool can have at most {MAX_WORKERS} workers (got {max_workers})"
-        );
-        Builder {
+    pub fn builder(max_workers: usize) -> WorkerPoolBuilder {
+        check_max_workers(max_workers);
+        WorkerPoolBuilder {
             config: Config {
                 max_workers,
-                queue_capacity: DEFAULT_QUEUE_CAPACITY,
+                queue_capacity: None,
                 idle_timeout: Some(DEFAULT_IDLE_TIMEOUT),
                 stack_size: None,
+                thread_name: None,
+                on_start: None,
+                on_exit: None,
             },
         }
     }
@@ -161,9 +197,11 @@ impl WorkerPool {
     where
         F: FnOnce() + Send + 'static,
     {
-        if Shared::offer(&self.shared, task, true).is_err() {
-            unreachable!("a blocking submit always admits its task");
-        }
+        let how = self
+            .shared
+            .reserve(true)
+            .expect("a blocking submit always admits its task");
+        Shared::dispatch(&self.shared, how, Task::new(returns(task)));
     }
 
     /// Like [`submit`](Self::submit), but never waits: if every worker is
@@ -197,12 +235,94 @@ impl WorkerPool {
     where
         F: FnOnce() + Send + 'static,
     {
-        Shared::offer(&self.shared, task, false)
+        match self.shared.reserve(false) {
+            Some(how) => {
+                Shared::dispatch(&self.shared, how, Task::new(returns(task)));
+                Ok(())
+            }
+            None => Err(task),
+        }
+    }
+
+    /// Runs `f` on a worker, as [`submit`](Self::submit) does, and returns a
+    /// handle to its result: [`JoinHandle::join`] gives the value `f`
+    /// returned, or the payload of the panic it raised, as
+    /// `std::thread::spawn` does for a thread. A panic is still counted in
+    /// [`stats`](Self::stats).
+    ///
+    /// The handle costs one allocation; a closure of up to two words still
+    /// travels without one, in the task itself.
+    ///
+    /// # Panics
+    ///
+    /// As [`submit`](Self::submit).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use stashpool::workers::WorkerPool;
+    ///
+    /// let pool = WorkerPool::new(4);
+    /// let handles: Vec<_> = (0..8u64).map(|i| pool.spawn(move || i * i)).collect();
+    /// let squares: Vec<u64> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    /// assert_eq!(squares, [0, 1, 4, 9, 16, 25, 36, 49]);
+    ///
+    /// let failed = pool.spawn(|| -> u64 { panic!("out of range") });
+    /// let payload = failed.join().unwrap_err();
+    /// assert_eq!(payload.downcast_ref::<&str>(), Some(&"out of range"));
+    /// ```
+    pub fn spawn<T: Send + 'static>(
+        &self,
+        f: impl FnOnce() -> T + Send + 'static,
+    ) -> JoinHandle<T> {
+        let how = self
+            .shared
+            .reserve(true)
+            .expect("a blocking submit always admits its task");
+        let packet = Packet::new(None);
+        let done = Completion::new(&packet);
+        Shared::dispatch(&self.shared, how, Task::new(move || done.run(f)));
+        JoinHandle::new(packet)
+    }
+
+    /// Runs `f` with a [`Scope`] whose tasks may borrow from the caller's
+    /// stack, and returns what `f` returns once every task spawned in the
+    /// scope has finished, as `std::thread::scope` does with threads, but
+    /// on the pool's workers.
+    ///
+    /// Tasks not joined by hand are joined before `scope` returns. If `f`
+    /// panics, `scope` waits for the tasks, then resumes that panic; if a
+    /// task panicked and its handle was not joined, `scope` panics after
+    /// waiting for the others.
+    ///
+    /// Called inside one of this pool's own tasks, `scope` runs queued
+    /// tasks on that worker while it waits, so it cannot starve the pool.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use stashpool::workers::WorkerPool;
+    ///
+    /// let pool = WorkerPool::new(4);
+    /// let data: Vec<u64> = (1..=1000).collect();
+    /// let total: u64 = pool.scope(|s| {
+    ///     let parts: Vec<_> = data.chunks(250).map(|c| s.spawn(move || c.iter().sum::<u64>())).collect();
+    ///     parts.into_iter().map(|p| p.join().unwrap()).sum()
+    /// });
+    /// assert_eq!(total, 500_500);
+    /// ```
+    pub fn scope<'env, T>(
+        &self,
+        f: impl for<'scope> FnOnce(&'scope Scope<'scope, 'env>) -> T,
+    ) -> T {
+        scope::scope(&self.shared, f)
     }
 
     /// Blocks until every task submitted before this call has finished
-    /// (returned or panicked). Tasks submitted meanwhile, by other threads,
-    /// are not waited for.
+    /// (returned, panicked, or been dropped). Tasks submitted meanwhile, by
+    /// other threads or by the tasks themselves, are not waited for, so a
+    /// steady stream of them cannot keep `wait` waiting. Concurrent calls
+    /// take turns.
     ///
     /// # Panics
     ///
@@ -260,7 +380,83 @@ impl WorkerPool {
     /// assert_eq!(WorkerPool::new(6).max_workers(), 6);
     /// ```
     pub fn max_workers(&self) -> usize {
-        self.shared.config.max_workers
+        self.shared.max_workers()
+    }
+
+    /// Changes the most workers this pool runs at once, at run time (Go's
+    /// `ants` calls it `Tune`). Raising it lets blocked submitters start
+    /// workers at once; lowering it wakes idle workers so the extra ones
+    /// exit, while busy ones finish their task first and exit when they
+    /// find nothing queued. With the default queue capacity, the queue
+    /// follows the new bound.
+    ///
+    /// # Panics
+    ///
+    /// If `n` is 0 (the pool could never run a task) or above
+    /// [`MAX_WORKERS`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use stashpool::workers::WorkerPool;
+    ///
+    /// let pool = WorkerPool::new(8);
+    /// pool.set_max_workers(2);
+    /// assert_eq!(pool.max_workers(), 2);
+    /// for _ in 0..10 {
+    ///     pool.submit(|| {});
+    /// }
+    /// pool.wait();
+    /// assert!(pool.stats().spawned <= 2);
+    /// ```
+    pub fn set_max_workers(&self, n: usize) {
+        // The builder's limits keep any bound plus the queue within the
+        // state word's fields, so only the bound itself needs checking.
+        check_max_workers(n);
+        self.shared.set_max_workers(n);
+    }
+
+    /// Shuts the pool down within `timeout`: it takes no more work, its
+    /// workers run queued tasks until the queue is empty or `timeout` has
+    /// passed, and the tasks still queued then are dropped unrun (a
+    /// `spawn`ed one's handle reports [`TaskDropped`](super::TaskDropped)).
+    /// Returns how many were dropped.
+    ///
+    /// Workers that finish by the deadline are joined; a task still running
+    /// then is not interrupted (Rust cannot stop a thread): its worker exits
+    /// when it returns, without this call waiting for it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use stashpool::workers::WorkerPool;
+    ///
+    /// let pool = WorkerPool::new(2);
+    /// for _ in 0..4 {
+    ///     pool.submit(|| {});
+    /// }
+    /// // Plenty of time for four tiny tasks: nothing is dropped.
+    /// assert_eq!(pool.shutdown_timeout(Duration::from_secs(60)), 0);
+    /// ```
+    pub fn shutdown_timeout(self, timeout: Duration) -> usize {
+        let this = ManuallyDrop::new(self);
+        // SAFETY: `this` is never used again nor dropped, so the `Arc` is
+        // moved out exactly once.
+        let shared = unsafe { std::ptr::read(&this.shared) };
+        let deadline = Instant::now().checked_add(timeout.min(NEVER));
+        let handles = shared.close();
+        let me = thread::current().id();
+        let on_own_worker = handles.iter().any(|h| h.thread().id() == me);
+        shared.wait_for_exits(usize::from(on_own_worker), deadline);
+        let dropped = shared.drop_queued();
+        for handle in handles {
+            if handle.thread().id() != me && thread::is_finished(&handle) {
+                // Workers catch every task's panic: nothing to report.
+                let _ = handle.join();
+            }
+        }
+        dropped
     }
 
     /// The pool's counters and a snapshot of its workers.
@@ -330,13 +526,32 @@ impl fmt::Debug for WorkerPool {
 ///     .build();
 /// assert_eq!(pool.max_workers(), 4);
 /// ```
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 #[must_use = "a builder does nothing until `build` is called"]
-pub struct Builder {
+pub struct WorkerPoolBuilder {
     config: Config,
 }
 
-impl Builder {
+/// The builder's name in stashpool 0.1.
+#[deprecated(since = "0.2.0", note = "renamed `WorkerPoolBuilder`")]
+pub type Builder = WorkerPoolBuilder;
+
+impl fmt::Debug for WorkerPoolBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let c = &self.config;
+        f.debug_struct("WorkerPoolBuilder")
+            .field("max_workers", &c.max_workers)
+            .field("queue_capacity", &c.queue_capacity)
+            .field("idle_timeout", &c.idle_timeout)
+            .field("stack_size", &c.stack_size)
+            .field("thread_name", &c.thread_name.is_some())
+            .field("on_thread_start", &c.on_start.is_some())
+            .field("on_thread_exit", &c.on_exit.is_some())
+            .finish()
+    }
+}
+
+impl WorkerPoolBuilder {
     /// How long a worker waits for a task before it exits (default
     /// [`DEFAULT_IDLE_TIMEOUT`]). `Duration::ZERO` lets workers exit as soon
     /// as they find nothing to do; `Duration::MAX` keeps them forever.
@@ -359,13 +574,14 @@ impl Builder {
     }
 
     /// How many tasks may wait in the queue for a busy worker (default
-    /// [`DEFAULT_QUEUE_CAPACITY`]). When every worker is busy and no new one
-    /// may start, `submit` queues its task if there is room and waits
-    /// otherwise; `try_submit` gives the task back. With 0 (the default),
-    /// `submit` waits until a worker is free, as Go's `itogami` does; a queue
-    /// lets a submitter run ahead of the workers without handing off every
-    /// task, which pays off for many tiny tasks (the `tiny` group of
-    /// `benches/workers.rs` measures both).
+    /// [`DEFAULT_QUEUE_CAPACITY`], or [`DEFAULT_QUEUE_PER_WORKER`] per
+    /// worker in pools large enough for that to be more). When every worker is busy
+    /// and no new one may start, `submit` queues its task if there is room
+    /// and waits otherwise; `try_submit` gives the task back. With 0,
+    /// `submit` waits until a worker is free, as Go's `itogami` does, and
+    /// every task is a hand-off; a queue lets a submitter run ahead of the
+    /// workers (the `queue_capacity` group of `benches/workers.rs`
+    /// measures what that buys).
     ///
     /// # Panics
     ///
@@ -387,7 +603,7 @@ impl Builder {
             capacity <= MAX_QUEUE_CAPACITY,
             "stashpool: a WorkerPool queue holds at most {MAX_QUEUE_CAPACITY} tasks (got {capacity})"
         );
-        self.config.queue_capacity = capacity;
+        self.config.queue_capacity = Some(capacity);
         self
     }
 
@@ -398,6 +614,12 @@ impl Builder {
     /// operating system refuses makes [`WorkerPool::submit`] panic when it
     /// needs a first worker.
     ///
+    /// # Panics
+    ///
+    /// If `bytes` is 0: no thread runs without a stack (the operating
+    /// system rounds small sizes up to its minimum, so any other size is
+    /// left to it).
+    ///
     /// # Examples
     ///
     /// ```
@@ -407,7 +629,85 @@ impl Builder {
     /// pool.submit(|| {});
     /// ```
     pub fn stack_size(mut self, bytes: usize) -> Self {
+        assert!(
+            bytes > 0,
+            "stashpool: a WorkerPool's stack_size must be at least 1 byte (got 0)"
+        );
         self.config.stack_size = Some(bytes);
+        self
+    }
+
+    /// Names worker threads: `name(i)` for the `i`th worker started
+    /// (default: `stashpool-worker` for all). Names show in debuggers,
+    /// panic messages and `top -H`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use stashpool::workers::WorkerPool;
+    ///
+    /// let pool = WorkerPool::builder(2)
+    ///     .thread_name(|i| format!("decoder-{i}"))
+    ///     .build();
+    /// let name = pool.spawn(|| std::thread::current().name().map(String::from));
+    /// assert_eq!(name.join().unwrap().as_deref(), Some("decoder-0"));
+    /// ```
+    pub fn thread_name(mut self, name: impl Fn(usize) -> String + Send + Sync + 'static) -> Self {
+        self.config.thread_name = Some(std::sync::Arc::new(name));
+        self
+    }
+
+    /// Runs `hook` on each worker thread when it starts, before its first
+    /// task (to set up thread-locals, pin to a core, register with a
+    /// profiler). A panic in it is caught and ignored.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    /// use std::sync::Arc;
+    /// use stashpool::workers::WorkerPool;
+    ///
+    /// let started = Arc::new(AtomicUsize::new(0));
+    /// let counter = Arc::clone(&started);
+    /// let pool = WorkerPool::builder(2)
+    ///     .on_thread_start(move || {
+    ///         counter.fetch_add(1, Ordering::Relaxed);
+    ///     })
+    ///     .build();
+    /// pool.spawn(|| {}).join().unwrap();
+    /// assert_eq!(started.load(Ordering::Relaxed), 1);
+    /// ```
+    pub fn on_thread_start(mut self, hook: impl Fn() + Send + Sync + 'static) -> Self {
+        self.config.on_start = Some(std::sync::Arc::new(hook));
+        self
+    }
+
+    /// Runs `hook` on each worker thread as it exits (idle timeout, a lower
+    /// bound, the pool's drop or shutdown), after its last task. A panic in
+    /// it is caught and ignored.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    /// use std::sync::Arc;
+    /// use stashpool::workers::WorkerPool;
+    ///
+    /// let exited = Arc::new(AtomicUsize::new(0));
+    /// let counter = Arc::clone(&exited);
+    /// let pool = WorkerPool::builder(2)
+    ///     .on_thread_exit(move || {
+    ///         counter.fetch_add(1, Ordering::Relaxed);
+    ///     })
+    ///     .build();
+    /// pool.submit(|| {});
+    /// let spawned = pool.stats().spawned;
+    /// drop(pool); // joins every worker
+    /// assert_eq!(exited.load(Ordering::Relaxed) as u64, spawned);
+    /// ```
+    pub fn on_thread_exit(mut self, hook: impl Fn() + Send + Sync + 'static) -> Self {
+        self.config.on_exit = Some(std::sync::Arc::new(hook));
         self
     }
 
@@ -425,5 +725,26 @@ impl Builder {
         WorkerPool {
             shared: Arc::new(Shared::new(self.config)),
         }
+    }
+}
+
+/// The documented panics of a bound on workers.
+fn check_max_workers(n: usize) {
+    assert!(
+        n > 0,
+        "stashpool: a WorkerPool needs max_workers >= 1 (got 0)"
+    );
+    assert!(
+        n <= MAX_WORKERS,
+        "stashpool: a WorkerPool can have at most {MAX_WORKERS} workers (got {n})"
+    );
+}
+
+/// A `submit`ted closure as a task: it returns, or panics (caught by the
+/// worker).
+fn returns(f: impl FnOnce() + Send + 'static) -> impl FnOnce() -> Outcome + Send + 'static {
+    move || {
+        f();
+        Outcome::Returned
     }
 }

@@ -6,39 +6,51 @@
 //! never lose a task, are in the module docs of `workers`.
 
 use std::io;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crossbeam_utils::CachePadded;
 
-use super::finished::Finished;
+use super::generations::{Generation, Generations};
 use super::idle::{IdleStack, Sleeper};
+use super::spin::Spin;
 use super::state::{invariant, AtomicState, State, MAX_QUEUED};
-use super::task::Task;
+use super::task::{Outcome, Task};
+use super::word::AtomicWord;
 use super::worker;
 use super::WorkerStats;
 use crate::sync::thread::{self, JoinHandle};
-use crate::sync::{backoff, lock, wait, Arc, AtomicU64, Condvar, Mutex, Ordering, Queue};
+use crate::sync::{
+    lock, wait, wait_timeout, Arc, AtomicUsize, Condvar, Mutex, Ordering, Queue, NEVER,
+};
 
-/// How often a blocked submitter retries before it parks (see `backoff`):
-/// a few spins and a few yields, a few microseconds in all, which is about
-/// how long a busy worker takes to free a slot when tasks are small.
-const SUBMIT_SPINS: u32 = if cfg!(stashpool_loom) { 1 } else { 10 };
+/// How long a submitter that finds the pool full spins, re-trying, before it
+/// parks (in `Spin` rounds). A busy worker frees a slot within one task, so
+/// with small tasks room comes back sooner than a park and a wake take.
+const SUBMIT_SPINS: u32 = if cfg!(stashpool_loom) { 1 } else { 12 };
 /// Attempts to start the last worker when tasks wait for it.
 const START_RETRIES: u32 = 10;
 
+/// A user's hook, shared by the workers. A std `Arc` even under loom, whose
+/// `Arc` cannot hold a `dyn` value; hooks take no part in the protocol.
+pub(crate) type Hook<F> = Option<std::sync::Arc<F>>;
+
 /// A pool's settings, checked by the builder.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone)]
 pub(crate) struct Config {
     pub(crate) max_workers: usize,
-    pub(crate) queue_capacity: usize,
+    /// `None`: the default, which follows `max_workers`.
+    pub(crate) queue_capacity: Option<usize>,
     /// `None`: idle workers never exit.
     pub(crate) idle_timeout: Option<Duration>,
     pub(crate) stack_size: Option<usize>,
+    pub(crate) thread_name: Hook<dyn Fn(usize) -> String + Send + Sync>,
+    pub(crate) on_start: Hook<dyn Fn() + Send + Sync>,
+    pub(crate) on_exit: Hook<dyn Fn() + Send + Sync>,
 }
 
 /// Where admission sent a task.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Admission {
+pub(crate) enum Admission {
     /// Queued for a spinning worker, or for a busy one when it finishes.
     Queued,
     /// Queued, and a parked worker must be woken for it.
@@ -57,23 +69,46 @@ struct Mode {
     bounded: bool,
 }
 
+/// The mode of every submitter that can block for room.
+const BLOCKING: Mode = Mode {
+    may_start: true,
+    bounded: true,
+};
+
+/// A task on its way to a worker, with the wait generation it is counted in.
+pub(crate) struct Job {
+    pub(super) task: Task,
+    pub(super) generation: Generation,
+}
+
+/// The two words that a submitter and a worker both write for every task,
+/// side by side: the line moves between them once per step, not twice.
+pub(crate) struct Counts {
+    /// What every decision is made on (see `state.rs`).
+    pub(super) state: AtomicState,
+    /// Unfinished tasks per wait generation (see `generations.rs`).
+    generations: Generations,
+}
+
 /// Everything the workers and the handle share.
 pub(crate) struct Shared {
-    /// The counts every decision is made on (see `state.rs`).
-    pub(super) state: CachePadded<AtomicState>,
+    pub(super) counts: CachePadded<Counts>,
     /// Admitted tasks that no worker has taken yet, oldest first.
-    pub(super) queue: Queue<Task>,
-    /// Tasks finished (returned or panicked). Written by every worker.
-    finished: Finished,
-    /// Tasks admitted; counted before a task can run. Written by submitters.
-    submitted: CachePadded<AtomicU64>,
-    pub(super) panicked: AtomicU64,
-    spawned: AtomicU64,
+    pub(super) queue: Queue<Job>,
+    /// Tasks admitted. Written by submitters only.
+    submitted: CachePadded<AtomicWord>,
+    pub(super) panicked: AtomicWord,
+    dropped: AtomicWord,
+    spawned: AtomicWord,
+    /// The bound on workers, changed by `set_max_workers`.
+    max_workers: AtomicUsize,
     pub(super) inner: Mutex<Inner>,
     /// Submitters blocked for room wait here (on `inner`).
-    pub(super) room: Condvar,
-    /// `wait` callers wait here (on `inner`).
+    room: Condvar,
+    /// `wait` callers and `shutdown_timeout` wait here (on `inner`).
     pub(super) done: Condvar,
+    /// Held by the one `wait` whose turn it is (see `generations.rs`).
+    wait_turn: Mutex<()>,
     pub(super) config: Config,
 }
 
@@ -82,34 +117,67 @@ pub(crate) struct Inner {
     pub(super) idle: IdleStack,
     /// Every worker's thread not yet known to have finished.
     handles: Vec<JoinHandle<()>>,
-    /// `wait` callers blocked until no task is in flight.
-    waiters: usize,
-    /// Set when the pool drops: workers exit once the queue is empty.
+    /// Submitters asleep until there is room.
+    blocked: usize,
+    /// Wakes handed to blocked submitters and not yet taken: one per freed
+    /// slot, so a freed slot wakes one submitter, not all of them.
+    grants: usize,
+    /// Workers started so far, to number their threads.
+    started: usize,
+    /// Set when the pool closes: workers exit once the queue is empty.
     pub(super) closing: bool,
 }
 
 impl Shared {
     pub(crate) fn new(config: Config) -> Self {
         Self {
-            state: CachePadded::new(AtomicState::new()),
+            counts: CachePadded::new(Counts {
+                state: AtomicState::new(),
+                generations: Generations::new(),
+            }),
             queue: Queue::new(),
-            finished: Finished::new(),
-            submitted: CachePadded::new(AtomicU64::new(0)),
-            panicked: AtomicU64::new(0),
-            spawned: AtomicU64::new(0),
+            submitted: CachePadded::new(AtomicWord::new(0)),
+            panicked: AtomicWord::new(0),
+            dropped: AtomicWord::new(0),
+            spawned: AtomicWord::new(0),
+            max_workers: AtomicUsize::new(config.max_workers),
             inner: Mutex::new(Inner {
                 idle: IdleStack::default(),
                 handles: Vec::new(),
-                waiters: 0,
+                blocked: 0,
+                grants: 0,
+                started: 0,
                 closing: false,
             }),
             room: Condvar::new(),
             done: Condvar::new(),
+            wait_turn: Mutex::new(()),
             config,
         }
     }
 
+    #[inline]
+    pub(super) fn state(&self) -> &AtomicState {
+        &self.counts.state
+    }
+
     // === admission ===
+
+    /// The bound on workers now.
+    #[inline]
+    pub(crate) fn max_workers(&self) -> usize {
+        // Relaxed: a bound read late only delays a start or an exit by one
+        // decision; every decision is still made on the state word.
+        self.max_workers.load(Ordering::Relaxed)
+    }
+
+    /// How many tasks may wait for busy workers when the bound is `max`.
+    #[inline]
+    fn capacity(&self, max: usize) -> usize {
+        self.config.queue_capacity.unwrap_or_else(|| {
+            super::DEFAULT_QUEUE_CAPACITY.max(max * super::DEFAULT_QUEUE_PER_WORKER)
+        })
+    }
 
     /// Where a task submitted in state `s` goes, and the state after, or
     /// `None` when the pool is full. The rules, in order of preference:
@@ -131,11 +199,12 @@ impl Shared {
             };
             return Some((s.queue(), how));
         }
+        let max = self.max_workers();
         // With no worker at all, nobody would ever take a queued task.
-        if (mode.may_start || s.running() == 0) && s.running() < self.config.max_workers {
+        if (mode.may_start || s.running() == 0) && s.running() < max {
             return Some((s.start(), Admission::Start));
         }
-        if !mode.bounded || s.queued() < s.free() + self.config.queue_capacity {
+        if !mode.bounded || s.queued() < s.free() + self.capacity(max) {
             // Only unbounded admissions can get here with a full field:
             // the builder keeps `max_workers + queue_capacity` below it.
             assert!(
@@ -149,7 +218,7 @@ impl Shared {
 
     fn admit(&self, mode: Mode) -> Option<Admission> {
         let mut how = None;
-        let (_, admitted) = self.state.update(|s| {
+        let (_, admitted) = self.state().update(|s| {
             // Every retry plans afresh; only the plan whose swap succeeded
             // counts.
             let (next, planned) = self.plan(s, mode)?;
@@ -159,50 +228,56 @@ impl Shared {
         how.filter(|_| admitted)
     }
 
-    /// Hands `task` to the pool: see `WorkerPool::submit`. With `block`
-    /// false, gives the task back instead of waiting when the pool is full.
-    pub(crate) fn offer<F>(this: &Arc<Self>, task: F, block: bool) -> Result<(), F>
-    where
-        F: FnOnce() + Send + 'static,
-    {
+    /// Finds room for one task: see `WorkerPool::submit`. With `block`
+    /// false, returns `None` instead of waiting when the pool is full. The
+    /// caller must `dispatch` a task with the admission it gets.
+    pub(crate) fn reserve(&self, block: bool) -> Option<Admission> {
         // A task submitted by one of this pool's own tasks must not wait:
         // if every worker did, none would be left to make room.
         let mode = Mode {
             may_start: true,
-            bounded: !(block && worker::is_worker_of(this)),
+            bounded: !(block && worker::is_worker_of(self)),
         };
-        let (mut step, mut tries) = (0, 0);
+        let (mut spin, mut woken) = (Spin::new(), false);
         let how = loop {
-            if let Some(how) = this.admit(mode) {
+            if let Some(how) = self.admit(mode) {
                 break how;
             }
             if !block {
-                return Err(task);
+                return None;
             }
-            if tries < SUBMIT_SPINS {
-                tries += 1;
-                backoff(&mut step);
+            if spin.rounds() < SUBMIT_SPINS {
+                spin.spin();
             } else {
-                this.wait_for_room(mode);
+                woken |= self.wait_for_room();
             }
         };
-        // Counted before the task can run: a task is never finished before
-        // it is counted submitted, so a `wait` never waits for too few.
-        this.submitted.fetch_add(1, Ordering::Release);
-        Self::dispatch(this, how, Task::new(task));
-        Ok(())
+        if woken {
+            // Other submitters may still be asleep: hand the next one the
+            // room there is, or leave the mark up for the next freed slot.
+            self.pass_room();
+        }
+        Some(how)
     }
 
-    fn dispatch(this: &Arc<Self>, how: Admission, task: Task) {
+    /// Counts `task` submitted and sends it where admission said. Counted
+    /// before it can run: a task never finishes before it is counted.
+    pub(crate) fn dispatch(this: &Arc<Self>, how: Admission, task: Task) {
+        let generation = this.counts.generations.enter();
+        this.submitted.fetch_add(1, Ordering::Relaxed);
+        Self::send(this, how, Job { task, generation });
+    }
+
+    fn send(this: &Arc<Self>, how: Admission, job: Job) {
         match how {
-            Admission::Queued => this.queue.push(task),
+            Admission::Queued => this.queue.push(job),
             Admission::Wake => {
-                this.queue.push(task);
+                this.queue.push(job);
                 this.wake_one();
             }
             Admission::Start => {
-                if let Err((task, error)) = Self::start(this, task) {
-                    Self::start_failed(this, task, error);
+                if let Err((job, error)) = Self::start(this, job) {
+                    Self::start_failed(this, job, error);
                 }
             }
         }
@@ -220,7 +295,7 @@ impl Shared {
         let Some(sleeper) = inner.idle.pop() else {
             return;
         };
-        self.state.update(|s| Some(s.wake()));
+        self.state().update(|s| Some(s.wake()));
         drop(inner);
         // Outside the lock, so the sleeper does not wake into a held lock.
         // Its `notified` mark, set under the lock, is what it acts on; a
@@ -229,16 +304,23 @@ impl Shared {
         sleeper.wakeup.notify_one();
     }
 
-    /// Starts a worker whose first task is `task`; gives the task back if the
+    /// Starts a worker whose first task is `job`; gives the job back if the
     /// thread cannot be made.
-    fn start(this: &Arc<Self>, task: Task) -> Result<(), (Task, io::Error)> {
+    fn start(this: &Arc<Self>, job: Job) -> Result<(), (Job, io::Error)> {
         // Made here, not on the new thread: a worker that never allocates
         // never gets a malloc arena of its own.
-        let seed = Arc::new(Mutex::new(Some(task)));
+        let seed = Arc::new(Mutex::new(Some(job)));
         let sleeper = Arc::new(Sleeper::new());
         let shared = Arc::clone(this);
         let first = Arc::clone(&seed);
-        let mut builder = thread::Builder::new().name("stashpool-worker".into());
+        let name = match &this.config.thread_name {
+            Some(name) => {
+                let index = lock(&this.inner).started;
+                name(index)
+            }
+            None => "stashpool-worker".into(),
+        };
+        let mut builder = thread::Builder::new().name(name);
         if let Some(size) = this.config.stack_size {
             builder = builder.stack_size(size);
         }
@@ -246,6 +328,7 @@ impl Shared {
             Ok(handle) => {
                 this.spawned.fetch_add(1, Ordering::Relaxed);
                 let mut inner = lock(&this.inner);
+                inner.started += 1;
                 // Release the handles of workers that have exited (on their
                 // idle timeout), so they do not pile up in a long-lived pool.
                 inner.handles.retain(|h| !thread::is_finished(h));
@@ -253,197 +336,347 @@ impl Shared {
                 Ok(())
             }
             Err(error) => {
-                let task = lock(&seed).take();
+                let job = lock(&seed).take();
                 Err((
-                    task.expect("a thread that never started took its task"),
+                    job.expect("a thread that never started took its task"),
                     error,
                 ))
             }
         }
     }
 
-    /// The OS refused a thread: take back the worker slot and queue the task
-    /// for the workers there are. If this was the last slot and tasks are
-    /// queued (other submitters counted on this worker), keep the slot and
-    /// try again a few times; if no thread can be had, drop the queued tasks
-    /// and this one (counted as panicked) and give up loudly, so nothing is
-    /// left queued with no worker to run it and `wait` cannot hang.
+    /// The OS refused a thread: take back the worker slot (waking a blocked
+    /// submitter, which may start one after all) and queue the task for the
+    /// workers there are. If this was the last slot and tasks are queued
+    /// (other submitters counted on this worker), keep the slot and try
+    /// again a few times; if no thread can be had, drop the queued tasks and
+    /// this one (counted as dropped) and give up loudly, so nothing is left
+    /// queued with no worker to run it and `wait` cannot hang.
     #[cold]
-    fn start_failed(this: &Arc<Self>, mut task: Task, mut error: io::Error) {
+    fn start_failed(this: &Arc<Self>, mut job: Job, mut error: io::Error) {
         let mode = Mode {
             may_start: false,
             bounded: false,
         };
-        let (mut retries, mut step) = (0, 0);
+        let mut retries = 0;
+        let mut spin = Spin::new();
         loop {
             // Give the slot back, unless it is the last one and a task is
             // queued: in one step, so a task queued meanwhile is seen.
-            let (before, released) = this
-                .state
-                .update(|s| (s.running() > 1 || s.queued() == 0).then(|| s.unstart()));
+            let (before, released) = this.state().update(|s| {
+                (s.running() > 1 || s.queued() == 0).then(|| s.unstart().without_waiting())
+            });
             if !released {
                 if retries < START_RETRIES {
                     retries += 1;
-                    backoff(&mut step);
-                    match Self::start(this, task) {
+                    spin.spin();
+                    match Self::start(this, job) {
                         Ok(()) => return,
-                        Err((back, again)) => (task, error) = (back, again),
+                        Err((back, again)) => (job, error) = (back, again),
                     }
                 } else {
                     this.drop_queued();
                 }
                 continue;
             }
+            // The slot we give back is room for a blocked submitter.
+            if before.waiting() {
+                this.grant_room();
+            }
             if before.running() == 1 {
                 // No worker left and nothing queued: this task will never
                 // run. Count it finished, so `wait` does not wait for it.
-                this.abandon(task);
+                this.abandon(job);
                 panic!("stashpool: could not start a worker thread: {error}");
             }
             let how = this
                 .admit(mode)
                 .expect("an unbounded admission always succeeds");
             if how != Admission::Start {
-                return Self::dispatch(this, how, task);
+                return Self::send(this, how, job);
             }
             // Every worker exited meanwhile: try once more for a new one.
-            match Self::start(this, task) {
+            match Self::start(this, job) {
                 Ok(()) => return,
-                Err((back, again)) => (task, error) = (back, again),
+                Err((back, again)) => (job, error) = (back, again),
             }
         }
     }
 
-    /// Claims and drops every queued task (no thread can be started to run
-    /// them), counting each as panicked and finished.
+    /// Claims and drops every queued task (no worker will run them),
+    /// counting each as dropped and finished. Returns how many it dropped.
     #[cold]
-    fn drop_queued(&self) {
-        while self
-            .state
-            .update(|s| (s.queued() > 0).then(|| s.claim_busy()))
-            .1
-        {
-            // The claim guarantees a task to pop, at worst once its
-            // submitter's push lands.
-            let mut step = 0;
-            let task = loop {
-                match self.queue.pop() {
-                    Some(task) => break task,
-                    None => backoff(&mut step),
-                }
-            };
-            self.abandon(task);
+    pub(crate) fn drop_queued(&self) -> usize {
+        let mut dropped = 0;
+        while let Some(job) = self.claim_queued() {
+            self.abandon(job);
+            dropped += 1;
+        }
+        dropped
+    }
+
+    /// Drops a task that will never run, counting it as dropped and
+    /// finished. A `spawn`ed task's `JoinHandle` then reports it.
+    fn abandon(&self, job: Job) {
+        self.dropped.fetch_add(1, Ordering::Relaxed);
+        let Job { task, generation } = job;
+        drop(task);
+        self.finish(generation);
+    }
+
+    /// Claims a queued task, if any, for the calling thread to run or drop:
+    /// a worker helping while it waits for a task it joined, or a shutdown.
+    pub(crate) fn claim_queued(&self) -> Option<Job> {
+        let (before, claimed) = self
+            .state()
+            .update(|s| (s.queued() > 0).then(|| s.claim_busy().without_waiting()));
+        if !claimed {
+            return None;
+        }
+        if before.waiting() {
+            self.grant_room();
+        }
+        Some(self.take_claimed())
+    }
+
+    /// Pops the task this thread claimed. The claim guarantees one is there
+    /// or about to be: every claim takes one unit of `queued`, and each unit
+    /// is a task its submitter pushes right after counting it. A wait here
+    /// is a submitter between its count and its push: short, unless it was
+    /// preempted right there, which is what the yield in `Spin` is for.
+    pub(super) fn take_claimed(&self) -> Job {
+        let mut spin = Spin::new();
+        loop {
+            if let Some(job) = self.queue.pop() {
+                return job;
+            }
+            spin.spin_or_yield();
         }
     }
 
-    /// Drops a task that will never run, counting it as panicked and
-    /// finished.
-    fn abandon(&self, task: Task) {
-        self.panicked.fetch_add(1, Ordering::Relaxed);
-        self.finish_one();
-        drop(task);
-    }
+    // === room for blocked submitters ===
 
-    /// Blocks until an admission in `mode` could succeed (or might: the
-    /// caller retries).
+    /// Blocks until there may be room: returns false at once if there is
+    /// room already, true after sleeping until a freed slot was granted to
+    /// this submitter (the caller retries either way).
     #[cold]
-    fn wait_for_room(&self, mode: Mode) {
-        let inner = lock(&self.inner);
+    fn wait_for_room(&self) -> bool {
+        let mut inner = lock(&self.inner);
         // Mark ourselves waiting only if the pool is still full, in one step
         // on the state word: a worker that makes room afterwards sees the
-        // mark and wakes us; one that made room before, we see here.
-        let (_, marked) = self.state.update(|s| match self.plan(s, mode) {
+        // mark and grants a wake; one that made room before, we see here.
+        let (_, marked) = self.state().update(|s| match self.plan(s, BLOCKING) {
             Some(_) => None,
             None => Some(s.with_waiting()),
         });
-        if marked {
-            // The lock is held from the mark until the wait releases it, so
-            // the waking worker, which takes the lock to notify, cannot
-            // notify in between.
-            drop(wait(&self.room, inner));
+        if !marked {
+            return false;
+        }
+        inner.blocked += 1;
+        // The lock is held from the mark until the wait releases it, so a
+        // worker granting a wake, which takes the lock, cannot do it in
+        // between.
+        while inner.grants == 0 {
+            inner = wait(&self.room, inner);
+        }
+        inner.grants -= 1;
+        inner.blocked -= 1;
+        true
+    }
+
+    /// Grants one blocked submitter a wake. Called by whoever cleared the
+    /// waiting mark in a step that made room (a task claimed, a worker free
+    /// or gone): one slot, one wake. The submitter woken passes the mark on
+    /// if others are still asleep (`pass_room`).
+    #[cold]
+    pub(super) fn grant_room(&self) {
+        let mut inner = lock(&self.inner);
+        if inner.blocked > inner.grants {
+            inner.grants += 1;
+            self.room.notify_one();
         }
     }
 
-    /// Wakes every blocked submitter. Called by a worker whose step on the
-    /// state word made room and cleared the waiting mark.
+    /// Called by a submitter that was woken, once it has its room: if other
+    /// submitters are still asleep, grant one of them a wake if there is
+    /// room now, or raise the waiting mark again so the next freed slot
+    /// does. Together with `grant_room`, this keeps the rule that while a
+    /// submitter sleeps, either the mark is up or a wake is on its way.
     #[cold]
-    pub(super) fn notify_room(&self) {
-        let _inner = lock(&self.inner);
-        self.room.notify_all();
+    fn pass_room(&self) {
+        let mut inner = lock(&self.inner);
+        if inner.blocked <= inner.grants {
+            return;
+        }
+        let (_, marked) = self.state().update(|s| match self.plan(s, BLOCKING) {
+            Some(_) => None,
+            None => Some(s.with_waiting()),
+        });
+        if !marked {
+            inner.grants += 1;
+            self.room.notify_one();
+        }
     }
 
-    // === waiting for tasks ===
+    // === running and finishing tasks ===
 
-    /// Counts one finished task and wakes the `wait` callers if it was the
-    /// last one in flight.
+    /// Runs one task, catching a panic so that the worker survives it.
+    /// Returns the task's generation: the caller counts it finished (a
+    /// worker does so only once it counts as free again, so that when
+    /// `wait` returns, the workers that ran the tasks it waited for are
+    /// free).
     #[inline]
-    pub(super) fn finish_one(&self) {
-        if let Some(finished) = self.finished.add_one() {
-            self.notify_done(finished);
+    pub(super) fn execute(&self, job: Job) -> Generation {
+        let Job { task, generation } = job;
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| task.run())) {
+            Ok(Outcome::Returned) => {}
+            Ok(Outcome::Panicked) => {
+                self.panicked.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(payload) => {
+                self.panicked.fetch_add(1, Ordering::Relaxed);
+                drop_payload(payload);
+            }
+        }
+        generation
+    }
+
+    /// Counts one task of `generation` finished, and wakes the `wait`
+    /// caller if it was the last one it waits for.
+    #[inline]
+    pub(super) fn finish(&self, generation: Generation) {
+        if self.counts.generations.exit(generation) {
+            self.notify_done();
         }
     }
 
     #[cold]
-    fn notify_done(&self, finished: u64) {
+    fn notify_done(&self) {
         let _inner = lock(&self.inner);
-        // Submitted after finished: a task counted submitted since is still
-        // in flight, and its own finish will wake the waiters.
-        if finished == self.submitted.load(Ordering::Acquire) {
-            self.done.notify_all();
-        }
+        self.done.notify_all();
     }
 
-    /// Whether every task admitted so far has finished. `finished` is read
-    /// before `submitted` and never exceeds it (a task is counted submitted
-    /// before it can run), so if the two are equal, every task admitted
-    /// before the first read had finished by then; tasks may finish out of
-    /// order, so comparing `finished` with a count taken earlier would not
-    /// say that.
-    fn all_finished(&self) -> bool {
-        let finished = self.finished.count();
-        finished == self.submitted.load(Ordering::Acquire)
-    }
-
-    /// Blocks until every task admitted before the call has finished. (It
-    /// returns when no task is in flight at all, so tasks submitted
-    /// meanwhile, by the pool's tasks or other threads, are waited for too.)
+    /// Blocks until every task admitted before the call has finished; tasks
+    /// submitted meanwhile are not waited for (`generations.rs`).
     pub(crate) fn wait_all(&self) {
         assert!(
             !worker::is_worker_of(self),
             "stashpool: WorkerPool::wait called from one of the pool's own tasks \
              (it would wait for itself)"
         );
-        if self.all_finished() {
+        let _turn = lock(&self.wait_turn);
+        let generations = &self.counts.generations;
+        let old = generations.flip();
+        if generations.drained(old) {
             return;
         }
         let mut inner = lock(&self.inner);
-        inner.waiters += 1;
-        // From here until the wait releases the lock, a worker that counts a
-        // task sees the flag and queues on the lock to wake us; one that
-        // counted before, the check below sees.
-        self.finished.mark_waiting();
-        while !self.all_finished() {
-            inner = wait(&self.done, inner);
+        // From here until the wait releases the lock, a worker that counts
+        // the last task of `old` sees the flag and queues on the lock to
+        // wake us; one that counted it before, the mark sees.
+        if !generations.mark_waiting(old) {
+            while !generations.drained(old) {
+                inner = wait(&self.done, inner);
+            }
         }
-        inner.waiters -= 1;
-        if inner.waiters == 0 {
-            self.finished.clear_waiting();
+        // One wait at a time holds the turn, so the flag is ours to lower.
+        generations.clear_waiting();
+    }
+
+    // === resizing and closing ===
+
+    /// Changes the bound on workers. Parked workers are woken so that the
+    /// extra ones exit; busy ones exit when they find nothing queued.
+    pub(crate) fn set_max_workers(&self, n: usize) {
+        let before = self.max_workers.swap(n, Ordering::Relaxed);
+        if n < before {
+            // Woken workers spin, find the queue empty, and exit in the same
+            // step that would have parked them, while the pool is above its
+            // bound (`worker.rs`).
+            self.wake_all();
+        } else if n > before {
+            // Room to start workers: a blocked submitter may use it. The
+            // step is the same as a worker's that makes room.
+            let (before, _) = self.state().update(|s| Some(s.without_waiting()));
+            if before.waiting() {
+                self.grant_room();
+            }
         }
+    }
+
+    /// Takes every parked worker off the idle stack and wakes it.
+    fn wake_all(&self) {
+        let mut inner = lock(&self.inner);
+        let sleepers = inner.idle.pop_all();
+        if !sleepers.is_empty() {
+            self.state().update(|s| Some(s.wake_all(sleepers.len())));
+        }
+        drop(inner);
+        for sleeper in sleepers {
+            sleeper.wakeup.notify_one();
+        }
+    }
+
+    /// Starts closing the pool: parked workers are woken and every worker
+    /// exits once the queue is empty. Returns the handles to join.
+    pub(crate) fn close(&self) -> Vec<JoinHandle<()>> {
+        let handles = {
+            let mut inner = lock(&self.inner);
+            inner.closing = true;
+            std::mem::take(&mut inner.handles)
+        };
+        self.wake_all();
+        handles
+    }
+
+    /// Waits until at most `keep` workers are alive or `deadline` passes;
+    /// returns whether they had exited by then.
+    pub(crate) fn wait_for_exits(&self, keep: usize, deadline: Option<Instant>) -> bool {
+        let mut inner = lock(&self.inner);
+        loop {
+            if self.state().load().running() <= keep {
+                return true;
+            }
+            let left = match deadline {
+                None => NEVER,
+                Some(deadline) => match deadline.checked_duration_since(Instant::now()) {
+                    Some(left) if !left.is_zero() => left,
+                    _ => return false,
+                },
+            };
+            let timed_out;
+            (inner, timed_out) = wait_timeout(&self.done, &self.inner, inner, left);
+            if timed_out && deadline.is_some() && cfg!(stashpool_loom) {
+                // loom has no clock: its timed waits time out at once, so
+                // treat the first as the deadline.
+                return self.state().load().running() <= keep;
+            }
+        }
+    }
+
+    /// Checks, once every worker has been joined, that nothing was left.
+    pub(crate) fn check_closed(&self) {
+        let state = self.state().load();
+        invariant!(state.running() == 0 && state.queued() == 0 && state.free() == 0);
+        invariant!(self.queue.pop().is_none());
     }
 
     // === the rest ===
 
     pub(crate) fn stats(&self) -> WorkerStats {
-        // `finished` first: what it counts was submitted before and, if it
-        // panicked, counted in `panicked` before.
-        let finished = self.finished.count();
+        let unfinished = self.counts.generations.unfinished() as u64;
         let panicked = self.panicked.load(Ordering::Relaxed);
+        let dropped = self.dropped.load(Ordering::Relaxed);
         let submitted = self.submitted.load(Ordering::Relaxed);
-        let state = self.state.load();
+        let state = self.state().load();
         WorkerStats {
             submitted,
-            completed: finished.saturating_sub(panicked),
+            completed: submitted
+                .saturating_sub(unfinished)
+                .saturating_sub(panicked)
+                .saturating_sub(dropped),
             panicked,
+            dropped,
             spawned: self.spawned.load(Ordering::Relaxed),
             queued: state.queued(),
             running: state.running(),
@@ -452,30 +685,18 @@ impl Shared {
     }
 
     pub(crate) fn running(&self) -> usize {
-        self.state.load().running()
+        self.state().load().running()
     }
+}
 
-    /// Starts closing the pool: parked workers are woken and every worker
-    /// exits once the queue is empty. Returns the handles to join.
-    pub(crate) fn close(&self) -> Vec<JoinHandle<()>> {
-        let mut inner = lock(&self.inner);
-        inner.closing = true;
-        let sleepers = inner.idle.pop_all();
-        if !sleepers.is_empty() {
-            self.state.update(|s| Some(s.wake_all(sleepers.len())));
-        }
-        let handles = std::mem::take(&mut inner.handles);
-        drop(inner);
-        for sleeper in sleepers {
-            sleeper.wakeup.notify_one();
-        }
-        handles
+/// Drops a panic payload without letting a payload whose own drop panics
+/// take the worker down. That drop's own payload is dropped too; one whose
+/// drop panics yet again is leaked rather than chased forever.
+pub(crate) fn drop_payload(payload: Box<dyn std::any::Any + Send>) {
+    let mut payload = Some(payload);
+    for _ in 0..2 {
+        let Some(next) = payload.take() else { break };
+        payload = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(next))).err();
     }
-
-    /// Checks, once every worker has been joined, that nothing was left.
-    pub(crate) fn check_closed(&self) {
-        let state = self.state.load();
-        invariant!(state.running() == 0 && state.queued() == 0 && state.free() == 0);
-        invariant!(self.queue.pop().is_none());
-    }
+    std::mem::forget(payload);
 }

@@ -23,7 +23,8 @@
 
 use std::fmt;
 
-use crate::sync::{AtomicU64, Ordering};
+use super::word::AtomicWord;
+use crate::sync::Ordering;
 
 const QUEUED_BITS: u32 = 24;
 const WORKER_BITS: u32 = 13;
@@ -111,6 +112,13 @@ impl State {
         Self(self.0 - ONE_RUNNING)
     }
 
+    /// A worker that ran a task exits instead of looking for another (the
+    /// pool has more workers than its bound allows now).
+    pub(crate) fn exit_busy(self) -> Self {
+        invariant!(self.running() > 0);
+        Self(self.0 - ONE_RUNNING)
+    }
+
     /// A worker that ran a task claims a queued one.
     pub(crate) fn claim_busy(self) -> Self {
         invariant!(self.queued() > 0);
@@ -148,7 +156,8 @@ impl State {
         Self(self.0 - n as u64 * (ONE_SLEEPING - ONE_SPINNING))
     }
 
-    /// A spinning worker exits (the pool is closing).
+    /// A spinning worker exits (the pool is closing, or has more workers
+    /// than its bound allows now).
     pub(crate) fn exit_spinning(self) -> Self {
         invariant!(self.spinning() > 0 && self.running() > 0);
         Self(self.0 - ONE_SPINNING - ONE_RUNNING)
@@ -165,8 +174,8 @@ impl State {
         Self(self.0 | WAITING_BIT)
     }
 
-    /// Clears the blocked-submitter mark (its owner wakes every blocked
-    /// submitter).
+    /// Clears the blocked-submitter mark (whoever clears it wakes one
+    /// blocked submitter, which passes the mark on if others remain).
     pub(crate) fn without_waiting(self) -> Self {
         Self(self.0 & !WAITING_BIT)
     }
@@ -185,11 +194,11 @@ impl fmt::Debug for State {
 }
 
 /// The atomic state word.
-pub(crate) struct AtomicState(AtomicU64);
+pub(crate) struct AtomicState(AtomicWord);
 
 impl AtomicState {
     pub(crate) fn new() -> Self {
-        Self(AtomicU64::new(0))
+        Self(AtomicWord::new(0))
     }
 
     /// The current state. Acquire: pairs with the release half of `update`,

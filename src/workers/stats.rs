@@ -29,10 +29,14 @@ pub struct WorkerStats {
     pub submitted: u64,
     /// Tasks that ran to completion.
     pub completed: u64,
-    /// Tasks that panicked. The panic was caught; the worker went on. Also
-    /// counts a task dropped unrun because no thread could be started for
-    /// it (its `submit` panicked instead).
+    /// Tasks that panicked. The panic was caught (and, for a `spawn`ed
+    /// task, handed to its `JoinHandle`); the worker went on.
     pub panicked: u64,
+    /// Tasks dropped without running: still queued when
+    /// [`shutdown_timeout`](super::WorkerPool::shutdown_timeout) reached its
+    /// deadline, or left with no thread to run them because the operating
+    /// system refused one (their `submit` panicked).
+    pub dropped: u64,
     /// Worker threads started since the pool was made. Far below
     /// `submitted` when threads are being reused.
     pub spawned: u64,
@@ -45,7 +49,8 @@ pub struct WorkerStats {
 }
 
 impl WorkerStats {
-    /// Tasks accepted and not finished yet (queued or running).
+    /// Tasks accepted and not finished yet (queued or running): neither
+    /// completed, panicked nor dropped.
     ///
     /// # Examples
     ///
@@ -61,5 +66,6 @@ impl WorkerStats {
         self.submitted
             .saturating_sub(self.completed)
             .saturating_sub(self.panicked)
+            .saturating_sub(self.dropped)
     }
 }

@@ -3,13 +3,15 @@
 //! The obvious representation, `Box<dyn FnOnce() + Send>`, costs a
 //! `malloc` on the submitting thread and a `free` on the worker for every
 //! task. Since the two are different threads, neither side's allocator
-//! cache helps: in the `tiny` benchmark (100 000 one-multiply tasks) the
-//! pair took about a third of the pool's CPU time. Most closures submitted
+//! cache helps, and in the `tiny` benchmark (one-multiply tasks) the pair
+//! is a large share of the pool's CPU time. Most closures submitted
 //! to a pool capture a few words (an `Arc`, an index, a channel end), so a
 //! `Task` keeps closures of up to three words in place, next to a pointer to
 //! the functions that run and drop them; bigger or over-aligned ones go in a
 //! `Box` whose thin pointer is kept the same way. A `Task` is four words, and
-//! moving one through the queue moves the closure with it.
+//! moving one through the queue moves the closure with it. A `spawn`ed
+//! task's closure also holds its handle's packet (`handle.rs`), so closures
+//! of up to two words stay inline there.
 
 use std::marker::PhantomData;
 use std::mem::{self, ManuallyDrop, MaybeUninit};
@@ -20,15 +22,25 @@ const INLINE_WORDS: usize = 3;
 
 type Slot = [MaybeUninit<usize>; INLINE_WORDS];
 
+/// How a task ended, as far as the pool counts it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    /// The closure returned.
+    Returned,
+    /// The closure caught a panic of the user's code itself and handed it on
+    /// (a task made by `spawn`, whose `JoinHandle` carries the payload).
+    Panicked,
+}
+
 /// How to run or drop the closure in a task's slot.
 struct VTable {
     /// Takes the closure out of the slot and calls it.
-    run: unsafe fn(&mut Slot),
+    run: unsafe fn(&mut Slot) -> Outcome,
     /// Takes the closure out of the slot and drops it, uncalled.
     drop: unsafe fn(&mut Slot),
 }
 
-/// A closure that runs once, on any thread.
+/// A closure that runs once, on any thread, and says how it ended.
 pub(crate) struct Task {
     vtable: &'static VTable,
     /// The closure itself (`Inline`), or a `Box` of it (`Boxed`). Always
@@ -41,7 +53,7 @@ pub(crate) struct Task {
 unsafe impl Send for Task {}
 
 impl Task {
-    pub(crate) fn new<F: FnOnce() + Send + 'static>(f: F) -> Self {
+    pub(crate) fn new<F: FnOnce() -> Outcome + Send + 'static>(f: F) -> Self {
         let mut slot: Slot = [MaybeUninit::uninit(); INLINE_WORDS];
         let vtable = if Inline::<F>::FITS {
             // SAFETY: `FITS` says the slot is large and aligned enough for an
@@ -60,7 +72,7 @@ impl Task {
 
     /// Runs the closure, consuming the task.
     #[inline]
-    pub(crate) fn run(self) {
+    pub(crate) fn run(self) -> Outcome {
         // The closure leaves the slot in `run`, so the task must not drop it
         // again, even if the closure panics.
         let mut task = ManuallyDrop::new(self);
@@ -89,7 +101,7 @@ impl<F> Inline<F> {
         && mem::align_of::<F>() <= mem::align_of::<Slot>();
 }
 
-impl<F: FnOnce()> Inline<F> {
+impl<F: FnOnce() -> Outcome> Inline<F> {
     const VTABLE: &'static VTable = &VTable {
         run: Self::run,
         drop: Self::drop,
@@ -98,11 +110,11 @@ impl<F: FnOnce()> Inline<F> {
     /// # Safety
     ///
     /// `slot` holds an `F`, written by `Task::new`, not yet taken out.
-    unsafe fn run(slot: &mut Slot) {
+    unsafe fn run(slot: &mut Slot) -> Outcome {
         // SAFETY: per the contract; the read moves the closure out, and the
         // caller never reads the slot again.
         let f = unsafe { ptr::read(slot.as_ptr().cast::<F>()) };
-        f();
+        f()
     }
 
     /// # Safety
@@ -118,7 +130,7 @@ impl<F: FnOnce()> Inline<F> {
 /// pointer is in the slot's first word.
 struct Boxed<F>(PhantomData<F>);
 
-impl<F: FnOnce()> Boxed<F> {
+impl<F: FnOnce() -> Outcome> Boxed<F> {
     const VTABLE: &'static VTable = &VTable {
         run: Self::run,
         drop: Self::drop,
@@ -137,10 +149,10 @@ impl<F: FnOnce()> Boxed<F> {
     /// # Safety
     ///
     /// As for `take`.
-    unsafe fn run(slot: &mut Slot) {
+    unsafe fn run(slot: &mut Slot) -> Outcome {
         // SAFETY: per the contract.
         let f = unsafe { Self::take(slot) };
-        f();
+        f()
     }
 
     /// # Safety
@@ -190,6 +202,7 @@ mod tests {
         check(|token| {
             Task::new(move || {
                 let _token = &token;
+                Outcome::Returned
             })
         });
     }
@@ -201,6 +214,7 @@ mod tests {
             Task::new(move || {
                 let _token = &token;
                 assert_eq!(padding.iter().sum::<u64>(), 56);
+                Outcome::Returned
             })
         });
     }
@@ -216,6 +230,7 @@ mod tests {
         Task::new(move || {
             let at = &aligned as *const Aligned as usize;
             seen.store(at % 64 + usize::from(aligned.0), Ordering::SeqCst);
+            Outcome::Returned
         })
         .run();
         assert_eq!(out.load(Ordering::SeqCst), 1);
@@ -223,9 +238,16 @@ mod tests {
 
     #[test]
     fn zero_sized_closures_work() {
-        let task = Task::new(|| {});
-        task.run();
-        drop(Task::new(|| {}));
+        // A zero-sized closure can still say how it ended: what it returns
+        // comes back from `run`, so it ran.
+        fn panicked() -> Outcome {
+            Outcome::Panicked
+        }
+        let task = Task::new(|| Outcome::Panicked);
+        assert_eq!(task.run(), Outcome::Panicked);
+        assert_eq!(Task::new(|| Outcome::Returned).run(), Outcome::Returned);
+        drop(Task::new(|| Outcome::Returned));
+        assert_eq!(Task::new(panicked).run(), Outcome::Panicked);
     }
 
     #[test]
@@ -237,7 +259,7 @@ mod tests {
             let task = Task::new(move || {
                 let _token = token;
                 let _big = big;
-                panic!("fails");
+                panic!("fails")
             });
             assert!(panic::catch_unwind(AssertUnwindSafe(|| task.run())).is_err());
             assert_eq!(drops.load(Ordering::SeqCst), 1);
@@ -252,18 +274,26 @@ mod tests {
                 let token = Token(drops.clone());
                 let big = [i; 6];
                 if i % 2 == 0 {
-                    Task::new(move || drop(token))
+                    Task::new(move || {
+                        drop(token);
+                        Outcome::Returned
+                    })
                 } else {
                     Task::new(move || {
                         assert_eq!(big[5], i);
                         drop(token);
+                        Outcome::Returned
                     })
                 }
             })
             .collect();
-        std::thread::spawn(move || tasks.into_iter().for_each(Task::run))
-            .join()
-            .unwrap();
+        std::thread::spawn(move || {
+            tasks
+                .into_iter()
+                .for_each(|task| assert_eq!(task.run(), Outcome::Returned))
+        })
+        .join()
+        .unwrap();
         assert_eq!(drops.load(Ordering::SeqCst), 4);
     }
 }

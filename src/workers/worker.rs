@@ -5,51 +5,94 @@
 //! The rules it shares with submitters, and why no task is ever left
 //! behind, are in the module docs of `workers`.
 
-use std::cell::Cell;
-use std::mem;
+use std::cell::RefCell;
 use std::panic::{self, AssertUnwindSafe};
 
+use super::generations::Generation;
 use super::idle::Sleeper;
-use super::shared::Shared;
-use super::task::Task;
-use crate::sync::{backoff, lock, thread_local, wait, wait_timeout, Arc, Mutex, Ordering};
+use super::shared::{drop_payload, Job, Shared};
+use super::spin::Spin;
+use crate::sync::{lock, thread_local, wait, wait_timeout, Arc, Mutex};
 
 /// How long a worker that found the queue empty keeps looking before it
-/// parks, in `backoff` steps: six rounds of spinning, then yields, some
-/// microseconds in all. Long enough to catch the next of a stream of small
-/// tasks without a sleep and a wake; short enough that an idle pool is idle.
-const SPIN_STEPS: u32 = if cfg!(stashpool_loom) { 1 } else { 16 };
+/// parks, in `Spin` rounds (the later rounds the longest): long enough to
+/// catch the next of a stream of small tasks without a park and a wake,
+/// short enough that a worker with nothing to do gives its core back to the
+/// threads that have something, the submitter first.
+const SPIN_ROUNDS: u32 = if cfg!(stashpool_loom) { 1 } else { 16 };
 
-// The pool this thread works for (its shared state's address), or 0.
+// The pool this thread works for, while it does.
 #[cfg(not(stashpool_loom))]
 thread_local! {
-    static WORKER_OF: Cell<usize> = const { Cell::new(0) };
+    static WORKER_OF: RefCell<Option<Arc<Shared>>> = const { RefCell::new(None) };
 }
 // loom's `thread_local!` takes no `const` initialiser.
 #[cfg(stashpool_loom)]
 thread_local! {
-    static WORKER_OF: Cell<usize> = Cell::new(0);
+    static WORKER_OF: RefCell<Option<Arc<Shared>>> = RefCell::new(None);
 }
 
 /// Whether the current thread is one of `shared`'s workers.
 pub(crate) fn is_worker_of(shared: &Shared) -> bool {
-    WORKER_OF.with(|of| of.get() == shared as *const Shared as usize)
+    WORKER_OF.with(|of| {
+        of.borrow()
+            .as_ref()
+            .is_some_and(|mine| std::ptr::eq(&**mine, shared))
+    })
+}
+
+/// While `pending()` holds, runs tasks queued in the pool the current
+/// thread works for, if it is a worker; returns when `pending()` is false or
+/// nothing is queued. A task that waits for other tasks of its own pool
+/// (`JoinHandle::join`, the end of a `scope`) calls this first: if every
+/// worker blocked on tasks still in the queue, none would be left to run
+/// them.
+pub(crate) fn help_while(pending: impl Fn() -> bool) {
+    let Some(shared) = WORKER_OF.with(|of| of.borrow().clone()) else {
+        return;
+    };
+    while pending() {
+        match shared.claim_queued() {
+            Some(job) => {
+                let generation = shared.execute(job);
+                shared.finish(generation);
+            }
+            None => return,
+        }
+    }
 }
 
 /// A worker's life: `first`, then whatever the queue holds, until it exits.
-pub(crate) fn run(shared: Arc<Shared>, first: Arc<Mutex<Option<Task>>>, sleeper: Arc<Sleeper>) {
-    WORKER_OF.with(|of| of.set(Arc::as_ptr(&shared) as usize));
-    let task = lock(&first).take();
+pub(crate) fn run(shared: Arc<Shared>, first: Arc<Mutex<Option<Job>>>, sleeper: Arc<Sleeper>) {
+    WORKER_OF.with(|of| *of.borrow_mut() = Some(Arc::clone(&shared)));
+    let job = lock(&first).take();
     drop(first);
     // The thread that started us put a task there, and takes it back only
     // if the thread could not be made.
-    let mut task = task.expect("a new worker has a first task");
+    let mut job = job.expect("a new worker has a first task");
+    if let Some(on_start) = &shared.config.on_start {
+        run_hook(&**on_start);
+    }
     loop {
-        shared.execute(task);
-        match shared.next_task(&sleeper) {
-            Some(next) => task = next,
-            None => return,
+        let generation = shared.execute(job);
+        match shared.next_task(&sleeper, generation) {
+            Some(next) => job = next,
+            None => break,
         }
+    }
+    // This worker no longer counts in the pool: the hook runs after a
+    // `shutdown_timeout` or a drop may have returned.
+    if let Some(on_exit) = &shared.config.on_exit {
+        run_hook(&**on_exit);
+    }
+    WORKER_OF.with(|of| of.borrow_mut().take());
+}
+
+/// Runs a start or exit hook. A panicking hook is the user's bug; the worker
+/// goes on (and the pool's counts stay right).
+fn run_hook(hook: &(dyn Fn() + Send + Sync)) {
+    if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(hook)) {
+        drop_payload(payload);
     }
 }
 
@@ -64,59 +107,50 @@ enum Parked {
 }
 
 impl Shared {
-    /// Runs one task, catching a panic so that the worker survives it.
-    #[inline]
-    fn execute(&self, task: Task) {
-        if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(|| task.run())) {
-            self.panicked.fetch_add(1, Ordering::Relaxed);
-            // A payload whose drop panics must not take the worker down.
-            // That drop's own payload is dropped too; one whose drop panics
-            // yet again is leaked rather than chased forever.
-            let mut payload = Some(payload);
-            for _ in 0..2 {
-                let Some(next) = payload.take() else { break };
-                payload = panic::catch_unwind(AssertUnwindSafe(|| drop(next))).err();
-            }
-            mem::forget(payload);
-        }
-    }
-
-    /// Counts the task just run as finished and finds the next one to run,
-    /// or `None` when the worker must exit.
-    fn next_task(&self, sleeper: &Arc<Sleeper>) -> Option<Task> {
-        // Claim a queued task, or become free. Either step makes room (one
-        // queued task fewer, or one free worker more), so it also wakes
-        // blocked submitters.
-        let (before, _) = self.state.update(|s| {
+    /// Counts the task just run, of `generation`, finished, and finds the
+    /// next task to run, or `None` when the worker must exit.
+    fn next_task(&self, sleeper: &Arc<Sleeper>, generation: Generation) -> Option<Job> {
+        // Claim a queued task, or, with none queued, become free (or exit,
+        // if the pool has more workers than its bound allows now). Each
+        // step makes room (one queued task fewer, one free worker more or
+        // one worker fewer), so it also wakes a blocked submitter.
+        let max = self.max_workers();
+        let (before, _) = self.state().update(|s| {
             let next = if s.queued() > 0 {
                 s.claim_busy()
+            } else if s.running() > max {
+                s.exit_busy()
             } else {
                 s.spin()
             };
             Some(next.without_waiting())
         });
         if before.waiting() {
-            self.notify_room();
+            self.grant_room();
         }
         // Only now, so that when `wait` returns, the workers that ran the
         // tasks it waited for already count as free.
-        self.finish_one();
+        self.finish(generation);
         if before.queued() > 0 {
             return Some(self.take_claimed());
+        }
+        if before.running() > max {
+            self.exited();
+            return None;
         }
         loop {
             // Spinning: free, and counted so that submitters neither wake
             // nor start a worker for a task we will take. The loop only
             // reads the word until a task is queued.
-            let mut step = 0;
-            for _ in 0..SPIN_STEPS {
+            let mut spin = Spin::new();
+            while spin.rounds() < SPIN_ROUNDS {
                 let (_, claimed) = self
-                    .state
+                    .state()
                     .update(|s| (s.queued() > 0).then(|| s.claim_spinning()));
                 if claimed {
                     return Some(self.take_claimed());
                 }
-                backoff(&mut step);
+                spin.spin();
             }
             match self.park(sleeper) {
                 Parked::Claimed => return Some(self.take_claimed()),
@@ -126,32 +160,20 @@ impl Shared {
         }
     }
 
-    /// Pops the task this worker claimed. The claim guarantees one is there
-    /// or about to be: every claim takes one unit of `queued`, and each unit
-    /// is a task its submitter pushes right after counting it.
-    fn take_claimed(&self) -> Task {
-        let mut step = 0;
-        loop {
-            if let Some(task) = self.queue.pop() {
-                return task;
-            }
-            backoff(&mut step);
-        }
-    }
-
     /// Parks a spinning worker on the idle stack until a submitter wakes it
     /// or its idle timeout passes, unless a task is queued (claim it) or the
-    /// pool is closing (exit).
+    /// pool is closing or above its bound (exit).
     #[cold]
     fn park(&self, sleeper: &Arc<Sleeper>) -> Parked {
         let mut inner = lock(&self.inner);
         let closing = inner.closing;
+        let max = self.max_workers();
         // One step decides, against every submitter: a task queued before it
         // is claimed here; one queued after it sees us sleeping and wakes us.
-        let (before, _) = self.state.update(|s| {
+        let (before, _) = self.state().update(|s| {
             Some(if s.queued() > 0 {
                 s.claim_spinning()
-            } else if closing {
+            } else if closing || s.running() > max {
                 s.exit_spinning().without_waiting()
             } else {
                 s.sleep()
@@ -160,10 +182,13 @@ impl Shared {
         if before.queued() > 0 {
             return Parked::Claimed;
         }
-        if closing {
+        if closing || before.running() > max {
+            drop(inner);
+            // One worker fewer: a blocked submitter may start a new one.
             if before.waiting() {
-                self.room.notify_all();
+                self.grant_room();
             }
+            self.exited();
             return Parked::Exit;
         }
         inner.idle.push(sleeper);
@@ -186,7 +211,7 @@ impl Shared {
             // lock: we leave it, and exit unless a task is queued. A
             // submitter that queued one counted on a free worker, maybe us.
             inner.idle.remove(sleeper);
-            let (before, _) = self.state.update(|s| {
+            let (before, _) = self.state().update(|s| {
                 Some(if s.queued() > 0 {
                     s.wake()
                 } else {
@@ -196,11 +221,21 @@ impl Shared {
             if before.queued() > 0 {
                 return Parked::Woken;
             }
-            // One worker fewer: a blocked submitter may start a new one.
+            drop(inner);
             if before.waiting() {
-                self.room.notify_all();
+                self.grant_room();
             }
+            self.exited();
             return Parked::Exit;
+        }
+    }
+
+    /// Tells a `shutdown_timeout` waiting for workers to exit that one did.
+    #[cold]
+    fn exited(&self) {
+        let inner = lock(&self.inner);
+        if inner.closing {
+            self.done.notify_all();
         }
     }
 }

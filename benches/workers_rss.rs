@@ -1,0 +1,272 @@
+//! Time, peak memory and system calls of running many tasks with
+//! `WorkerPool` and its peers, in a fresh process per run so that each
+//! peak, and each count, is that peer's alone.
+//!
+//! ```text
+//! cargo bench --bench workers_rss                             # the table
+//! cargo bench --bench workers_rss -- rayon sleepy             # one run
+//! cargo bench --bench workers_rss -- stashpool_queue_64 tiny  # one setting
+//! ```
+//!
+//! Workloads: `tiny` (100 000 one-multiply tasks, one worker per core) and
+//! `sleepy` (10 000 tasks of a 1 ms sleep, 64 workers). `baseline` runs
+//! nothing: what the process itself takes. Runs are interleaved (every
+//! peer once, then every peer again), so a burst of load on the machine
+//! hits all peers alike; the table gives the best time of the runs and the
+//! medians of the rest.
+//!
+//! Two peaks are reported. `VmHWM` is the kernel's peak resident set; it
+//! includes the pages of the program and of libc that happen to be mapped
+//! in, which differ by which code ran and vary by a few hundred KiB from run
+//! to run. Peak anonymous memory (`RssAnon`, sampled every millisecond by a
+//! helper thread) is what the run allocated: heap, thread stacks, queues.
+//!
+//! System calls: `sched_yield` and `futex` calls of the whole process
+//! (every thread), counted by `perf stat` on the tracepoints
+//! `syscalls:sys_enter_*` when perf may use them, else by `strace -f -c`
+//! (which slows the run down, so its times are not comparable; the table
+//! says which counted). Context switches (voluntary + involuntary, every
+//! thread) come from `getrusage`. Linux only.
+
+#![cfg_attr(not(target_os = "linux"), allow(dead_code, unused_imports))]
+
+#[path = "common/peers.rs"]
+mod peers;
+
+use std::env;
+use std::path::Path;
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use peers::{Peer, NAMES};
+
+/// Processes per peer and workload.
+const RUNS: usize = 5;
+
+/// A field of `/proc/self/status`, in KiB.
+fn status_kib(field: &str) -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").expect("Linux /proc");
+    let line = status
+        .lines()
+        .find(|line| line.starts_with(field))
+        .unwrap_or_else(|| panic!("{field} in /proc/self/status"));
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+/// Context switches of every thread of this process so far, dead ones
+/// included.
+#[cfg(target_os = "linux")]
+fn context_switches() -> u64 {
+    // SAFETY: `getrusage` writes one `rusage` into the zeroed value we own.
+    let usage = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        assert_eq!(libc::getrusage(libc::RUSAGE_SELF, &mut usage), 0);
+        usage
+    };
+    (usage.ru_nvcsw + usage.ru_nivcsw) as u64
+}
+
+/// Runs one peer on one workload in this process; prints the milliseconds it
+/// took, the peak resident set and the peak anonymous memory, in KiB, and
+/// the context switches.
+fn run_one(peer: &str, workload: &str) {
+    let (tasks, workers) = match workload {
+        "tiny" => (peers::TINY_TASKS, peers::cores()),
+        "sleepy" => (peers::SLEEPY_TASKS, peers::SLEEPY_WORKERS),
+        _ => panic!("unknown workload {workload:?}: tiny or sleepy"),
+    };
+    let done = Arc::new(AtomicBool::new(false));
+    let sampler = {
+        let done = Arc::clone(&done);
+        thread::spawn(move || {
+            let mut peak = status_kib("RssAnon:");
+            while !done.load(Ordering::Relaxed) {
+                thread::sleep(Duration::from_millis(1));
+                peak = peak.max(status_kib("RssAnon:"));
+            }
+            peak
+        })
+    };
+    let switches = context_switches();
+    let start = Instant::now();
+    if peer != "baseline" {
+        let peer = Peer::new(peer, workers);
+        if workload == "tiny" {
+            peer.run(tasks, peers::tiny_task);
+        } else {
+            peer.run(tasks, peers::sleepy_task);
+        }
+    }
+    let millis = start.elapsed().as_secs_f64() * 1e3;
+    let switches = context_switches() - switches;
+    done.store(true, Ordering::Relaxed);
+    let anon = sampler.join().unwrap();
+    println!("{millis:.3} {} {anon} {switches}", status_kib("VmHWM:"));
+}
+
+/// How system calls are counted, if they can be.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Counter {
+    Perf,
+    Strace,
+    None,
+}
+
+impl Counter {
+    fn find() -> Self {
+        let works = |program: &str, args: &[&str]| {
+            Command::new(program)
+                .args(args)
+                .output()
+                .is_ok_and(|out| out.status.success())
+        };
+        if works(
+            "perf",
+            &["stat", "-e", "syscalls:sys_enter_sched_yield", "true"],
+        ) {
+            Self::Perf
+        } else if works("strace", &["-f", "-c", "-e", "trace=sched_yield", "true"]) {
+            Self::Strace
+        } else {
+            Self::None
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Self::Perf => "perf stat",
+            Self::Strace => "strace -f -c (slows the runs: times not comparable)",
+            Self::None => "neither perf nor strace works here: not counted",
+        }
+    }
+}
+
+/// One run in a fresh process.
+struct Run {
+    millis: f64,
+    hwm: u64,
+    anon: u64,
+    switches: u64,
+    /// `sched_yield` and `futex` calls, if counted.
+    yields: Option<u64>,
+    futexes: Option<u64>,
+}
+
+/// The count of `syscall` in `perf stat -x,` or `strace -c` output.
+fn syscall_count(counter: Counter, text: &str, syscall: &str) -> Option<u64> {
+    text.lines().find_map(|line| match counter {
+        Counter::Perf => {
+            let fields: Vec<&str> = line.split(',').collect();
+            (fields.len() > 2 && fields[2] == format!("syscalls:sys_enter_{syscall}"))
+                .then(|| fields[0].parse().ok())
+                .flatten()
+        }
+        Counter::Strace => {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            (fields.last() == Some(&syscall) && fields.len() >= 5)
+                .then(|| fields[3].parse().ok())
+                .flatten()
+        }
+        Counter::None => None,
+    })
+}
+
+fn measure(me: &Path, counter: Counter, peer: &str, workload: &str) -> Run {
+    let mut command = match counter {
+        Counter::Perf => {
+            let mut c = Command::new("perf");
+            c.args(["stat", "-x,", "-e"]);
+            c.arg("syscalls:sys_enter_sched_yield,syscalls:sys_enter_futex");
+            c.arg("--").arg(me);
+            c
+        }
+        Counter::Strace => {
+            let mut c = Command::new("strace");
+            c.args(["-f", "-c", "-e", "trace=sched_yield,futex", "--"]);
+            c.arg(me);
+            c
+        }
+        Counter::None => Command::new(me),
+    };
+    let out = command
+        .args([peer, workload])
+        .output()
+        .expect("run the bench again for one peer");
+    assert!(out.status.success(), "{peer} {workload} failed");
+    let text = String::from_utf8(out.stdout).expect("UTF-8 output");
+    let fields: Vec<&str> = text.split_whitespace().collect();
+    let counts = String::from_utf8_lossy(&out.stderr);
+    Run {
+        millis: fields[0].parse().unwrap(),
+        hwm: fields[1].parse().unwrap(),
+        anon: fields[2].parse().unwrap(),
+        switches: fields[3].parse().unwrap(),
+        yields: syscall_count(counter, &counts, "sched_yield"),
+        futexes: syscall_count(counter, &counts, "futex"),
+    }
+}
+
+fn median<T: PartialOrd + Copy>(mut values: Vec<T>) -> T {
+    values.sort_by(|a, b| a.partial_cmp(b).expect("comparable"));
+    values[values.len() / 2]
+}
+
+fn show(count: Option<u64>) -> String {
+    count.map_or_else(|| "-".into(), |n| n.to_string())
+}
+
+fn table() {
+    let me = env::current_exe().expect("the bench's own path");
+    let counter = Counter::find();
+    println!(
+        "{RUNS} runs per peer, interleaved, a fresh process each; best time, medians of the rest"
+    );
+    println!("system calls counted by {}", counter.name());
+    println!(
+        "workload peer                 best (ms)  VmHWM (KiB)  peak anon (KiB)  ctx switches  sched_yield      futex"
+    );
+    for workload in ["tiny", "sleepy"] {
+        let peers: Vec<&str> = std::iter::once("baseline").chain(NAMES).collect();
+        let mut runs: Vec<Vec<Run>> = peers.iter().map(|_| Vec::new()).collect();
+        for _ in 0..RUNS {
+            for (peer, runs) in peers.iter().zip(&mut runs) {
+                runs.push(measure(&me, counter, peer, workload));
+            }
+        }
+        for (peer, runs) in peers.iter().zip(runs) {
+            let best = runs.iter().map(|r| r.millis).fold(f64::INFINITY, f64::min);
+            let yields = runs.iter().map(|r| r.yields).collect::<Option<Vec<_>>>();
+            let futexes = runs.iter().map(|r| r.futexes).collect::<Option<Vec<_>>>();
+            println!(
+                "{workload:<8} {peer:<20} {best:>10.1} {:>12} {:>16} {:>13} {:>12} {:>10}",
+                median(runs.iter().map(|r| r.hwm).collect()),
+                median(runs.iter().map(|r| r.anon).collect()),
+                median(runs.iter().map(|r| r.switches).collect()),
+                show(yields.map(median)),
+                show(futexes.map(median)),
+            );
+        }
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn main() {
+    eprintln!("workers_rss reads /proc and getrusage: Linux only");
+}
+
+#[cfg(target_os = "linux")]
+fn main() {
+    // `cargo bench` passes `--bench` (and a filter, if given): ignore them.
+    let args: Vec<String> = env::args()
+        .skip(1)
+        .filter(|arg| !arg.starts_with("--"))
+        .collect();
+    match args.as_slice() {
+        [peer, workload] => run_one(peer, workload),
+        [] => table(),
+        _ => panic!("usage: workers_rss [PEER WORKLOAD]; peers {NAMES:?}"),
+    }
+}
