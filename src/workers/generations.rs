@@ -11,7 +11,7 @@
 //! `wait` flips the current generation, so tasks submitted from then on are
 //! counted in the other, and sleeps until the generation it flipped away
 //! from has no unfinished task: exactly the tasks submitted before the flip.
-//! Waits take turns (`wait_turn` in `shared.rs`), so by the time one flips,
+//! Waits take turns (`wait_turn` in `submit.rs`), so by the time one flips,
 //! the previous one has drained the generation it flips to: the two never
 //! mix. (The scheme is the two-counter one of sleepable RCU.)
 //!

@@ -57,7 +57,7 @@
 //!    sleeps on a condition variable until a worker makes room. Each step
 //!    that makes room and finds the mark clears it and grants one sleeper a
 //!    wake; the sleeper woken, once it has its room, grants the next one a
-//!    wake if there is room still, or raises the mark again (`shared.rs`).
+//!    wake if there is room still, or raises the mark again (`submit.rs`).
 //!
 //! A worker that finishes a task claims a queued one (`queued -= 1`, then
 //! pops; the claim guarantees the pop will find a task, at worst after the
@@ -154,22 +154,22 @@
 mod generations;
 mod handle;
 mod idle;
-mod pool;
+mod worker_pool;
 mod scope;
-mod shared;
+mod submit;
 mod spin;
 mod state;
-mod stats;
+mod worker_stats;
 mod task;
 mod word;
 mod worker;
 
 pub use handle::{JoinHandle, TaskDropped};
 #[allow(deprecated)]
-pub use pool::Builder;
-pub use pool::{
+pub use worker_pool::Builder;
+pub use worker_pool::{
     WorkerPool, WorkerPoolBuilder, DEFAULT_IDLE_TIMEOUT, DEFAULT_QUEUE_CAPACITY,
     DEFAULT_QUEUE_PER_WORKER, MAX_QUEUE_CAPACITY, MAX_WORKERS,
 };
 pub use scope::{Scope, ScopedJoinHandle};
-pub use stats::WorkerStats;
+pub use worker_stats::WorkerStats;

@@ -19,7 +19,7 @@ use std::panic::{self, AssertUnwindSafe};
 use std::thread::Result;
 
 use super::handle::{Completion, Packet};
-use super::shared::Shared;
+use super::submit::Shared;
 use super::task::{Outcome, Task};
 use super::worker;
 use crate::sync::{lock, wait, Arc, AtomicUsize, Condvar, Mutex, Ordering};

@@ -10,7 +10,7 @@ use std::panic::{self, AssertUnwindSafe};
 
 use super::generations::Generation;
 use super::idle::Sleeper;
-use super::shared::{drop_payload, Job, Shared};
+use super::submit::{drop_payload, Job, Shared};
 use super::spin::Spin;
 use crate::sync::{lock, thread_local, wait, wait_timeout, Arc, Mutex};
 

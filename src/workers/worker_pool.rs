@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use super::handle::{Completion, JoinHandle, Packet};
 use super::scope::{self, Scope};
-use super::shared::{Config, Shared};
+use super::submit::{Config, Shared};
 use super::task::{Outcome, Task};
 use super::{state, WorkerStats};
 use crate::sync::{thread, Arc, NEVER};
