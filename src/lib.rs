@@ -66,6 +66,8 @@
 mod barrier;
 #[cfg(not(stashpool_loom))]
 pub mod bytes;
+#[cfg(not(stashpool_loom))]
+mod classes;
 mod exit;
 #[cfg(not(stashpool_loom))]
 mod fallible;
@@ -84,6 +86,8 @@ mod pool_trait;
 mod recycle;
 #[cfg(not(stashpool_loom))]
 mod resource;
+#[cfg(not(stashpool_loom))]
+mod reset;
 mod shared;
 #[cfg(all(feature = "bytes", not(stashpool_loom)))]
 pub mod slab;
@@ -105,6 +109,10 @@ pub use pool::{
 };
 pub use pool_trait::Pool;
 pub use recycle::Recycle;
+#[cfg(not(stashpool_loom))]
+pub use classes::SizedGuard;
+#[cfg(not(stashpool_loom))]
+pub use reset::{Reset, Tracked};
 #[cfg(not(stashpool_loom))]
 pub use resource::ResourceBuilder;
 pub use stats::Stats;

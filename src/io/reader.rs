@@ -4,9 +4,9 @@ use std::fmt;
 use std::io::{self, BufRead, Read};
 
 use super::scratch::{Scratch, ScratchPool};
-use crate::resource::sealed::{Knobs, Resource};
-use crate::resource::ResourceBuilder;
-use crate::Stats;
+use crate::resource::sealed::{Contents, Knobs, Resource};
+use crate::resource::{resource_pool, ResourceBuilder};
+use crate::Reset;
 
 const BAD_SIZE: &str =
     "stashpool: a BufReaderPool buffer size must be non-zero and at most isize::MAX";
@@ -20,12 +20,21 @@ const BAD_SIZE: &str =
 /// buffer comes from the pool and goes back when the reader is dropped or
 /// unwrapped.
 ///
-/// A buffer that was read into is zeroed before it is pooled again, so one
-/// stream's bytes are never visible to the next stream's reader. For an
-/// 8 KiB buffer that `memset` costs about what the `malloc` and `free` it
-/// replaces do (std's `BufReader` zeroes its fresh buffer too, for readers
-/// without a `read_buf` of their own), so the pool steadies memory use more
-/// than it speeds up reading.
+/// # Contents
+///
+/// The buffer is handed to the inner reader, which may read it:
+///
+/// * [`Reset::Zero`] (the default): the bytes handed to the inner reader
+///   are zeroed when the buffer comes back, so one stream's bytes are never
+///   visible to the next stream's reader. A reader that reached `fill_buf`
+///   was handed the whole buffer, so that is a `memset` of `buf_size`
+///   bytes per stream read (std's `BufReader` zeroes its fresh buffer too,
+///   for readers without a `read_buf` of their own); a reader never read
+///   from costs nothing.
+/// * [`Reset::Keep`]: nothing is zeroed; the inner reader may see bytes of
+///   an earlier stream in the buffer it is handed (as with Go's `bp`).
+///   What this reader returns to its own caller is only ever what its
+///   inner reader wrote.
 ///
 /// # Examples
 ///
@@ -111,37 +120,18 @@ impl BufReaderPool {
         }
     }
 
-    /// One sweep now: buffers idle since the previous sweep are dropped
-    /// (see [`LocalPool::sweep`](crate::LocalPool::sweep)).
+    /// What the pool does to a buffer's contents (see the type docs).
     ///
     /// # Examples
     ///
     /// ```
     /// use stashpool::io::BufReaderPool;
+    /// use stashpool::Reset;
     ///
-    /// let pool = BufReaderPool::builder(1024).manual_sweep().build();
-    /// drop(pool.reader(std::io::empty()));
-    /// pool.sweep();
-    /// pool.sweep();
-    /// assert_eq!(pool.stats().idle, 0);
+    /// assert_eq!(BufReaderPool::new(1024).reset(), Reset::Zero);
     /// ```
-    pub fn sweep(&self) {
-        self.bufs.sweep()
-    }
-
-    /// Counters of the pooled buffers (see [`Stats`]).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use stashpool::io::BufReaderPool;
-    ///
-    /// let pool = BufReaderPool::new(1024);
-    /// drop(pool.reader(std::io::empty()));
-    /// assert_eq!(pool.stats().idle, 1);
-    /// ```
-    pub fn stats(&self) -> Stats {
-        self.bufs.stats()
+    pub fn reset(&self) -> Reset {
+        self.bufs.reset()
     }
 
     /// The size of each reader's buffer, in bytes.
@@ -157,6 +147,14 @@ impl BufReaderPool {
         self.bufs.len()
     }
 }
+
+resource_pool!(
+    [] BufReaderPool,
+    |this| std::iter::once(this.bufs.pool()),
+    "stashpool::io::BufReaderPool::new(1024)"
+);
+
+impl Contents for BufReaderPool {}
 
 impl fmt::Debug for BufReaderPool {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -312,7 +310,7 @@ impl<R: Read> Read for PooledBufReader<'_, R> {
 impl<R: Read> BufRead for PooledBufReader<'_, R> {
     fn fill_buf(&mut self) -> io::Result<&[u8]> {
         if self.pos == self.filled {
-            let buf = self.buf.lend();
+            let buf = self.buf.lend_all();
             let n = self.inner.read(buf)?;
             if n > buf.len() {
                 return Err(io::Error::new(

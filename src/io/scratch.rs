@@ -1,19 +1,20 @@
-//! Fixed-size zeroed buffers lent to `Read` implementations.
+//! Fixed-size buffers lent to `Read` implementations.
 //!
 //! `Read::read` takes `&mut [u8]`, which must be initialised, and any safe
 //! `Read` may look at the bytes it is given before overwriting them, or
-//! write past the count it returns. So a buffer lent to one user's reader
-//! must not still hold what another user's reader put there. Each
-//! [`Scratch`] remembers whether it was lent out and, if it was, zeroes the
-//! whole buffer before it goes back: cheaper than a fresh zeroed allocation
-//! (a `memset` over memory already in cache, no allocator call, no page
-//! faults), and free for a use that never needed the buffer.
+//! write past the count it returns. So under [`Reset::Zero`] a buffer lent
+//! to one user's reader must not still hold what another user's reader put
+//! there. Each [`Scratch`] keeps a high-water mark of the bytes it handed
+//! to readers and, on return, zeroes those and no more: a use that lent a
+//! few hundred bytes of a 64 KiB buffer pays for a few hundred. Under
+//! [`Reset::Keep`] nothing is zeroed, and a reader may see bytes an earlier
+//! user's reader left.
 
 use std::fmt;
 use std::ops::Deref;
 
 use crate::resource::sealed::Knobs;
-use crate::{fallible, LocalPool, Pooled, Recycle, Stats};
+use crate::{fallible, LocalPool, Pooled, Recycle, Reset};
 
 /// Makes zeroed buffers of one length.
 #[derive(Clone, Copy, Debug)]
@@ -30,9 +31,10 @@ impl Recycle<Box<[u8]>> for Zeroed {
     // its length cannot change: nothing to do.
 }
 
-/// A pool of zeroed buffers of `len` bytes.
+/// A pool of buffers of `len` bytes.
 pub(crate) struct ScratchPool {
     pool: LocalPool<Box<[u8]>, Zeroed>,
+    reset: Reset,
 }
 
 impl ScratchPool {
@@ -43,14 +45,16 @@ impl ScratchPool {
         fallible::check_len(len, message);
         Self {
             pool: LocalPool::new(Zeroed { len }),
+            reset: Reset::Zero,
         }
     }
 
-    /// As `new`, with the core knobs.
+    /// As `new`, with the core knobs and the reset policy.
     pub(crate) fn with_knobs(len: usize, message: &str, knobs: Knobs) -> Self {
         fallible::check_len(len, message);
         Self {
             pool: knobs.pool(Zeroed { len }),
+            reset: knobs.reset,
         }
     }
 
@@ -58,7 +62,8 @@ impl ScratchPool {
     pub(crate) fn get(&self) -> Scratch<'_> {
         Scratch {
             buf: self.pool.get(),
-            lent: false,
+            lent: 0,
+            reset: self.reset,
         }
     }
 
@@ -66,35 +71,48 @@ impl ScratchPool {
         self.pool.recycler().len
     }
 
-    pub(crate) fn sweep(&self) {
-        self.pool.sweep()
+    pub(crate) fn reset(&self) -> Reset {
+        self.reset
     }
 
-    pub(crate) fn stats(&self) -> Stats {
-        self.pool.stats()
+    pub(crate) fn pool(&self) -> &dyn crate::Pool {
+        &self.pool
     }
 }
 
 impl fmt::Debug for ScratchPool {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(&self.pool, f)
+        f.debug_struct("ScratchPool")
+            .field("reset", &self.reset)
+            .field("pool", &self.pool)
+            .finish()
     }
 }
 
-/// A zeroed buffer from a [`ScratchPool`], zeroed again on return if it was
-/// lent out.
+/// A buffer from a [`ScratchPool`]; what it lent is zeroed on return under
+/// [`Reset::Zero`].
 pub(crate) struct Scratch<'a> {
     buf: Pooled<'a, Box<[u8]>, Zeroed>,
-    /// Whether `lend` handed the buffer out since it left the pool.
-    lent: bool,
+    /// How many leading bytes `lend` handed out since the buffer left the
+    /// pool: the most a reader could have written.
+    lent: usize,
+    reset: Reset,
 }
 
 impl Scratch<'_> {
-    /// The whole buffer, to pass to a reader; it will be zeroed on return.
+    /// The first `n` bytes (at most the whole buffer), to pass to a
+    /// reader; under [`Reset::Zero`] they are zeroed on return.
     #[inline]
-    pub(crate) fn lend(&mut self) -> &mut [u8] {
-        self.lent = true;
-        &mut self.buf
+    pub(crate) fn lend(&mut self, n: usize) -> &mut [u8] {
+        let n = n.min(self.buf.len());
+        self.lent = self.lent.max(n);
+        &mut self.buf[..n]
+    }
+
+    /// The whole buffer, to pass to a reader.
+    #[inline]
+    pub(crate) fn lend_all(&mut self) -> &mut [u8] {
+        self.lend(usize::MAX)
     }
 }
 
@@ -109,8 +127,8 @@ impl Deref for Scratch<'_> {
 
 impl Drop for Scratch<'_> {
     fn drop(&mut self) {
-        if self.lent {
-            self.buf.fill(0);
+        if self.reset == Reset::Zero {
+            self.buf[..self.lent].fill(0);
         }
     }
 }
@@ -118,21 +136,47 @@ impl Drop for Scratch<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Stats;
 
     #[test]
-    fn lent_buffers_come_back_zeroed() {
+    fn lent_bytes_come_back_zeroed_and_only_those() {
         let pool = ScratchPool::new(64, "bad length");
         let mut buf = pool.get();
-        buf.lend().fill(0xEE);
+        buf.lend(16).fill(0xEE);
+        drop(buf);
+        let mut buf = pool.get();
+        assert_eq!(pool.stats_for_test().reused, 1);
+        assert!(buf.iter().all(|&b| b == 0));
+        // Bytes past what was lent are never handed out, so never zeroed:
+        // write them behind the lend's back to see that.
+        buf.lend_all()[32..].fill(0xAA);
+        buf.lent = 16;
         drop(buf);
         let buf = pool.get();
-        assert_eq!(pool.stats().reused, 1);
-        assert!(buf.iter().all(|&b| b == 0));
+        assert!(buf[..16].iter().all(|&b| b == 0));
+        assert!(buf[32..].iter().all(|&b| b == 0xAA));
+    }
+
+    #[test]
+    fn keep_leaves_what_was_lent() {
+        let knobs = Knobs {
+            reset: Reset::Keep,
+            ..Knobs::default()
+        };
+        let pool = ScratchPool::with_knobs(8, "bad length", knobs);
+        pool.get().lend_all().fill(3);
+        assert!(pool.get().iter().all(|&b| b == 3));
     }
 
     #[test]
     #[should_panic(expected = "bad length")]
     fn zero_length_is_refused() {
         let _ = ScratchPool::new(0, "bad length");
+    }
+
+    impl ScratchPool {
+        fn stats_for_test(&self) -> Stats {
+            self.pool.stats()
+        }
     }
 }
