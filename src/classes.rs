@@ -21,7 +21,6 @@ use std::fmt;
 use std::ops::{Deref, DerefMut};
 use std::sync::OnceLock;
 
-
 /// Power-of-two classes from `min` to `max` bytes (both rounded up).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct PowerOfTwo {

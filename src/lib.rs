@@ -85,9 +85,9 @@ mod pool;
 mod pool_trait;
 mod recycle;
 #[cfg(not(stashpool_loom))]
-mod resource;
-#[cfg(not(stashpool_loom))]
 mod reset;
+#[cfg(not(stashpool_loom))]
+mod resource;
 mod shared;
 #[cfg(all(feature = "bytes", not(stashpool_loom)))]
 pub mod slab;
@@ -103,14 +103,14 @@ pub mod workers;
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
 
+#[cfg(not(stashpool_loom))]
+pub use classes::SizedGuard;
 pub use guard::{Pooled, PooledOwned};
 pub use pool::{
     Builder, LocalPool, DEFAULT_LOCAL_CAPACITY, DEFAULT_SWEEP_INTERVAL, MIN_SWEEP_INTERVAL,
 };
 pub use pool_trait::Pool;
 pub use recycle::Recycle;
-#[cfg(not(stashpool_loom))]
-pub use classes::SizedGuard;
 #[cfg(not(stashpool_loom))]
 pub use reset::{Reset, Tracked};
 #[cfg(not(stashpool_loom))]

@@ -216,9 +216,7 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
         let shared = self.shared.get()?;
         let node = match Shared::stash(shared) {
             Some(stash) => {
-                let mut node = shared
-                    .pop(stash)
-                    .or_else(|| shared.pop_overflow(stash))?;
+                let mut node = shared.pop(stash).or_else(|| shared.pop_overflow(stash))?;
                 node.home = Home::here(stash);
                 node
             }

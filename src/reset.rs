@@ -55,8 +55,9 @@ pub trait Wipe<T>: Send + Sync + 'static {
     /// Makes a new object, with every byte zero.
     fn create(&self) -> T;
     /// Whether a returned object may be pooled again (it still has the
-    /// pool's shape).
-    fn fits(&self, value: &T) -> bool;
+    /// pool's shape), after restoring the layout fields a user may have
+    /// changed (a frame's strides), contents aside.
+    fn fits(&self, value: &mut T) -> bool;
     /// Zeroes every byte a user can read.
     fn wipe(&self, value: &mut T);
 }
@@ -86,7 +87,7 @@ impl<T, W: Wipe<T>> Recycle<Dirty<T>> for Tracker<W> {
     }
 
     fn recycle(&self, object: &mut Dirty<T>) -> bool {
-        if !self.objects.fits(&object.value) {
+        if !self.objects.fits(&mut object.value) {
             return false;
         }
         if object.dirty && self.reset == Reset::Zero {
@@ -182,6 +183,16 @@ impl<T: Send + 'static + fmt::Debug, W: Wipe<T>> fmt::Debug for Tracked<'_, T, W
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt::Debug::fmt(&**self, f)
     }
+}
+
+/// A whole recycler's `recycle` for a [`Wipe`]: keeps an object that
+/// fits, zeroed.
+pub(crate) fn wipe_if_fits<T>(objects: &impl Wipe<T>, value: &mut T) -> bool {
+    let fits = objects.fits(value);
+    if fits {
+        objects.wipe(value);
+    }
+    fits
 }
 
 /// Runs `f` on the object of a pool of [`Dirty`] objects, marking it dirty

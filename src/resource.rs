@@ -225,6 +225,16 @@ pub(crate) mod sealed {
     }
 
     impl Knobs {
+        /// Nothing set: `Default`, in a `const` context.
+        pub(crate) const DEFAULT: Self = Self {
+            local_capacity: None,
+            max_idle: None,
+            sweep: Sweep::Default,
+            reset: Reset::Zero,
+        };
+    }
+
+    impl Knobs {
         /// Applies the knobs that were set to a core builder.
         pub(crate) fn apply<T: Send + 'static, R: Recycle<T>>(
             self,

@@ -44,8 +44,8 @@ use ::bytes::{Bytes, BytesMut};
 
 use crate::fallible;
 use crate::resource::sealed::{Knobs, Resource};
-use crate::resource::ResourceBuilder;
-use crate::{LocalPool, Recycle, Stats};
+use crate::resource::{resource_pool, ResourceBuilder};
+use crate::{LocalPool, Recycle};
 
 const BAD_SIZE: &str = "stashpool: a SlabPool slab size must be non-zero and at most isize::MAX";
 
@@ -64,7 +64,7 @@ const ALIGN: usize = 8;
 /// another thread, and the slab's memory is freed once every piece of it
 /// has dropped.
 ///
-/// [`stats`](Self::stats) counts slabs: `created` slabs were allocated,
+/// [`stats`](crate::Pool::stats) counts slabs: `created` slabs were allocated,
 /// `reused` pieces were cut from a slab already started, `rejected` slabs
 /// were used up.
 ///
@@ -185,42 +185,6 @@ impl SlabPool {
         }
     }
 
-    /// One sweep now: slab remainders idle since the previous sweep are let
-    /// go (see [`LocalPool::sweep`]); a slab's memory is freed once its
-    /// pieces have dropped too.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use stashpool::slab::SlabPool;
-    ///
-    /// let pool = SlabPool::builder(4096).manual_sweep().build();
-    /// drop(pool.alloc(10));
-    /// pool.sweep();
-    /// pool.sweep();
-    /// assert_eq!(pool.stats().idle, 0);
-    /// ```
-    pub fn sweep(&self) {
-        self.slabs.sweep()
-    }
-
-    /// Counters of slabs since the pool was made (see [`Stats`] and the
-    /// type docs).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use stashpool::slab::SlabPool;
-    ///
-    /// let pool = SlabPool::new(4096);
-    /// let pieces: Vec<_> = (0..10).map(|_| pool.alloc(16)).collect();
-    /// let stats = pool.stats();
-    /// assert_eq!((stats.created, stats.reused), (1, 9));
-    /// ```
-    pub fn stats(&self) -> Stats {
-        self.slabs.stats()
-    }
-
     /// The size of each slab, in bytes.
     ///
     /// # Examples
@@ -234,6 +198,12 @@ impl SlabPool {
         self.slabs.recycler().slab_size
     }
 }
+
+resource_pool!(
+    [] SlabPool,
+    |this| std::iter::once(&this.slabs as &dyn crate::Pool),
+    "stashpool::slab::SlabPool::new(4096)"
+);
 
 impl fmt::Debug for SlabPool {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
