@@ -96,6 +96,20 @@ impl Read for ZeroSource<'_> {
     }
 }
 
+/// Longer than the part of a stream `CopyPool::copy` leaves to `io::copy`
+/// in the tests' pools (at least 8 KiB).
+const LONG: usize = 9000;
+
+/// A reader std knows nothing about, so that `io::copy` cannot copy from
+/// the slice behind it in one go.
+struct Opaque<'a>(&'a [u8]);
+
+impl Read for Opaque<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.0.read(buf)
+    }
+}
+
 /// A writer that takes `room` bytes, then fails.
 struct BreaksAfter(usize);
 
@@ -461,22 +475,20 @@ fn copy_moves_everything_through_a_small_buffer() {
 
 #[test]
 fn copy_reuses_its_buffer_and_zeroes_it_between_uses() {
-    // Streams longer than the buffer, so that they go on past the first
-    // chunk (copied by `io::copy`) into the pooled buffer.
+    // Streams longer than the first chunk (copied by `io::copy`, at least
+    // 8 KiB), so that they go on into the pooled buffer.
     let pool = CopyPool::builder(64).manual_sweep().build();
-    assert_eq!(
-        pool.copy(&mut Scribbler(100), &mut io::sink()).unwrap(),
-        100
-    );
+    let copied = pool.copy(&mut Scribbler(LONG), &mut io::sink()).unwrap();
+    assert_eq!(copied, LONG as u64);
 
     let saw_dirty = Cell::new(false);
     let mut zeros = ZeroSource {
-        len: 300,
+        len: LONG,
         saw_dirty: &saw_dirty,
     };
     let mut out = Vec::new();
-    assert_eq!(pool.copy(&mut zeros, &mut out).unwrap(), 300);
-    assert_eq!(out, [0; 300]);
+    assert_eq!(pool.copy(&mut zeros, &mut out).unwrap(), LONG as u64);
+    assert_eq!(out, [0; LONG]);
     assert!(!saw_dirty.get(), "a reader saw what the last one wrote");
     let stats = pool.stats();
     assert_eq!((stats.created, stats.reused), (1, 1));
@@ -488,14 +500,14 @@ fn copy_under_reset_keep_leaves_the_buffer_as_it_was() {
         .reset(Reset::Keep)
         .manual_sweep()
         .build();
-    pool.copy(&mut Scribbler(100), &mut io::sink()).unwrap();
+    pool.copy(&mut Scribbler(LONG), &mut io::sink()).unwrap();
 
     let saw_dirty = Cell::new(false);
     let mut zeros = ZeroSource {
-        len: 300,
+        len: LONG,
         saw_dirty: &saw_dirty,
     };
-    assert_eq!(pool.copy(&mut zeros, &mut io::sink()).unwrap(), 300);
+    assert_eq!(pool.copy(&mut zeros, &mut io::sink()).unwrap(), LONG as u64);
     assert!(
         saw_dirty.get(),
         "Reset::Keep keeps what the last reader wrote"
@@ -536,8 +548,10 @@ fn copy_reports_write_errors() {
     assert_eq!(err.to_string(), "broken pipe");
 
     // Past the first chunk, with the pooled buffer out.
-    let mut writer = BreaksAfter(40);
-    let err = pool.copy(&mut &[1u8; 100][..], &mut writer).unwrap_err();
+    let mut writer = BreaksAfter(LONG - 100);
+    let err = pool
+        .copy(&mut Opaque(&[1u8; LONG]), &mut writer)
+        .unwrap_err();
     assert_eq!(err.to_string(), "broken pipe");
     assert_eq!(pool.stats().idle, 1, "the buffer went back");
 }

@@ -10,7 +10,7 @@ use crate::resource::{resource_pool, ResourceBuilder};
 use crate::Reset;
 
 /// The size of the buffer `io::copy` keeps on the stack (std's
-/// `DEFAULT_BUF_SIZE`): streams up to this long never need a pooled one.
+/// `DEFAULT_BUF_SIZE`): a pooled buffer smaller than that would not help.
 const STACK_BUF: usize = 8 * 1024;
 
 const BAD_SIZE: &str = "stashpool: a CopyPool buffer size must be non-zero and at most isize::MAX";
@@ -30,10 +30,14 @@ const BAD_SIZE: &str = "stashpool: a CopyPool buffer size must be non-zero and a
 /// Unlike Go's `io.Copy`, [`io::copy`] allocates nothing: it copies
 /// through an 8 KiB buffer on the stack, and into a `Vec` or `BufWriter`
 /// writer it reads straight into the writer's own buffer. So `copy` leaves
-/// the first 8 KiB of every stream to `io::copy` (a short stream never
-/// takes a pooled buffer, and costs what `io::copy` costs) and moves the
-/// rest through the pooled buffer: a larger buffer means fewer calls to a
-/// reader whose every call costs (a decoder, a TLS stream, a socket).
+/// the first `buf_size` bytes of every stream (at least 8 KiB) to
+/// `io::copy` through a [`Take`](io::Take): a stream that fits never takes
+/// a pooled buffer and costs what `io::copy` costs, plus the `Take`. The
+/// rest of a longer stream goes through the pooled buffer, in fewer calls
+/// to the reader than `io::copy` makes: that pays for a reader whose every
+/// call costs (a decoder, a TLS stream); for one that only copies from
+/// memory, `io::copy`'s 8 KiB buffer, which stays in the L1 cache, is as
+/// fast or faster.
 ///
 /// # Contents
 ///
@@ -42,7 +46,7 @@ const BAD_SIZE: &str = "stashpool: a CopyPool buffer size must be non-zero and a
 /// * [`Reset::Zero`] (the default): the bytes handed to readers since the
 ///   buffer left the pool are zeroed when it comes back, so no reader sees
 ///   another stream's bytes. That costs a `memset` of the buffer once per
-///   `copy` of a stream longer than 8 KiB, none for a shorter one.
+///   `copy` of a stream longer than the buffer, none for a shorter one.
 /// * [`Reset::Keep`]: nothing is zeroed; a reader may see bytes of an
 ///   earlier stream in the buffer it is handed (as with Go's `bp`). Safe
 ///   for readers that only write into what they are given, as every
@@ -115,9 +119,9 @@ impl CopyPool {
     }
 
     /// Copies `reader` to its end into `writer` through one pooled buffer,
-    /// and returns the number of bytes copied: [`io::copy`] with a buffer
-    /// of `buf_size` bytes from the pool, for streams longer than `io::copy`'s
-    /// own 8 KiB buffer (see the type docs).
+    /// and returns the number of bytes copied: [`io::copy`], then, for a
+    /// stream longer than `buf_size`, a pooled buffer of `buf_size` bytes
+    /// (see the type docs).
     ///
     /// # Errors
     ///
@@ -130,12 +134,12 @@ impl CopyPool {
     /// ```
     /// use stashpool::io::CopyPool;
     ///
-    /// let pool = CopyPool::new(4);
+    /// let pool = CopyPool::new(4096);
+    /// let input = vec![7u8; 10_000]; // longer than the buffer
     /// let mut out = Vec::new();
-    /// // Larger than the buffer: copied 4 bytes at a time after the first 4.
-    /// let n = pool.copy(&mut &b"0123456789"[..], &mut out).unwrap();
-    /// assert_eq!(n, 10);
-    /// assert_eq!(out, b"0123456789");
+    /// let n = pool.copy(&mut &input[..], &mut out).unwrap();
+    /// assert_eq!(n, 10_000);
+    /// assert_eq!(out, input);
     /// ```
     pub fn copy(
         &self,
@@ -143,8 +147,10 @@ impl CopyPool {
         writer: &mut (impl Write + ?Sized),
     ) -> io::Result<u64> {
         // `io::copy` on a `Take` keeps its specialisations for `Vec` and
-        // `BufWriter` writers: a short stream goes straight into them.
-        let first = STACK_BUF.min(self.buf_size()) as u64;
+        // `BufWriter` writers: a stream no longer than the pooled buffer
+        // goes straight into them, or through `io::copy`'s stack buffer,
+        // with no pool lookup and nothing to zero.
+        let first = self.buf_size().max(STACK_BUF) as u64;
         let mut copied = io::copy(&mut Read::take(&mut *reader, first), &mut *writer)?;
         if copied < first {
             return Ok(copied); // the reader reached its end
