@@ -43,15 +43,15 @@ impl PowerOfTwo {
     pub(crate) fn new(min: usize, max: usize, pool: &str) -> Self {
         assert!(
             min > 0,
-            "stashpool: the smallest class of a {pool} must be non-zero"
+            "stashpool: {pool}: the smallest class must be non-zero"
         );
         assert!(
             min <= max,
-            "stashpool: the smallest class of a {pool} must not exceed the largest"
+            "stashpool: {pool}: the smallest class must not exceed the largest"
         );
         assert!(
             max <= MAX_CLASS,
-            "stashpool: the largest class of a {pool} must be at most 2^(usize::BITS - 2) bytes"
+            "stashpool: {pool}: the largest class must be at most 2^(usize::BITS - 2) bytes"
         );
         let (min_class, max_class) = (min.next_power_of_two(), max.next_power_of_two());
         let count = (max_class.trailing_zeros() - min_class.trailing_zeros() + 1) as usize;
