@@ -4,7 +4,7 @@
 //!
 //! Two ways to pick a sub-pool, for two kinds of request:
 //!
-//! * [`PowerOfTwo`]: a request for `len` bytes goes to the smallest
+//! * [`SizeClasses`]: a request for `len` bytes goes to the smallest
 //!   power-of-two class that holds it, an index computed from `len` with no
 //!   search (`bytes::SizeClassPool`, `mmap::MmapClassPool`);
 //! * [`Shapes`]: a request for a frame of one shape goes to that shape's
@@ -21,26 +21,28 @@ use std::fmt;
 use std::ops::{Deref, DerefMut};
 use std::sync::OnceLock;
 
-/// Power-of-two classes from `min` to `max` bytes (both rounded up).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct PowerOfTwo {
+/// One pool per power-of-two class from `min` to `max` bytes (both
+/// rounded up).
+pub(crate) struct SizeClasses<P> {
+    /// `pools[i]` serves requests of up to `min_class << i` bytes.
+    pools: Box<[P]>,
     min_class: usize,
     max: usize,
-    count: usize,
 }
 
 /// The largest class a pool of power-of-two classes may have: the largest
 /// power of two a Rust allocation can hold.
 pub(crate) const MAX_CLASS: usize = 1 << (usize::BITS - 2);
 
-impl PowerOfTwo {
-    /// Classes for requests of `min` to `max` bytes.
+impl<P> SizeClasses<P> {
+    /// Classes for requests of `min` to `max` bytes, each pool made by
+    /// `make` from its class size.
     ///
     /// # Panics
     ///
     /// If `min` is zero, `min > max` or `max > MAX_CLASS`, with a message
     /// that names `pool`.
-    pub(crate) fn new(min: usize, max: usize, pool: &str) -> Self {
+    pub(crate) fn new(min: usize, max: usize, pool: &str, make: impl FnMut(usize) -> P) -> Self {
         assert!(
             min > 0,
             "stashpool: {pool}: the smallest class must be non-zero"
@@ -54,44 +56,43 @@ impl PowerOfTwo {
             "stashpool: {pool}: the largest class must be at most 2^(usize::BITS - 2) bytes"
         );
         let (min_class, max_class) = (min.next_power_of_two(), max.next_power_of_two());
-        let count = (max_class.trailing_zeros() - min_class.trailing_zeros() + 1) as usize;
+        let count = max_class.trailing_zeros() - min_class.trailing_zeros() + 1;
         Self {
+            pools: (0..count)
+                .map(|class| min_class << class)
+                .map(make)
+                .collect(),
             min_class,
             max,
-            count,
         }
     }
 
-    /// The index of the smallest class that holds `len` bytes, or `None`
+    /// The pool of the smallest class that holds `len` bytes, or `None`
     /// when `len > max`.
     #[inline]
-    pub(crate) fn class_of(&self, len: usize) -> Option<usize> {
+    pub(crate) fn get(&self, len: usize) -> Option<&P> {
         if len > self.max {
             return None;
         }
         // `len <= max <= MAX_CLASS`, so this cannot overflow.
         let size = len.max(self.min_class).next_power_of_two();
-        Some((size.trailing_zeros() - self.min_class.trailing_zeros()) as usize)
-    }
-
-    /// The size of class `class`, in bytes.
-    pub(crate) fn size(&self, class: usize) -> usize {
-        self.min_class << class
+        let class = (size.trailing_zeros() - self.min_class.trailing_zeros()) as usize;
+        self.pools.get(class)
     }
 
     /// The class sizes, smallest first.
     pub(crate) fn sizes(&self) -> impl Iterator<Item = usize> + '_ {
-        (0..self.count).map(|class| self.size(class))
+        (0..self.pools.len()).map(|class| self.min_class << class)
+    }
+
+    /// Every class's pool, smallest first.
+    pub(crate) fn pools(&self) -> &[P] {
+        &self.pools
     }
 
     /// The largest request that is pooled.
     pub(crate) fn max(&self) -> usize {
         self.max
-    }
-
-    /// One pool per class, made by `make` from the class size.
-    pub(crate) fn pools<P>(&self, make: impl FnMut(usize) -> P) -> Box<[P]> {
-        self.sizes().map(make).collect()
     }
 }
 
@@ -319,12 +320,12 @@ mod tests {
 
     #[test]
     fn classes_round_up_to_powers_of_two() {
-        let classes = PowerOfTwo::new(100, 1000, "test pool");
+        let classes = SizeClasses::new(100, 1000, "test pool", |size| size);
         assert_eq!(classes.sizes().collect::<Vec<_>>(), [128, 256, 512, 1024]);
-        assert_eq!(classes.class_of(0), Some(0));
-        assert_eq!(classes.class_of(129), Some(1));
-        assert_eq!(classes.class_of(1000), Some(3));
-        assert_eq!(classes.class_of(1001), None);
+        assert_eq!(classes.get(0), Some(&128));
+        assert_eq!(classes.get(129), Some(&256));
+        assert_eq!(classes.get(1000), Some(&1024));
+        assert_eq!(classes.get(1001), None);
     }
 
     #[test]

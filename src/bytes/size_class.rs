@@ -4,7 +4,7 @@
 use std::fmt;
 
 use super::{BufferRecycler, PooledBuffer};
-use crate::classes::{PowerOfTwo, SizedGuard};
+use crate::classes::{SizeClasses, SizedGuard};
 use crate::fallible;
 use crate::resource::sealed::{Knobs, Resource};
 use crate::resource::{resource_pool, ResourceBuilder};
@@ -42,9 +42,7 @@ pub const MAX_CLASS: usize = crate::classes::MAX_CLASS;
 /// assert!(huge.capacity() >= 1 << 20);
 /// ```
 pub struct SizeClassPool {
-    /// `pools[i]` holds buffers of `classes.size(i)` bytes.
-    pools: Box<[LocalPool<Vec<u8>, BufferRecycler>]>,
-    classes: PowerOfTwo,
+    classes: SizeClasses<LocalPool<Vec<u8>, BufferRecycler>>,
 }
 
 impl SizeClassPool {
@@ -106,8 +104,8 @@ impl SizeClassPool {
     /// buf.extend_from_slice(&[7; 200]);
     /// ```
     pub fn get(&self, len: usize) -> SizedBuffer<'_> {
-        match self.classes.class_of(len) {
-            Some(class) => SizedGuard::pooled(self.pools[class].get()),
+        match self.classes.get(len) {
+            Some(pool) => SizedGuard::pooled(pool.get()),
             None => SizedGuard::alone(fallible::with_capacity(len)),
         }
     }
@@ -128,8 +126,8 @@ impl SizeClassPool {
     /// assert!(sum > 0);
     /// ```
     pub fn with<U>(&self, len: usize, f: impl FnOnce(&mut Vec<u8>) -> U) -> U {
-        match self.classes.class_of(len) {
-            Some(class) => self.pools[class].with(f),
+        match self.classes.get(len) {
+            Some(pool) => pool.with(f),
             None => f(&mut fallible::with_capacity(len)),
         }
     }
@@ -149,8 +147,7 @@ impl SizeClassPool {
     /// assert!(pool.class_stats(2000).is_none());
     /// ```
     pub fn class_stats(&self, len: usize) -> Option<Stats> {
-        let class = self.classes.class_of(len)?;
-        Some(self.pools[class].stats())
+        self.classes.get(len).map(crate::Pool::stats)
     }
 
     /// The class sizes, smallest first.
@@ -183,7 +180,7 @@ impl SizeClassPool {
 
 resource_pool!(
     [] SizeClassPool,
-    |this| this.pools.iter().map(|pool| pool as &dyn crate::Pool),
+    |this| this.classes.pools().iter().map(|pool| pool as &dyn crate::Pool),
     "stashpool::bytes::SizeClassPool::new(64, 1024)"
 );
 
@@ -208,12 +205,13 @@ impl Resource for SizeClassPool {
     type Params = SizeClassParams;
 
     fn build(SizeClassParams { min, max }: SizeClassParams, knobs: Knobs) -> Self {
-        let classes = PowerOfTwo::new(min, max, "SizeClassPool");
         // A buffer that grew into the next class is dropped (it would waste
         // half its memory here); one that shrank below its class can no
         // longer serve its requests.
-        let pools = classes.pools(|size| knobs.pool(BufferRecycler::new(size, 2 * size - 1)));
-        Self { pools, classes }
+        let classes = SizeClasses::new(min, max, "SizeClassPool", |size| {
+            knobs.pool(BufferRecycler::new(size, 2 * size - 1))
+        });
+        Self { classes }
     }
 }
 

@@ -6,7 +6,7 @@ use std::fmt;
 use memmap2::MmapMut;
 
 use super::pool::{map_anon, MmapPool, PooledMmap};
-use crate::classes::{PowerOfTwo, SizedGuard};
+use crate::classes::{SizeClasses, SizedGuard};
 use crate::resource::sealed::{Contents, Knobs, Resource};
 use crate::resource::{resource_pool, ResourceBuilder};
 use crate::{Reset, Stats};
@@ -41,9 +41,7 @@ pub type SizedMmap<'a> = SizedGuard<PooledMmap<'a>>;
 /// assert_eq!(pool.stats().reused, 1);
 /// ```
 pub struct MmapClassPool {
-    /// `pools[i]` holds maps of `classes.size(i)` bytes.
-    pools: Box<[MmapPool]>,
-    classes: PowerOfTwo,
+    classes: SizeClasses<MmapPool>,
     reset: Reset,
 }
 
@@ -110,8 +108,8 @@ impl MmapClassPool {
     /// ```
     #[inline]
     pub fn get(&self, len: usize) -> SizedMmap<'_> {
-        match self.classes.class_of(len) {
-            Some(class) => SizedGuard::pooled(self.pools[class].get()),
+        match self.classes.get(len) {
+            Some(pool) => SizedGuard::pooled(pool.get()),
             None => SizedGuard::alone(map_anon(len)),
         }
     }
@@ -134,8 +132,8 @@ impl MmapClassPool {
     /// ```
     #[inline]
     pub fn with<U>(&self, len: usize, f: impl FnOnce(&mut MmapMut) -> U) -> U {
-        match self.classes.class_of(len) {
-            Some(class) => self.pools[class].with(f),
+        match self.classes.get(len) {
+            Some(pool) => pool.with(f),
             None => f(&mut map_anon(len)),
         }
     }
@@ -154,8 +152,7 @@ impl MmapClassPool {
     /// assert!(pool.class_stats(2 << 20).is_none());
     /// ```
     pub fn class_stats(&self, len: usize) -> Option<Stats> {
-        let class = self.classes.class_of(len)?;
-        Some(self.pools[class].stats())
+        self.classes.get(len).map(crate::Pool::stats)
     }
 
     /// The class sizes, smallest first.
@@ -203,7 +200,7 @@ impl MmapClassPool {
 
 resource_pool!(
     [] MmapClassPool,
-    |this| this.pools.iter().map(|pool| pool as &dyn crate::Pool),
+    |this| this.classes.pools().iter().map(|pool| pool as &dyn crate::Pool),
     "stashpool::mmap::MmapClassPool::new(4096, 1 << 20)"
 );
 
@@ -214,10 +211,10 @@ impl Resource for MmapClassPool {
     type Params = (usize, usize);
 
     fn build((min_len, max_len): (usize, usize), knobs: Knobs) -> Self {
-        let classes = PowerOfTwo::new(min_len, max_len, "MmapClassPool");
         Self {
-            pools: classes.pools(|len| MmapPool::build(len, knobs)),
-            classes,
+            classes: SizeClasses::new(min_len, max_len, "MmapClassPool", |len| {
+                MmapPool::build(len, knobs)
+            }),
             reset: knobs.reset,
         }
     }
