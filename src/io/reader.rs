@@ -26,11 +26,12 @@ const BAD_SIZE: &str =
 ///
 /// * [`Reset::Zero`] (the default): the bytes handed to the inner reader
 ///   are zeroed when the buffer comes back, so one stream's bytes are never
-///   visible to the next stream's reader. A reader that reached `fill_buf`
-///   was handed the whole buffer, so that is a `memset` of `buf_size`
-///   bytes per stream read (std's `BufReader` zeroes its fresh buffer too,
-///   for readers without a `read_buf` of their own); a reader never read
-///   from costs nothing.
+///   visible to the next stream's reader. The inner reader is first handed
+///   1 KiB of the buffer, twice as much each time it fills what it was
+///   handed, up to the whole buffer: a short stream costs a `memset` of
+///   1 KiB, a long one of the buffer (std's `BufReader` zeroes its fresh
+///   buffer too, for readers without a `read_buf` of their own), and a
+///   reader never read from costs nothing.
 /// * [`Reset::Keep`]: nothing is zeroed; the inner reader may see bytes of
 ///   an earlier stream in the buffer it is handed (as with Go's `bp`).
 ///   What this reader returns to its own caller is only ever what its
@@ -181,8 +182,9 @@ impl Resource for BufReaderPool {
 /// A buffered reader whose buffer goes back to its [`BufReaderPool`] when
 /// the reader is dropped or unwrapped.
 ///
-/// Behaves as [`std::io::BufReader`]: reads from `inner` in chunks of the
-/// buffer's size, and passes large reads on an empty buffer straight
+/// Behaves as [`std::io::BufReader`]: reads from `inner` in chunks of up
+/// to the buffer's size (smaller at first under [`Reset::Zero`], see
+/// [`BufReaderPool`]), and passes large reads on an empty buffer straight
 /// through.
 ///
 /// # Examples
@@ -310,7 +312,7 @@ impl<R: Read> Read for PooledBufReader<'_, R> {
 impl<R: Read> BufRead for PooledBufReader<'_, R> {
     fn fill_buf(&mut self) -> io::Result<&[u8]> {
         if self.pos == self.filled {
-            let buf = self.buf.lend_all();
+            let buf = self.buf.lend_window();
             let n = self.inner.read(buf)?;
             if n > buf.len() {
                 return Err(io::Error::new(
@@ -318,6 +320,7 @@ impl<R: Read> BufRead for PooledBufReader<'_, R> {
                     "reader returned more bytes than the buffer holds",
                 ));
             }
+            self.buf.filled(n);
             self.pos = 0;
             self.filled = n;
         }

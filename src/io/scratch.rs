@@ -31,6 +31,10 @@ impl Recycle<Box<[u8]>> for Zeroed {
     // its length cannot change: nothing to do.
 }
 
+/// The most a [`Scratch`] lends at first under [`Reset::Zero`]: a short
+/// stream then costs a `memset` of this much rather than of the buffer.
+const FIRST_WINDOW: usize = 1024;
+
 /// A pool of buffers of `len` bytes.
 pub(crate) struct ScratchPool {
     pool: LocalPool<Box<[u8]>, Zeroed>,
@@ -60,9 +64,15 @@ impl ScratchPool {
 
     #[inline]
     pub(crate) fn get(&self) -> Scratch<'_> {
+        let buf = self.pool.get();
+        let window = match self.reset {
+            Reset::Keep => buf.len(),
+            _ => FIRST_WINDOW.min(buf.len()),
+        };
         Scratch {
-            buf: self.pool.get(),
+            buf,
             lent: 0,
+            window,
             reset: self.reset,
         }
     }
@@ -96,6 +106,8 @@ pub(crate) struct Scratch<'a> {
     /// How many leading bytes `lend` handed out since the buffer left the
     /// pool: the most a reader could have written.
     lent: usize,
+    /// What [`lend_window`](Scratch::lend_window) lends next.
+    window: usize,
     reset: Reset,
 }
 
@@ -113,6 +125,24 @@ impl Scratch<'_> {
     #[inline]
     pub(crate) fn lend_all(&mut self) -> &mut [u8] {
         self.lend(usize::MAX)
+    }
+
+    /// The front of the buffer, to pass to a reader that fills buffers
+    /// as they come: under [`Reset::Zero`] a window that starts small and
+    /// doubles each time a reader fills it (see [`filled`](Self::filled)),
+    /// so a short stream is never handed, and never costs zeroing, the
+    /// whole buffer; under [`Reset::Keep`] the whole buffer.
+    #[inline]
+    pub(crate) fn lend_window(&mut self) -> &mut [u8] {
+        self.lend(self.window)
+    }
+
+    /// Records that a reader put `n` bytes in the window it was lent.
+    #[inline]
+    pub(crate) fn filled(&mut self, n: usize) {
+        if n >= self.window {
+            self.window = (2 * self.window).min(self.buf.len());
+        }
     }
 }
 
@@ -155,6 +185,25 @@ mod tests {
         let buf = pool.get();
         assert!(buf[..16].iter().all(|&b| b == 0));
         assert!(buf[32..].iter().all(|&b| b == 0xAA));
+    }
+
+    #[test]
+    fn the_window_grows_while_readers_fill_it() {
+        let pool = ScratchPool::new(4 * FIRST_WINDOW, "bad length");
+        let mut buf = pool.get();
+        assert_eq!(buf.lend_window().len(), FIRST_WINDOW);
+        buf.filled(FIRST_WINDOW - 1);
+        assert_eq!(buf.lend_window().len(), FIRST_WINDOW, "not filled: stays");
+        buf.filled(FIRST_WINDOW);
+        assert_eq!(buf.lend_window().len(), 2 * FIRST_WINDOW);
+        buf.filled(2 * FIRST_WINDOW);
+        buf.filled(4 * FIRST_WINDOW);
+        assert_eq!(
+            buf.lend_window().len(),
+            4 * FIRST_WINDOW,
+            "at most the buffer"
+        );
+        assert_eq!(buf.lent, 4 * FIRST_WINDOW);
     }
 
     #[test]
