@@ -19,6 +19,7 @@
 
 use std::fmt;
 use std::ops::{Deref, DerefMut};
+#[cfg(feature = "image")]
 use std::sync::OnceLock;
 
 /// One pool per power-of-two class from `min` to `max` bytes (both
@@ -97,16 +98,19 @@ impl<P> SizeClasses<P> {
 }
 
 /// Pools made on first use, one per key (a frame's shape).
+#[cfg(feature = "image")]
 pub(crate) struct Shapes<K, P> {
     head: OnceLock<Box<Node<K, P>>>,
 }
 
+#[cfg(feature = "image")]
 struct Node<K, P> {
     key: K,
     pool: P,
     next: OnceLock<Box<Node<K, P>>>,
 }
 
+#[cfg(feature = "image")]
 impl<K: Copy + Eq, P> Shapes<K, P> {
     pub(crate) const fn new() -> Self {
         Self {
@@ -150,6 +154,7 @@ impl<K: Copy + Eq, P> Shapes<K, P> {
     }
 }
 
+#[cfg(feature = "image")]
 impl<K, P> Drop for Shapes<K, P> {
     fn drop(&mut self) {
         // Unlink the nodes one by one, so a long list cannot overflow the
@@ -161,6 +166,7 @@ impl<K, P> Drop for Shapes<K, P> {
     }
 }
 
+#[cfg(feature = "image")]
 impl<K: Copy + Eq + fmt::Debug, P: fmt::Debug> fmt::Debug for Shapes<K, P> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_map().entries(self.iter()).finish()
@@ -329,6 +335,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "image")]
     fn shapes_are_made_once_each() {
         let shapes = Shapes::new();
         let made = std::cell::Cell::new(0);

@@ -108,16 +108,19 @@ impl<T, W: Wipe<T>> Recycle<Dirty<T>> for Tracker<W> {
 /// # Examples
 ///
 /// ```
+/// # #[cfg(feature = "mmap")] {
 /// use stashpool::mmap::MmapPool;
 ///
 /// let pool = MmapPool::new(4096);
 /// let mut map = pool.get(); // a `Tracked` guard
 /// assert_eq!(map[0], 0); // a read: nothing to zero on return
 /// map[0] = 7; // a write: the map is zeroed on return
+/// # }
 /// ```
 pub struct Tracked<'a, T: Send + 'static, W: Wipe<T>>(Pooled<'a, Dirty<T>, Tracker<W>>);
 
 impl<'a, T: Send + 'static, W: Wipe<T>> Tracked<'a, T, W> {
+    #[cfg(any(feature = "image", feature = "mmap"))]
     pub(crate) fn new(guard: Pooled<'a, Dirty<T>, Tracker<W>>) -> Self {
         Self(guard)
     }
@@ -129,13 +132,15 @@ impl<'a, T: Send + 'static, W: Wipe<T>> Tracked<'a, T, W> {
     /// # Examples
     ///
     /// ```
-    /// use stashpool::image::RgbaPool;
+    /// # #[cfg(feature = "mmap")] {
+    /// use stashpool::mmap::MmapPool;
     /// use stashpool::Tracked;
     ///
-    /// let pool = RgbaPool::new(2, 2);
-    /// let frame: image::RgbaImage = Tracked::into_inner(pool.get());
-    /// assert_eq!(frame.dimensions(), (2, 2));
+    /// let pool = MmapPool::new(4096);
+    /// let map: memmap2::MmapMut = Tracked::into_inner(pool.get());
+    /// assert_eq!(map.len(), 4096);
     /// assert_eq!(pool.stats().idle, 0);
+    /// # }
     /// ```
     pub fn into_inner(this: Self) -> T {
         Pooled::into_inner(this.0).value
@@ -147,6 +152,7 @@ impl<'a, T: Send + 'static, W: Wipe<T>> Tracked<'a, T, W> {
     /// # Examples
     ///
     /// ```
+    /// # #[cfg(feature = "mmap")] {
     /// use stashpool::mmap::MmapPool;
     /// use stashpool::Tracked;
     ///
@@ -155,6 +161,7 @@ impl<'a, T: Send + 'static, W: Wipe<T>> Tracked<'a, T, W> {
     /// assert!(!Tracked::is_dirty(&map));
     /// map[1] = 1;
     /// assert!(Tracked::is_dirty(&map));
+    /// # }
     /// ```
     pub fn is_dirty(this: &Self) -> bool {
         this.0.dirty
@@ -187,6 +194,7 @@ impl<T: Send + 'static + fmt::Debug, W: Wipe<T>> fmt::Debug for Tracked<'_, T, W
 
 /// A whole recycler's `recycle` for a [`Wipe`]: keeps an object that
 /// fits, zeroed.
+#[cfg(any(feature = "image", feature = "mmap"))]
 pub(crate) fn wipe_if_fits<T>(objects: &impl Wipe<T>, value: &mut T) -> bool {
     let fits = objects.fits(value);
     if fits {
@@ -197,6 +205,7 @@ pub(crate) fn wipe_if_fits<T>(objects: &impl Wipe<T>, value: &mut T) -> bool {
 
 /// Runs `f` on the object of a pool of [`Dirty`] objects, marking it dirty
 /// (`f` gets `&mut` access).
+#[cfg(any(feature = "image", feature = "mmap"))]
 pub(crate) fn with_dirty<T, U>(object: &mut Dirty<T>, f: impl FnOnce(&mut T) -> U) -> U {
     object.dirty = true;
     f(&mut object.value)

@@ -224,6 +224,7 @@ pub(crate) mod sealed {
         pub(crate) reset: Reset,
     }
 
+    #[cfg(feature = "image")]
     impl Knobs {
         /// Nothing set: `Default`, in a `const` context.
         pub(crate) const DEFAULT: Self = Self {
