@@ -20,7 +20,8 @@
 //!   [`LocalPool::get`] returns a guard that gives it back on drop;
 //!   [`LocalPool::get_owned`] a guard that can cross threads.
 //! * **`static` pools.** [`LocalPool::new`] is a `const fn`.
-//! * **Threads too.** [`workers::WorkerPool`] recycles threads the way Go's goroutine pools do.
+//! * **Threads too.** `workers::WorkerPool` (feature `workers`, on by
+//!   default) recycles threads the way Go's goroutine pools do.
 //!
 //! # Examples
 //!
@@ -54,49 +55,44 @@
 //!
 //! # How it works
 //!
-//! `IMPLEMENTATION.md` in the repository describes the algorithm: the stash
-//! handshake that lets a sweeper reach any thread's stash while owners pay
-//! only a compiler fence, spill and steal, the age stamps that carry the
-//! victim rule through the overflow, and why each step is correct.
+//! [`implementation`] (the repository's `IMPLEMENTATION.md`) describes the
+//! algorithm: the stash handshake that lets a sweeper reach any thread's
+//! stash while owners pay only a compiler fence, spill and steal, the age
+//! stamps that carry the victim rule through the overflow, and why each step
+//! is correct.
 
 #![warn(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 // Pooled objects live in boxed nodes on purpose, in `Vec`s too (`node.rs`).
 #![allow(clippy::vec_box)]
 
-mod barrier;
 #[cfg(not(stashpool_loom))]
 pub mod bytes;
 #[cfg(not(stashpool_loom))]
 mod classes;
-mod exit;
 #[cfg(not(stashpool_loom))]
 mod fallible;
-mod guard;
 #[cfg(all(feature = "image", not(stashpool_loom)))]
 pub mod image;
 #[cfg(not(stashpool_loom))]
 pub mod io;
 #[cfg(all(feature = "mmap", not(stashpool_loom)))]
 pub mod mmap;
-mod node;
-mod overflow;
-mod owner;
 mod pool;
-mod pool_trait;
-mod recycle;
 #[cfg(not(stashpool_loom))]
 mod reset;
 #[cfg(not(stashpool_loom))]
 mod resource;
-mod shared;
 #[cfg(all(feature = "bytes", not(stashpool_loom)))]
 pub mod slab;
-mod stash;
-mod stats;
-#[cfg(not(stashpool_loom))]
-mod sweeper;
 mod sync;
+#[cfg(feature = "workers")]
 pub mod workers;
+
+pub mod implementation {
+    //! How stashpool works: the design notes of the repository's
+    //! `IMPLEMENTATION.md`, for the engineer who will change the code.
+    #![doc = include_str!("../IMPLEMENTATION.md")]
+}
 
 // The README's examples run as doctests.
 #[cfg(doctest)]
@@ -105,14 +101,11 @@ struct ReadmeDoctests;
 
 #[cfg(not(stashpool_loom))]
 pub use classes::SizedGuard;
-pub use guard::{Pooled, PooledOwned};
 pub use pool::{
-    Builder, LocalPool, DEFAULT_LOCAL_CAPACITY, DEFAULT_SWEEP_INTERVAL, MIN_SWEEP_INTERVAL,
+    Builder, LocalPool, LocalPoolBuilder, Pool, Pooled, PooledOwned, Recycle, Stats,
+    DEFAULT_LOCAL_CAPACITY, DEFAULT_SWEEP_INTERVAL, MIN_SWEEP_INTERVAL,
 };
-pub use pool_trait::Pool;
-pub use recycle::Recycle;
 #[cfg(not(stashpool_loom))]
 pub use reset::{Reset, Tracked};
 #[cfg(not(stashpool_loom))]
 pub use resource::ResourceBuilder;
-pub use stats::Stats;

@@ -18,6 +18,9 @@
 //!
 //! [loom]: https://docs.rs/loom
 
+// Parts of the shim serve only the worker pool.
+#![cfg_attr(not(feature = "workers"), allow(dead_code, unused_imports))]
+
 pub(crate) use std::sync::atomic::Ordering;
 #[cfg(not(stashpool_loom))]
 pub(crate) use std::sync::atomic::{compiler_fence, fence, AtomicBool, AtomicU64, AtomicUsize};

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use stashpool::bytes::{BytePool, SizeClassPool, StringPool};
 use stashpool::io::{BufReaderPool, BufWriterPool, CopyPool, PooledBufReader, PooledBufWriter};
+#[cfg(feature = "workers")]
 use stashpool::workers::{WorkerPool, WorkerStats};
 use stashpool::{Builder, LocalPool, Pooled, PooledOwned, Recycle, Stats};
 
@@ -136,6 +137,7 @@ fn slabs() {
     assert!(piece.is_empty() && piece.capacity() >= 10);
 }
 
+#[cfg(feature = "workers")]
 #[test]
 fn workers() {
     let pool = WorkerPool::builder(2)

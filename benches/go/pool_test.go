@@ -1,14 +1,15 @@
-// Go's sync.Pool on the workloads of benches/pool.rs, for a side-by-side
-// reading on the same machine:
+// Go's sync.Pool on the workloads of benches/pool.rs, measured by
+// benches/report.py in the same run as the Rust benchmarks:
 //
-//	cd benches/go && go test -bench . -benchtime 2s -count 5
+//	cd benches/go && go test -run '^$' -bench . -benchtime 100ms -cpu 1,2
 //
-// Every workload uses 4 KiB byte buffers and writes 64 bytes per use.
-// RunParallel reports the aggregate cost per operation over all threads.
+// Every workload uses 4 KiB byte buffers and writes 64 bytes per use. The
+// "All" benchmarks run one goroutine per P (-cpu sets how many Ps) and
+// report the aggregate cost per operation over all of them; Go's timer for
+// RunParallel includes starting the goroutines, so it can only add time.
 package gobench
 
 import (
-	"runtime"
 	"sync"
 	"testing"
 )
@@ -97,4 +98,19 @@ func BenchmarkHandoff(b *testing.B) {
 	<-done
 }
 
-func init() { _ = runtime.GOMAXPROCS(0) }
+// handoff's floor: the same channel moving a nil pointer, no pool.
+func BenchmarkChannelAlone(b *testing.B) {
+	ch := make(chan *[]byte, 64)
+	done := make(chan struct{})
+	go func() {
+		for range ch {
+		}
+		close(done)
+	}()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		ch <- nil
+	}
+	close(ch)
+	<-done
+}

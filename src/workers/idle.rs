@@ -14,13 +14,12 @@
 //!
 //! * The stack is touched only when a worker parks or is woken, never while
 //!   tasks flow to busy or spinning workers. Each of those transitions costs
-//!   a futex wake and a context switch; the `idle_stack` group of
-//!   `benches/workers.rs`, on a 2-core VM, measured a park/unpark round
-//!   trip at 4 to 11 µs across runs, a push and pop under the lock at about
-//!   60 ns, and a push and pop on a Treiber stack reclaimed by
-//!   `crossbeam-epoch` at 120 to 145 ns (a node allocation per push, an
-//!   epoch pin per operation). A lock-free stack would not make the
-//!   transition measurably faster; here it is slower.
+//!   a futex wake and a context switch, which cost far more than a push
+//!   and pop under an uncontended lock; a Treiber stack reclaimed by
+//!   `crossbeam-epoch` pays a node allocation per push and an epoch pin per
+//!   operation, so it is no cheaper than the lock either. The `idle_stack`
+//!   group of `benches/workers.rs` measures all three side by side. A
+//!   lock-free stack would not make the transition measurably faster.
 //! * A worker's idle timeout must be decided atomically with respect to a
 //!   submitter choosing that worker: either the submitter takes the sleeper
 //!   off the stack and the sleeper runs, or the sleeper leaves the stack and

@@ -116,12 +116,12 @@
 //! would reclaim its nodes with `crossbeam-epoch`. Here parked workers sit in
 //! a deque under the pool's lock (`idle.rs` gives the reasons in full). The
 //! stack is touched only when a worker parks or is woken, and the
-//! `idle_stack` group of `benches/workers.rs` puts the costs side by side:
-//! on a 2-core VM a push and a pop take about 60 ns under the lock, 120 to
-//! 145 ns on the epoch-reclaimed stack (which allocates a node per push and
-//! pins the epoch twice), and a park/unpark round trip between two threads
-//! 4 to 11 µs. The lock is the simpler structure and measurably no slower;
-//! the tasks themselves never wait for it.
+//! `idle_stack` group of `benches/workers.rs` puts the costs side by side: a
+//! push and a pop under the lock, the same on the epoch-reclaimed stack
+//! (which allocates a node per push and pins the epoch twice), and a
+//! park/unpark round trip between two threads, which dwarfs both. The lock
+//! is the simpler structure and measurably no slower; the tasks themselves
+//! never wait for it.
 
 mod finished;
 mod idle;

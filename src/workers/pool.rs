@@ -364,8 +364,8 @@ impl Builder {
     /// otherwise; `try_submit` gives the task back. With 0 (the default),
     /// `submit` waits until a worker is free, as Go's `itogami` does; a queue
     /// lets a submitter run ahead of the workers without handing off every
-    /// task: 100 000 tiny tasks on 2 workers took about 23 ms with a queue of
-    /// 256 and 40 ms without, on a 2-core machine.
+    /// task, which pays off for many tiny tasks (the `tiny` group of
+    /// `benches/workers.rs` measures both).
     ///
     /// # Panics
     ///

@@ -1,6 +1,8 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
+pub mod alloc;
+
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -17,6 +19,28 @@ pub fn eventually(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
         std::thread::sleep(Duration::from_millis(1));
     }
     cond()
+}
+
+/// Runs `body` on its own thread and fails the test if it has not finished
+/// within `limit`: a threaded test that deadlocks fails instead of hanging
+/// the suite. A panic in `body` fails the test as usual.
+pub fn run_with_deadline(limit: Duration, body: impl FnOnce() + Send + 'static) {
+    let (done, finished) = std::sync::mpsc::channel();
+    let runner = std::thread::spawn(move || {
+        body();
+        let _ = done.send(());
+    });
+    match finished.recv_timeout(limit) {
+        // Finished, or panicked (the sender dropped): `join` tells which.
+        Ok(()) | Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+            if let Err(panic) = runner.join() {
+                std::panic::resume_unwind(panic);
+            }
+        }
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+            panic!("the test did not finish within {limit:?}: a deadlock?")
+        }
+    }
 }
 
 /// This process's resident set in bytes (Linux); `None` elsewhere.

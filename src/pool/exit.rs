@@ -17,9 +17,9 @@
 
 use std::cell::RefCell;
 
-use crate::owner;
-use crate::shared::Shared;
-use crate::stash::Stash;
+use crate::pool::owner;
+use crate::pool::shared::Shared;
+use crate::pool::stash::Stash;
 use crate::sync::{thread_local, Arc};
 
 /// A pool's side of a hook, with its element type erased.

@@ -9,40 +9,48 @@
 //! of an exiting thread, and closing the pool. None of them runs user code
 //! while holding it: the objects they drop are dropped after it is released.
 
-use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use crate::barrier::{self, Strategy};
-use crate::node::Node;
-use crate::overflow::{Batch, Overflow};
-use crate::stash::{Counters, Spill, Stash, StashBox};
-use crate::sync::thread::{self, ThreadId};
-use crate::sync::{lock, wait, Arc, AtomicBool, AtomicU64, Condvar, Mutex, Ordering, PerThread};
+use crate::pool::barrier::{self, Strategy};
+use crate::pool::node::Node;
+use crate::pool::overflow::{Batch, Overflow};
+use crate::pool::stash::{Counters, Spill, Stash, StashBox};
+use crate::sync::thread::ThreadId;
+use crate::sync::{lock, Arc, AtomicBool, AtomicU64, Condvar, Mutex, Ordering, PerThread};
 use crate::Stats;
 
 /// What the sweep lock protects.
-struct Sweeping {
+pub(super) struct Sweeping {
     /// The sweep count: the pool's epoch.
-    epoch: u64,
+    pub(super) epoch: u64,
+    /// How many stashes the pool has made: the `max_idle` shares are cut
+    /// for this many. (Stashes of exited threads stay, for the next thread
+    /// given the same id, so this counts the most threads that used the
+    /// pool at once, not every thread that ever did.)
+    pub(super) stashes: usize,
     /// The threads whose sweeps are dropping what they trimmed.
-    droppers: Vec<ThreadId>,
+    pub(super) droppers: Vec<ThreadId>,
 }
 
 pub(crate) struct Shared<T: Send> {
-    stashes: PerThread<StashBox<T>>,
-    overflow: Overflow<T>,
+    pub(super) stashes: PerThread<StashBox<T>>,
+    pub(super) overflow: Overflow<T>,
     /// The sweep count and the sweeps dropping objects, under the lock that
     /// sweeps hold (see the module docs).
-    sweep: Mutex<Sweeping>,
+    pub(super) sweep: Mutex<Sweeping>,
     /// Signalled when a sweep has finished dropping what it trimmed.
-    dropped: Condvar,
+    pub(super) dropped: Condvar,
     /// Set (under the sweep lock) once the pool has dropped.
-    closed: AtomicBool,
+    pub(super) closed: AtomicBool,
     /// Objects dropped by sweeps.
-    trimmed: AtomicU64,
+    pub(super) trimmed: AtomicU64,
     /// Counts for threads without a stash (see `exit.rs`); shared by them
     /// all, so bumped with atomic read-modify-writes.
     pub(crate) orphans: Counters<true>,
     pub(crate) local_capacity: usize,
+    /// `Builder::max_idle`: the most idle objects of all stashes and the
+    /// overflow together, after a sweep.
+    pub(crate) max_idle: usize,
     pub(crate) strategy: Strategy,
     /// This pool's key in the background sweeper's registry.
     #[cfg_attr(stashpool_loom, allow(dead_code))]
@@ -56,6 +64,7 @@ impl<T: Send> Shared<T> {
             overflow: Overflow::new(max_idle),
             sweep: Mutex::new(Sweeping {
                 epoch: 0,
+                stashes: 0,
                 droppers: Vec::new(),
             }),
             dropped: Condvar::new(),
@@ -63,6 +72,7 @@ impl<T: Send> Shared<T> {
             trimmed: AtomicU64::new(0),
             orphans: Counters::default(),
             local_capacity,
+            max_idle,
             strategy: barrier::strategy(),
             id,
         }
@@ -77,7 +87,7 @@ impl<T: Send> Shared<T> {
     where
         T: 'static,
     {
-        if let Some(stash) = crate::owner::last_stash(this.id) {
+        if let Some(stash) = crate::pool::owner::last_stash(this.id) {
             // SAFETY: `last_stash` returns only what `remember` stored for
             // this pool on this thread (ids are never reused): this thread's
             // stash in `this`, which keeps it alive. It is still this
@@ -96,13 +106,13 @@ impl<T: Send> Shared<T> {
     where
         T: 'static,
     {
-        if let Some(stash) = crate::owner::previous_stash(this.id) {
+        if let Some(stash) = crate::pool::owner::previous_stash(this.id) {
             // SAFETY: as in `stash`.
             return Some(unsafe { &*stash.cast::<Stash<T>>() });
         }
         match this.stashes.get() {
             Some(stash) => {
-                crate::owner::remember(this.id, stash.as_ptr().cast());
+                crate::pool::owner::remember(this.id, stash.as_ptr().cast());
                 Some(stash)
             }
             None => Self::new_stash(this),
@@ -114,24 +124,46 @@ impl<T: Send> Shared<T> {
     where
         T: 'static,
     {
-        if crate::owner::ended() {
+        if crate::pool::owner::ended() {
             return None;
         }
         // Under the sweep lock, so that the stash's epoch is the pool's and
         // no sweep runs between reading one and making the other.
-        let sweeping = lock(&this.sweep);
+        let mut sweeping = lock(&this.sweep);
+        let mut made = false;
         // `thread_local` panics if this thread's thread-locals are being
         // destroyed and its own are gone already (a thread whose first pool
         // use is in a late thread-local destructor): go around stashes then.
         let stash = catch_unwind(AssertUnwindSafe(|| {
-            this.stashes
-                .get_or(|| StashBox::new(Stash::new(sweeping.epoch)))
+            this.stashes.get_or(|| {
+                made = true;
+                let capacity = this.stash_capacity(sweeping.stashes + 1);
+                StashBox::new(Stash::new(sweeping.epoch, capacity))
+            })
         }))
         .ok()?;
+        if made {
+            sweeping.stashes += 1;
+            if this.max_idle != usize::MAX {
+                // One more stash: every other one's share shrinks.
+                let capacity = this.stash_capacity(sweeping.stashes);
+                this.rebalance(capacity);
+            }
+        }
         drop(sweeping);
-        crate::exit::register(this, stash.as_ptr());
-        crate::owner::remember(this.id, stash.as_ptr().cast());
+        crate::pool::exit::register(this, stash.as_ptr());
+        crate::pool::owner::remember(this.id, stash.as_ptr().cast());
         Some(stash)
+    }
+
+    /// The capacity of each stash when the pool has `stashes` of them: the
+    /// pool's `local_capacity`, or the stash's share of `max_idle`.
+    pub(super) fn stash_capacity(&self, stashes: usize) -> usize {
+        if self.max_idle == usize::MAX {
+            self.local_capacity
+        } else {
+            self.local_capacity.min(self.max_idle / stashes.max(1))
+        }
     }
 
     /// Whether `stash` is this thread's stash now.
@@ -165,8 +197,7 @@ impl<T: Send> Shared<T> {
     /// Pools a returned (already recycled) object in this thread's stash.
     #[inline(always)]
     pub(crate) fn push(&self, stash: &Stash<T>, node: Box<Node<T>>) {
-        let capacity = self.local_capacity;
-        match stash.with_owner(self.strategy, |local| local.push(node, capacity)) {
+        match stash.with_owner(self.strategy, |local| local.push(node, local.capacity)) {
             Ok(()) => stash.counters.returned.bump(),
             Err(node) => self.push_full(stash, node),
         }
@@ -174,9 +205,8 @@ impl<T: Send> Shared<T> {
 
     #[cold]
     fn push_full(&self, stash: &Stash<T>, node: Box<Node<T>>) {
-        let capacity = self.local_capacity;
         let spill = stash.with_owner(self.strategy, |local| {
-            local.spill(node, capacity, &self.overflow)
+            local.spill(node, local.capacity, &self.overflow)
         });
         match spill {
             Spill::Kept => stash.counters.returned.bump(),
@@ -221,138 +251,6 @@ impl<T: Send> Shared<T> {
         Some(node)
     }
 
-    // === sweeps ===
-
-    /// One sweep (Go's victim rule): drops every object that was idle at the
-    /// previous sweep and is still idle, and marks the rest. Returns once the
-    /// dropped objects are dropped.
-    pub(crate) fn sweep(&self) {
-        self.trim(Trim::Victims);
-    }
-
-    /// Drops every idle object, in every stash and the overflow. Returns
-    /// once they are dropped.
-    pub(crate) fn clear(&self) {
-        self.trim(Trim::All);
-    }
-
-    fn trim(&self, how: Trim) {
-        let mut dead = Vec::new();
-        let me = thread::current().id();
-        {
-            let mut sweeping = lock(&self.sweep);
-            // Nothing idle means nothing to trim or to mark: skip the heavy
-            // barrier. (An object being returned right now is returned
-            // concurrently with this sweep and may count as after it.)
-            if self.closed.load(Ordering::Relaxed) || self.stats().idle == 0 {
-                return;
-            }
-            match how {
-                Trim::Victims => {
-                    sweeping.epoch += 1;
-                    let epoch = sweeping.epoch;
-                    self.with_every_stash(|stash| {
-                        stash.with_claimed(|local| local.age(epoch, &mut dead));
-                    });
-                    self.overflow.trim(epoch, false, &mut dead);
-                }
-                Trim::All => {
-                    self.with_every_stash(|stash| {
-                        stash.with_claimed(|local| local.drain(&mut dead));
-                    });
-                    self.overflow.trim(0, true, &mut dead);
-                }
-            }
-            self.trimmed.fetch_add(dead.len() as u64, Ordering::Relaxed);
-            // Until these are dropped, `close` waits for them.
-            sweeping.droppers.push(me);
-        }
-        // Dropped outside the lock: user `Drop` code may use the pool.
-        let dropped = catch_unwind(AssertUnwindSafe(|| drop_all(dead)));
-        {
-            let mut sweeping = lock(&self.sweep);
-            let at = sweeping.droppers.iter().position(|&id| id == me);
-            sweeping
-                .droppers
-                .swap_remove(at.expect("this sweep is listed"));
-            self.dropped.notify_all();
-        }
-        if let Err(panic) = dropped {
-            resume_unwind(panic);
-        }
-    }
-
-    /// Drops every pooled object and refuses further flushes (pool drop).
-    /// Returns once every object is dropped, also those a concurrent sweep
-    /// (on the background sweeper, say) trimmed and is dropping.
-    pub(crate) fn close(&self) {
-        let mut dead = Vec::new();
-        {
-            let me = thread::current().id();
-            let mut sweeping = lock(&self.sweep);
-            if self.closed.load(Ordering::Relaxed) {
-                return;
-            }
-            self.with_every_stash(|stash| stash.with_claimed(|local| local.drain(&mut dead)));
-            self.overflow.trim(0, true, &mut dead);
-            self.closed.store(true, Ordering::Release);
-            // Not for a sweep of this very thread: the pool can be dropped by
-            // the `Drop` of an object that sweep is dropping.
-            while sweeping.droppers.iter().any(|&id| id != me) {
-                sweeping = wait(&self.dropped, sweeping);
-            }
-        }
-        drop_all(dead);
-    }
-
-    /// Moves an exiting thread's objects to the overflow, so other threads
-    /// can use them at once instead of after its id is reused.
-    pub(crate) fn flush(&self, stash: &Stash<T>) {
-        let _sweeping = lock(&self.sweep);
-        if self.closed.load(Ordering::Relaxed) {
-            return;
-        }
-        // Claimed like a sweep: by now the thread-id may already belong to a
-        // new thread that owns this stash.
-        let mut batches = Vec::new();
-        self.with_claimed_stashes(&[stash], |stash| {
-            batches = stash.with_claimed(|local| local.flush(&self.overflow));
-        });
-        // Pushed under the lock, so `close` cannot miss them.
-        for batch in batches {
-            self.overflow.push(batch);
-        }
-    }
-
-    /// Claims every stash, issues one heavy barrier for them all, and runs
-    /// `f` on each. Call with the sweep lock held.
-    fn with_every_stash(&self, f: impl FnMut(&Stash<T>)) {
-        let mut stashes = Vec::new();
-        self.stashes.for_each(|stash| stashes.push(&**stash));
-        self.with_claimed_stashes(&stashes, f);
-    }
-
-    /// Claims `stashes`, issues one heavy barrier for them all, and runs `f`
-    /// on each, which must end with `with_claimed`. Call with the sweep lock
-    /// held. If anything unwinds (the barrier cannot fail in practice, but a
-    /// kernel may refuse it), the claims `f` did not release are released,
-    /// so owners are never locked out.
-    fn with_claimed_stashes(&self, stashes: &[&Stash<T>], mut f: impl FnMut(&Stash<T>)) {
-        struct Release<'a, T>(&'a [&'a Stash<T>], usize);
-        impl<T> Drop for Release<'_, T> {
-            fn drop(&mut self) {
-                self.0[self.1..].iter().for_each(|stash| stash.release());
-            }
-        }
-        stashes.iter().for_each(|stash| stash.claim());
-        let mut unclaimed = Release(stashes, 0);
-        barrier::heavy(self.strategy);
-        for stash in stashes {
-            f(stash);
-            unclaimed.1 += 1;
-        }
-    }
-
     /// Whether the pool has dropped (exit hooks of dead pools are pruned).
     pub(crate) fn is_closed(&self) -> bool {
         self.closed.load(Ordering::Acquire)
@@ -382,29 +280,5 @@ impl<T: Send> Shared<T> {
             .saturating_sub(stats.trimmed);
         stats.idle = usize::try_from(idle).unwrap_or(usize::MAX);
         stats
-    }
-}
-
-/// What a trim drops.
-#[derive(Clone, Copy)]
-enum Trim {
-    /// Objects idle since the previous sweep (a sweep).
-    Victims,
-    /// Every idle object (`clear`).
-    All,
-}
-
-/// Drops every object, even if some `Drop` impls panic; then re-raises the
-/// first panic. (Dropping the `Vec` would abort the process at a second
-/// panicking `Drop`.)
-fn drop_all<T>(dead: Vec<Box<Node<T>>>) {
-    let mut first = None;
-    for node in dead {
-        if let Err(panic) = catch_unwind(AssertUnwindSafe(|| drop(node))) {
-            first.get_or_insert(panic);
-        }
-    }
-    if let Some(panic) = first {
-        resume_unwind(panic);
     }
 }

@@ -33,9 +33,9 @@ use std::ptr::NonNull;
 
 use crossbeam_utils::CachePadded;
 
-use crate::barrier::{self, Strategy};
-use crate::node::Node;
-use crate::overflow::{Batch, Overflow};
+use crate::pool::barrier::{self, Strategy};
+use crate::pool::node::Node;
+use crate::pool::overflow::{Batch, Overflow};
 use crate::sync::{backoff, AtomicBool, AtomicU64, Ordering, UnsafeCell};
 
 /// One thread's objects and counters.
@@ -58,8 +58,9 @@ pub(crate) struct Stash<T> {
 unsafe impl<T: Send> Sync for Stash<T> {}
 
 impl<T> Stash<T> {
-    /// A stash for a new thread; `epoch` is the pool's sweep count now.
-    pub(crate) fn new(epoch: u64) -> Self {
+    /// A stash for a new thread; `epoch` is the pool's sweep count now,
+    /// `capacity` the most objects it may keep (see `Local::capacity`).
+    pub(crate) fn new(epoch: u64, capacity: usize) -> Self {
         Self {
             busy: AtomicBool::new(false),
             claimed: AtomicBool::new(false),
@@ -67,6 +68,7 @@ impl<T> Stash<T> {
                 items: Vec::new(),
                 victims: 0,
                 epoch,
+                capacity,
                 spares: Vec::new(),
             }),
             counters: Counters::default(),
@@ -232,12 +234,18 @@ impl Drop for Unbusy<'_> {
 /// pop from the top, so recently used (cache-warm) objects are reused first
 /// and victims are only taken when nothing fresher is left.
 pub(crate) struct Local<T> {
-    items: Vec<Box<Node<T>>>,
-    victims: usize,
+    pub(super) items: Vec<Box<Node<T>>>,
+    pub(super) victims: usize,
     /// The pool's sweep count when this stash was last swept (or made). It
     /// equals the pool's count whenever the sweep lock is free, because
     /// stashes are made and swept under that lock.
-    epoch: u64,
+    pub(super) epoch: u64,
+    /// The most objects this stash keeps: the pool's `local_capacity`, or
+    /// this stash's share of `max_idle` if that is smaller. Set when the
+    /// stash is made and changed only by a sweeper holding its claim (shares
+    /// are rebalanced as stashes are made and at every sweep), so the owner
+    /// reads it from its own cache line, with no shared write.
+    pub(super) capacity: usize,
     /// Empty buffers of batches installed here, for the next spills.
     spares: Vec<Vec<Box<Node<T>>>>,
 }
@@ -320,7 +328,7 @@ impl<T> Local<T> {
     }
 
     /// Moves the `n` oldest objects into a batch stamped `stamp`.
-    fn take_bottom(&mut self, n: usize, stamp: u64) -> Batch<T> {
+    pub(super) fn take_bottom(&mut self, n: usize, stamp: u64) -> Batch<T> {
         let mut items = self.spares.pop().unwrap_or_default();
         items.extend(self.items.drain(..n));
         self.victims -= n.min(self.victims);
@@ -348,47 +356,9 @@ impl<T> Local<T> {
         }
     }
 
-    /// One sweep (Go's victim rule): drops the victims into `dead` and makes
-    /// every remaining object a victim.
-    pub(crate) fn age(&mut self, epoch: u64, dead: &mut Vec<Box<Node<T>>>) {
-        dead.extend(self.items.drain(..self.victims));
-        self.victims = self.items.len();
-        self.epoch = epoch;
-        self.release_memory();
-    }
-
-    /// Moves every object into batches for the overflow, as far as it has
-    /// room (a thread exiting). What does not fit stays for sweeps to age.
-    pub(crate) fn flush(&mut self, overflow: &Overflow<T>) -> Vec<Batch<T>> {
-        let mut batches = Vec::new();
-        let fresh = self.items.len() - self.victims;
-        let groups = [
-            (self.victims, self.epoch.saturating_sub(1)),
-            (fresh, self.epoch),
-        ];
-        for (count, stamp) in groups {
-            let granted = overflow.reserve(count);
-            if granted > 0 {
-                batches.push(self.take_bottom(granted, stamp));
-            }
-            if granted < count {
-                break; // keep the ages in order: the rest stays here
-            }
-        }
-        self.release_memory();
-        batches
-    }
-
-    /// Moves every object into `dead` (the pool is dropping).
-    pub(crate) fn drain(&mut self, dead: &mut Vec<Box<Node<T>>>) {
-        dead.append(&mut self.items);
-        self.victims = 0;
-        self.release_memory();
-    }
-
     /// Frees the allocations of an empty stash, so an idle pool holds no
     /// memory but its bookkeeping.
-    fn release_memory(&mut self) {
+    pub(super) fn release_memory(&mut self) {
         if self.items.is_empty() {
             self.items = Vec::new();
         }
@@ -455,6 +425,7 @@ mod tests {
             items: nodes(items),
             victims,
             epoch,
+            capacity: usize::MAX,
             spares: Vec::new(),
         }
     }
@@ -571,13 +542,13 @@ mod tests {
 
     #[test]
     fn handshake_gives_the_sweeper_the_owners_writes() {
-        let stash = Stash::<u32>::new(0);
-        let strategy = crate::barrier::strategy();
+        let stash = Stash::<u32>::new(0, usize::MAX);
+        let strategy = crate::pool::barrier::strategy();
         assert!(stash
             .with_owner(strategy, |l| l.push(Node::boxed(1), 4))
             .is_ok());
         stash.claim();
-        crate::barrier::heavy(strategy);
+        crate::pool::barrier::heavy(strategy);
         let seen = stash.with_claimed(|l| values(&l.items));
         assert_eq!(seen, [1]);
         // Released: the owner can enter again.

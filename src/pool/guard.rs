@@ -13,7 +13,7 @@ use std::ptr::NonNull;
 use std::sync::Arc;
 use std::thread;
 
-use crate::node::Node;
+use crate::pool::node::Node;
 use crate::{LocalPool, Recycle};
 
 /// A pooled object, returned to its pool (through `recycle`) on drop.
@@ -112,7 +112,7 @@ impl<T: Send + 'static, R: Recycle<T>> Drop for Pooled<'_, T, R> {
         let pool = Pooled::pool(self);
         // SAFETY: the node came from `Box::leak`; this is its one rebuild.
         let node = unsafe { Box::from_raw(self.node.as_ptr()) };
-        give_back(pool, node);
+        release(pool, node);
     }
 }
 
@@ -196,20 +196,20 @@ impl<T: Send + 'static, R: Recycle<T>> Drop for PooledOwned<T, R> {
                 ManuallyDrop::take(&mut self.pool),
             )
         };
-        give_back(&pool, node);
+        release(&pool, node);
     }
 }
 
 /// Returns a guard's node to `pool`, or drops it if this thread is
 /// panicking (the panic may have left the object half-modified).
 #[inline(always)]
-fn give_back<T: Send + 'static, R: Recycle<T>>(pool: &LocalPool<T, R>, node: Box<Node<T>>) {
+fn release<T: Send + 'static, R: Recycle<T>>(pool: &LocalPool<T, R>, node: Box<Node<T>>) {
     if thread::panicking() {
         drop(node);
     } else {
         // SAFETY: a guard's node was lent by its pool (`LocalPool::get`
         // and `get_owned` make guards only from `lend`).
-        unsafe { pool.give_back_lent(node) };
+        unsafe { pool.return_lent(node) };
     }
 }
 

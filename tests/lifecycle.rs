@@ -2,13 +2,15 @@
 //! with background and manual sweeps racing them, and the program checks
 //! that every object made was dropped exactly once.
 //!
-//! CI runs it under `valgrind --leak-check=full` (see `.ci/nightly`): a pool
-//! must free everything it allocated, in every thread's stash, in the
-//! overflow and in its bookkeeping, whatever the order in which pools,
-//! threads and guards go away.
+//! A test without the test harness, so that it is one plain program: `cargo
+//! test` runs it, and CI also runs it under `valgrind --leak-check=full`
+//! (`.ci/nightly leaks`): a pool must free everything it allocated, in every
+//! thread's stash, in the overflow and in its bookkeeping, whatever the order
+//! in which pools, threads and guards go away.
 //!
 //! ```text
-//! cargo run --release --example lifecycle
+//! cargo test --release --test lifecycle            # 20 rounds
+//! target/release/deps/lifecycle-<hash> 10          # any number of rounds
 //! ```
 
 use std::sync::atomic::{AtomicUsize, Ordering};

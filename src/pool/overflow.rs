@@ -11,7 +11,7 @@
 //! overflow survives exactly one sweep, as it would in a stash, however long
 //! it travelled between stashes and the queue: the age travels with it.
 
-use crate::node::Node;
+use crate::pool::node::Node;
 use crate::sync::{AtomicUsize, Ordering, Queue};
 
 /// Objects of one age, moving between a stash and the overflow.
@@ -29,9 +29,9 @@ impl<T> Batch<T> {
 
 /// A `crossbeam_deque::Injector` of batches with a bound on the objects in it.
 pub(crate) struct Overflow<T> {
-    queue: Queue<Batch<T>>,
+    pub(super) queue: Queue<Batch<T>>,
     /// Objects queued, plus objects reserved for batches on their way in.
-    len: AtomicUsize,
+    pub(super) len: AtomicUsize,
     /// The most objects `len` may reach (`Builder::max_idle`).
     max_idle: usize,
 }
@@ -91,31 +91,6 @@ impl<T> Overflow<T> {
         let batch = self.queue.pop()?;
         self.len.fetch_sub(batch.items.len(), Ordering::Relaxed);
         Some(batch)
-    }
-
-    /// One sweep to `epoch`: moves the objects of every batch stamped
-    /// `epoch - 2` or earlier into `dead`, or of every batch if `all`.
-    ///
-    /// Looks at each batch queued when it starts once (batches kept are
-    /// queued again behind it), so concurrent spills cannot keep it going.
-    /// Batches taken by gets meanwhile are simply not seen; batches pushed
-    /// meanwhile were returned during the sweep and count as younger.
-    pub(crate) fn trim(&self, epoch: u64, all: bool, dead: &mut Vec<Box<Node<T>>>) {
-        let mut kept = Vec::new();
-        for _ in 0..self.queue.len() {
-            let Some(mut batch) = self.queue.pop() else {
-                break;
-            };
-            if all || batch.stamp + 2 <= epoch {
-                self.len.fetch_sub(batch.items.len(), Ordering::Relaxed);
-                dead.append(&mut batch.items);
-            } else {
-                kept.push(batch);
-            }
-        }
-        for batch in kept {
-            self.queue.push(batch);
-        }
     }
 
     /// Objects queued or on their way in.

@@ -15,8 +15,8 @@
 //! copying a multi-word object in and out with different splits would stall
 //! the load behind the stores still in flight.
 
-use crate::owner;
-use crate::stash::Stash;
+use crate::pool::owner;
+use crate::pool::stash::Stash;
 
 /// One pooled object and the pool it is lent from.
 ///

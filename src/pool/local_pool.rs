@@ -1,61 +1,22 @@
-//! `LocalPool`, its configuration and its builder.
+//! `LocalPool`: the public face of the pool, and the paths an object takes
+//! out of it and back.
 
 use std::fmt;
 use std::marker::PhantomData;
 use std::mem;
 use std::time::Duration;
 
-use crate::guard::{Pooled, PooledOwned};
-use crate::node::{Home, Node};
-use crate::shared::Shared;
-use crate::stash::{Counters, Stash};
+use crate::pool::builder::{Config, LocalPoolBuilder};
+use crate::pool::guard::{Pooled, PooledOwned};
+use crate::pool::node::{Home, Node};
+use crate::pool::shared::Shared;
+use crate::pool::stash::{Counters, Stash};
 use crate::sync::{Arc, OnceLock};
 use crate::{Recycle, Stats};
 
-/// How many objects one thread keeps in its private stash by default.
-///
-/// A stash slot is one pointer, so the stash itself costs 1 KiB; what the
-/// capacity bounds is how many idle objects a thread may keep between
-/// sweeps. 128 lets a thread that holds up to about a hundred objects at
-/// once (a fan-out, a batch of requests) return and take them again without
-/// touching shared memory, where 64 made such a thread spill and steal
-/// batches every round (measured: 17 ns per object instead of about 12 on
-/// Go's hold-100-then-return-100 shape). Sweeps still trim what it keeps.
-pub const DEFAULT_LOCAL_CAPACITY: usize = 128;
-
-/// How often the background sweeper sweeps a pool by default.
-///
-/// An idle object is dropped by the second sweep after its last use, so
-/// between 5 and 10 seconds after a burst ends the memory it used is freed.
-/// That is quick enough for memory to come back while a program is still
-/// running, and slow enough that objects used every few seconds stay pooled
-/// and a sweep (a pass over the stashes and one `membarrier` call, a few
-/// tens of microseconds) costs far less than 0.01% of one core.
-pub const DEFAULT_SWEEP_INTERVAL: Duration = Duration::from_secs(5);
-
-/// The shortest interval `Builder::sweep_every` accepts; shorter ones are
-/// raised to it, so a typo cannot turn the sweeper into a busy loop.
-pub const MIN_SWEEP_INTERVAL: Duration = Duration::from_millis(1);
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Config {
-    local_capacity: usize,
-    max_idle: usize,
-    /// `None`: manual sweeping only.
-    sweep_every: Option<Duration>,
-}
-
-impl Config {
-    const DEFAULT: Self = Self {
-        local_capacity: DEFAULT_LOCAL_CAPACITY,
-        max_idle: usize::MAX,
-        sweep_every: Some(DEFAULT_SWEEP_INTERVAL),
-    };
-}
-
 /// A pool of reusable objects: Go's `sync.Pool`, with per-thread stashes.
 ///
-/// Each thread keeps up to [`local_capacity`](Builder::local_capacity)
+/// Each thread keeps up to [`local_capacity`](LocalPoolBuilder::local_capacity)
 /// returned objects in a private stash, so a get and a return on the same
 /// thread touch no shared memory. A thread whose stash is empty takes a batch
 /// from a shared overflow before making a new object; a thread whose stash is
@@ -63,7 +24,7 @@ impl Config {
 /// use needs: an object returned and not taken again survives one sweep and
 /// is dropped by the second (Go's victim cache), wherever it is. By default a
 /// process-wide background thread sweeps every pool each
-/// [`DEFAULT_SWEEP_INTERVAL`].
+/// [`DEFAULT_SWEEP_INTERVAL`](crate::DEFAULT_SWEEP_INTERVAL).
 ///
 /// Objects come from a [`Recycle`]r: any `Fn() -> T`, or a type that also
 /// resets returned objects and refuses ones not worth keeping.
@@ -106,10 +67,10 @@ impl Config {
 /// let pool = stashpool::LocalPool::new(|| Rc::new(0));
 /// ```
 pub struct LocalPool<T: Send + 'static, R: Recycle<T> = fn() -> T> {
-    recycler: R,
-    config: Config,
+    pub(super) recycler: R,
+    pub(super) config: Config,
     /// Made on first use (so that `new` can be `const`).
-    shared: OnceLock<Arc<Shared<T>>>,
+    pub(super) shared: OnceLock<Arc<Shared<T>>>,
 }
 
 impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
@@ -159,8 +120,8 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
     ///     .build();
     /// pool.with(|buf| buf[0] = 1);
     /// ```
-    pub fn builder(recycler: R) -> Builder<T, R> {
-        Builder {
+    pub fn builder(recycler: R) -> LocalPoolBuilder<T, R> {
+        LocalPoolBuilder {
             recycler,
             config: Config::DEFAULT,
             _objects: PhantomData,
@@ -283,7 +244,7 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
         // If `f` unwinds, `node` is dropped with this frame, not pooled: the
         // object may be half-modified.
         let out = f(&mut node.value);
-        self.return_to(shared, stash, node);
+        self.recycle_into_stash(shared, stash, node);
         out
     }
 
@@ -302,7 +263,7 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
     /// ```
     #[inline(always)]
     pub fn put(&self, value: T) {
-        self.give_back(Node::boxed(value));
+        self.return_node(Node::boxed(value));
     }
 
     /// One sweep now: the analogue of one Go GC cycle for this pool.
@@ -467,46 +428,47 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
         node
     }
 
+    // === the two paths back ===
+    //
+    // `return_lent`: a guard's node, which records the stash it came from;
+    // `return_node`: any other object (`put`, a guard dropped on another
+    // thread), whose stash is looked up. Both end in `recycle_into_stash`, or in
+    // `recycle_into_overflow` on a thread without a stash.
+
     /// Returns a node lent by `lend` (from a dropped guard) through
     /// `recycle`: straight to the stash it came from when this thread took
-    /// it, else as `give_back` does.
+    /// it, else as `return_node` does.
     ///
     /// # Safety
     ///
     /// `node` must have been lent by this pool's `lend`.
     #[inline(always)]
-    pub(crate) unsafe fn give_back_lent(&self, node: Box<Node<T>>) {
+    pub(crate) unsafe fn return_lent(&self, node: Box<Node<T>>) {
         // SAFETY: the caller says this pool lent `node`, and `&self` keeps
         // the pool alive for this call.
         match unsafe { node.home.owned() } {
             // `lend` made the shared state, so it is there.
-            Some(stash) => self.return_to(self.shared(), stash, node),
-            None => self.give_back_elsewhere(node),
+            Some(stash) => self.recycle_into_stash(self.shared(), stash, node),
+            // Out of line, so that the common case stays small enough to
+            // inline into the guard's drop.
+            None => outlined(|| self.return_node(node)),
         }
     }
 
-    /// `give_back_lent` for a guard dropped on another thread than the one
-    /// that got it: out of line, so that the common case stays small enough
-    /// to inline into the guard's drop.
-    #[cold]
-    #[inline(never)]
-    fn give_back_elsewhere(&self, node: Box<Node<T>>) {
-        self.give_back(node)
-    }
-
-    /// Returns an object to the pool through `recycle`.
+    /// Returns an object to the pool through `recycle`, into this thread's
+    /// stash.
     #[inline(always)]
-    pub(crate) fn give_back(&self, node: Box<Node<T>>) {
+    pub(crate) fn return_node(&self, node: Box<Node<T>>) {
         let shared = self.shared();
         match Shared::stash(shared) {
-            Some(stash) => self.return_to(shared, stash, node),
-            None => self.return_stashless(shared, node),
+            Some(stash) => self.recycle_into_stash(shared, stash, node),
+            None => self.recycle_into_overflow(shared, node),
         }
     }
 
-    /// `give_back`, into this thread's stash, already looked up.
+    /// Recycles `node` into `stash`, this thread's.
     #[inline(always)]
-    fn return_to(&self, shared: &Shared<T>, stash: &Stash<T>, node: Box<Node<T>>) {
+    fn recycle_into_stash(&self, shared: &Shared<T>, stash: &Stash<T>, node: Box<Node<T>>) {
         if let Some(node) = self.recycle(&stash.counters, node) {
             shared.push(stash, node);
         }
@@ -539,8 +501,9 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
     // from a thread-local destructor still works: objects come from
     // `create` and go back to the overflow directly.
 
+    /// Recycles `node` straight into the overflow (no stash on this thread).
     #[cold]
-    fn return_stashless(&self, shared: &Shared<T>, node: Box<Node<T>>) {
+    fn recycle_into_overflow(&self, shared: &Shared<T>, node: Box<Node<T>>) {
         if let Some(node) = self.recycle(&shared.orphans, node) {
             shared.push_stashless(node);
         }
@@ -550,9 +513,16 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
     fn with_stashless<U>(&self, shared: &Shared<T>, f: impl FnOnce(&mut T) -> U) -> U {
         let mut node = self.create(&shared.orphans);
         let out = f(&mut node.value);
-        self.return_stashless(shared, node);
+        self.recycle_into_overflow(shared, node);
         out
     }
+}
+
+/// Calls `f` out of line: keeps a rare path from growing an inlined caller.
+#[cold]
+#[inline(never)]
+fn outlined<U>(f: impl FnOnce() -> U) -> U {
+    f()
 }
 
 /// Counts an object rejected if `recycle` panics on it.
@@ -566,7 +536,7 @@ impl<const S: bool> Drop for RejectOnUnwind<'_, S> {
 
 #[cfg(not(stashpool_loom))]
 fn next_id() -> u64 {
-    crate::sweeper::next_id()
+    crate::pool::background::next_id()
 }
 
 /// Under loom there is no sweeper, but ids still name pools to the per-thread
@@ -580,7 +550,7 @@ fn next_id() -> u64 {
 #[cfg(not(stashpool_loom))]
 fn register<T: Send + 'static>(id: u64, shared: &Arc<Shared<T>>, interval: Duration) {
     let weak: std::sync::Weak<Shared<T>> = Arc::downgrade(shared);
-    crate::sweeper::register(id, weak, interval);
+    crate::pool::background::register(id, weak, interval);
 }
 
 /// loom cannot model a timer thread; loom models sweep by calling `sweep`.
@@ -588,7 +558,7 @@ fn register<T: Send + 'static>(id: u64, shared: &Arc<Shared<T>>, interval: Durat
 fn register<T: Send + 'static>(_: u64, _: &Arc<Shared<T>>, _: Duration) {}
 
 #[cfg(not(stashpool_loom))]
-impl<T: Send + 'static> crate::sweeper::Sweep for Shared<T> {
+impl<T: Send + 'static> crate::pool::background::Sweep for Shared<T> {
     fn sweep(&self) {
         Shared::sweep(self)
     }
@@ -602,7 +572,7 @@ impl<T: Send + 'static, R: Recycle<T>> Drop for LocalPool<T, R> {
     fn drop(&mut self) {
         if let Some(shared) = self.shared.get() {
             #[cfg(not(stashpool_loom))]
-            crate::sweeper::deregister(shared.id);
+            crate::pool::background::deregister(shared.id);
             shared.close();
         }
     }
@@ -623,103 +593,5 @@ impl<T: Send + 'static + Default> Default for LocalPool<T> {
     /// A pool that makes objects with `T::default()`.
     fn default() -> Self {
         Self::new(T::default)
-    }
-}
-
-// === impl Builder ===
-
-/// Configures a [`LocalPool`]; made by [`LocalPool::builder`].
-///
-/// # Examples
-///
-/// ```
-/// use stashpool::LocalPool;
-///
-/// let pool = LocalPool::builder(String::new)
-///     .local_capacity(8)
-///     .max_idle(64)
-///     .manual_sweep()
-///     .build();
-/// assert_eq!(pool.stats().idle, 0);
-/// ```
-#[must_use = "a builder does nothing until `build` is called"]
-pub struct Builder<T, R> {
-    recycler: R,
-    config: Config,
-    _objects: PhantomData<fn() -> T>,
-}
-
-impl<T: Send + 'static, R: Recycle<T>> Builder<T, R> {
-    /// Most objects one thread keeps in its private stash (default
-    /// [`DEFAULT_LOCAL_CAPACITY`]). When a return finds the stash full, the
-    /// older half moves to the shared overflow.
-    ///
-    /// `0` is allowed and means no private stash: every return goes to the
-    /// overflow and every get comes from it, a shared pool with no thread
-    /// affinity (and one overflow operation per get and per put).
-    pub fn local_capacity(mut self, n: usize) -> Self {
-        self.config.local_capacity = n;
-        self
-    }
-
-    /// Most objects kept in the shared overflow (default: no limit, as in
-    /// Go; sweeps bound the pool by recent use). A return that finds both
-    /// its stash and the overflow full drops the object, counting it in
-    /// [`Stats::rejected`]. `0` keeps objects in stashes only.
-    pub fn max_idle(mut self, n: usize) -> Self {
-        self.config.max_idle = n;
-        self
-    }
-
-    /// Sweeps automatically on this interval, on the process-wide sweeper
-    /// thread (the default, every [`DEFAULT_SWEEP_INTERVAL`]). Intervals
-    /// shorter than [`MIN_SWEEP_INTERVAL`] are raised to it.
-    ///
-    /// # Panics
-    ///
-    /// If `interval` is zero: a pool swept continuously could never keep an
-    /// object. Use [`manual_sweep`](Self::manual_sweep) to control sweeps.
-    pub fn sweep_every(mut self, interval: Duration) -> Self {
-        self.config.sweep_every = Some(sweep_interval(interval));
-        self
-    }
-
-    /// No automatic sweeping: only [`LocalPool::sweep`] calls trim.
-    pub fn manual_sweep(mut self) -> Self {
-        self.config.sweep_every = None;
-        self
-    }
-
-    /// Makes the pool.
-    pub fn build(self) -> LocalPool<T, R> {
-        LocalPool {
-            recycler: self.recycler,
-            config: self.config,
-            shared: OnceLock::new(),
-        }
-    }
-}
-
-/// `interval`, checked and raised to [`MIN_SWEEP_INTERVAL`]: what every
-/// `sweep_every` takes.
-///
-/// # Panics
-///
-/// If `interval` is zero.
-pub(crate) fn sweep_interval(interval: Duration) -> Duration {
-    assert!(
-        !interval.is_zero(),
-        "stashpool: the sweep interval must be non-zero (use `manual_sweep` to sweep only on demand)"
-    );
-    interval.max(MIN_SWEEP_INTERVAL)
-}
-
-impl<T, R> fmt::Debug for Builder<T, R> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Builder")
-            .field("local_capacity", &self.config.local_capacity)
-            .field("max_idle", &self.config.max_idle)
-            .field("sweep_every", &self.config.sweep_every)
-            .finish_non_exhaustive()
     }
 }

@@ -1,0 +1,179 @@
+//! How a `LocalPool` is configured: its defaults and its builder.
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::time::Duration;
+
+use crate::pool::local_pool::LocalPool;
+use crate::sync::OnceLock;
+use crate::Recycle;
+
+/// How many objects one thread keeps in its private stash by default.
+///
+/// A stash slot is one pointer, so the stash itself costs 1 KiB; what the
+/// capacity bounds is how many idle objects a thread may keep between
+/// sweeps. 128 lets a thread that holds up to about a hundred objects at
+/// once (a fan-out, a batch of requests) return and take them again without
+/// touching shared memory, where 64 made such a thread spill and steal
+/// batches every round (the `overflow` workload of `benches/pool.rs`, Go's
+/// hold-100-then-return-100 shape, shows the difference). Sweeps still trim
+/// what it keeps, and `max_idle` bounds it.
+pub const DEFAULT_LOCAL_CAPACITY: usize = 128;
+
+/// How often the background sweeper sweeps a pool by default.
+///
+/// An idle object is dropped by the second sweep after its last use, so
+/// between 5 and 10 seconds after a burst ends the memory it used is freed.
+/// That is quick enough for memory to come back while a program is still
+/// running, and slow enough that objects used every few seconds stay pooled
+/// and a sweep (a pass over the stashes and one `membarrier` call) costs a
+/// negligible share of one core.
+pub const DEFAULT_SWEEP_INTERVAL: Duration = Duration::from_secs(5);
+
+/// The shortest interval `Builder::sweep_every` accepts; shorter ones are
+/// raised to it, so a typo cannot turn the sweeper into a busy loop.
+pub const MIN_SWEEP_INTERVAL: Duration = Duration::from_millis(1);
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Config {
+    pub(crate) local_capacity: usize,
+    pub(crate) max_idle: usize,
+    /// `None`: manual sweeping only.
+    pub(crate) sweep_every: Option<Duration>,
+}
+
+impl Config {
+    pub(crate) const DEFAULT: Self = Self {
+        local_capacity: DEFAULT_LOCAL_CAPACITY,
+        max_idle: usize::MAX,
+        sweep_every: Some(DEFAULT_SWEEP_INTERVAL),
+    };
+}
+
+/// Configures a [`LocalPool`]; made by [`LocalPool::builder`].
+///
+/// # Examples
+///
+/// ```
+/// use stashpool::LocalPool;
+///
+/// let pool = LocalPool::builder(String::new)
+///     .local_capacity(8)
+///     .max_idle(64)
+///     .manual_sweep()
+///     .build();
+/// assert_eq!(pool.stats().idle, 0);
+/// ```
+#[must_use = "a builder does nothing until `build` is called"]
+pub struct LocalPoolBuilder<T, R> {
+    pub(super) recycler: R,
+    pub(super) config: Config,
+    pub(super) _objects: PhantomData<fn() -> T>,
+}
+
+/// The name [`LocalPool::builder`]'s result had first; the same type as
+/// [`LocalPoolBuilder`].
+pub type Builder<T, R> = LocalPoolBuilder<T, R>;
+
+impl<T: Send + 'static, R: Recycle<T>> LocalPoolBuilder<T, R> {
+    /// Most objects one thread keeps in its private stash (default
+    /// [`DEFAULT_LOCAL_CAPACITY`]). When a return finds the stash full, the
+    /// older half moves to the shared overflow.
+    ///
+    /// `0` is allowed and means no private stash: every return goes to the
+    /// overflow and every get comes from it, a shared pool with no thread
+    /// affinity (and one overflow operation per get and per put).
+    pub fn local_capacity(mut self, n: usize) -> Self {
+        self.config.local_capacity = n;
+        self
+    }
+
+    /// Most idle objects the pool keeps, all threads' stashes and the
+    /// overflow together (default: no limit, as in Go; sweeps bound the pool
+    /// by recent use). So the memory a pool keeps does not grow with the
+    /// number of threads that use it.
+    ///
+    /// * After any sweep, [`stats().idle`](crate::Stats::idle) is at most
+    ///   `n` (objects returned while the sweep runs may come on top).
+    /// * Between sweeps each stash keeps at most its share, `n` divided by
+    ///   the number of stashes (and at most
+    ///   [`local_capacity`](Self::local_capacity)); shares are recut when a
+    ///   thread makes its stash and at every sweep. A return past the share
+    ///   spills to the overflow, which holds at most `n`; one that finds the
+    ///   overflow full too is dropped and counted in
+    ///   [`Stats::rejected`](crate::Stats::rejected).
+    /// * `0` keeps nothing: every return is dropped (and counted rejected).
+    ///
+    /// Stashes of threads that exited stay for the next thread given the
+    /// same thread id, so shares are cut for the most threads that used the
+    /// pool at once. An exiting thread's objects move to the overflow.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use stashpool::LocalPool;
+    ///
+    /// let pool = LocalPool::builder(|| vec![0u8; 1 << 16]).max_idle(2).manual_sweep().build();
+    /// let bufs: Vec<_> = (0..5).map(|_| pool.get()).collect();
+    /// drop(bufs); // 2 kept in this thread's stash, 2 in the overflow, 1 dropped
+    /// assert_eq!(pool.stats().rejected, 1);
+    /// pool.sweep();
+    /// assert!(pool.stats().idle <= 2);
+    /// ```
+    pub fn max_idle(mut self, n: usize) -> Self {
+        self.config.max_idle = n;
+        self
+    }
+
+    /// Sweeps automatically on this interval, on the process-wide sweeper
+    /// thread (the default, every [`DEFAULT_SWEEP_INTERVAL`]). Intervals
+    /// shorter than [`MIN_SWEEP_INTERVAL`] are raised to it.
+    ///
+    /// # Panics
+    ///
+    /// If `interval` is zero: a pool swept continuously could never keep an
+    /// object. Use [`manual_sweep`](Self::manual_sweep) to control sweeps.
+    pub fn sweep_every(mut self, interval: Duration) -> Self {
+        self.config.sweep_every = Some(sweep_interval(interval));
+        self
+    }
+
+    /// No automatic sweeping: only [`LocalPool::sweep`] calls trim.
+    pub fn manual_sweep(mut self) -> Self {
+        self.config.sweep_every = None;
+        self
+    }
+
+    /// Makes the pool.
+    pub fn build(self) -> LocalPool<T, R> {
+        LocalPool {
+            recycler: self.recycler,
+            config: self.config,
+            shared: OnceLock::new(),
+        }
+    }
+}
+
+/// `interval`, checked and raised to [`MIN_SWEEP_INTERVAL`]: what every
+/// `sweep_every` takes.
+///
+/// # Panics
+///
+/// If `interval` is zero.
+pub(crate) fn sweep_interval(interval: Duration) -> Duration {
+    assert!(
+        !interval.is_zero(),
+        "stashpool: the sweep interval must be non-zero (use `manual_sweep` to sweep only on demand)"
+    );
+    interval.max(MIN_SWEEP_INTERVAL)
+}
+
+impl<T, R> fmt::Debug for LocalPoolBuilder<T, R> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LocalPoolBuilder")
+            .field("local_capacity", &self.config.local_capacity)
+            .field("max_idle", &self.config.max_idle)
+            .field("sweep_every", &self.config.sweep_every)
+            .finish_non_exhaustive()
+    }
+}

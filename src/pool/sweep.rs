@@ -1,0 +1,336 @@
+//! The sweep: Go's victim rule, applied to every stash and the overflow.
+//!
+//! A sweep is the analogue of one Go GC cycle for one pool. The pool keeps a
+//! sweep count, its *epoch*; every object is either fresh (returned since the
+//! last sweep) or a *victim* (it was idle at the last sweep already). A sweep
+//! drops the victims and makes every fresh object a victim, so an object
+//! returned and never taken again survives exactly one sweep and is dropped
+//! by the second, wherever it is:
+//!
+//! * **Stashes.** Each stash keeps its victims at the bottom
+//!   (`Local::age`). The sweeper reaches a stash that another thread owns
+//!   through the stash handshake (`stash.rs`): it claims every stash, issues
+//!   one heavy barrier (`barrier.rs`) for them all, waits for owners that are
+//!   inside their critical section, then works on each stash and releases
+//!   it. Owners pay only a relaxed store, a compiler fence and a load on
+//!   their path. Stashes of blocked or exited threads are reached the same
+//!   way: they are in the pool's table until the pool drops.
+//! * **The overflow.** Batches carry the epoch they were spilled in (their
+//!   stamp); a batch stamped two or more sweeps ago holds only victims and is
+//!   dropped whole (`Overflow::trim`). A batch taken back into a stash keeps
+//!   its age there (`Local::install`).
+//!
+//! Everything that touches another thread's stash or the epoch runs under
+//! the pool's sweep lock: sweeps, `clear`, pool close, the flush of an
+//! exiting thread's stash, and making a stash (so a new stash starts at the
+//! pool's epoch). None of them runs user code under the lock: the objects
+//! they take are dropped after it is released, and `close` waits for the
+//! drops of sweeps still in progress, so that "dropped before `drop`
+//! returns" holds for a pool dropped while the background sweeper works on
+//! it.
+
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+
+use crate::pool::barrier;
+use crate::pool::node::Node;
+use crate::pool::overflow::{Batch, Overflow};
+use crate::pool::shared::Shared;
+use crate::pool::stash::{Local, Stash};
+use crate::sync::thread;
+use crate::sync::{lock, wait, Ordering};
+
+// === impl Shared ===
+
+impl<T: Send> Shared<T> {
+    /// One sweep (Go's victim rule): drops every object that was idle at the
+    /// previous sweep and is still idle, and marks the rest. Returns once the
+    /// dropped objects are dropped.
+    pub(crate) fn sweep(&self) {
+        self.trim(Trim::Victims);
+    }
+
+    /// Drops every idle object, in every stash and the overflow. Returns
+    /// once they are dropped.
+    pub(crate) fn clear(&self) {
+        self.trim(Trim::All);
+    }
+
+    fn trim(&self, how: Trim) {
+        let mut dead = Vec::new();
+        let me = thread::current().id();
+        {
+            let mut sweeping = lock(&self.sweep);
+            // Nothing idle means nothing to trim or to mark: skip the heavy
+            // barrier. (An object being returned right now is returned
+            // concurrently with this sweep and may count as after it.)
+            if self.closed.load(Ordering::Relaxed) || self.stats().idle == 0 {
+                return;
+            }
+            match how {
+                Trim::Victims => {
+                    sweeping.epoch += 1;
+                    let epoch = sweeping.epoch;
+                    let bounded = self.max_idle != usize::MAX;
+                    let capacity = self.stash_capacity(sweeping.stashes);
+                    let (mut kept, mut shed) = (0, Vec::new());
+                    self.with_every_stash(|stash| {
+                        stash.with_claimed(|local| {
+                            local.age(epoch, &mut dead);
+                            if bounded {
+                                // Shares as of now; what a stash holds
+                                // beyond its share goes to the overflow.
+                                local.capacity = capacity;
+                                local.shed(&mut shed);
+                                kept += local.items.len();
+                            }
+                        });
+                    });
+                    self.overflow.trim(epoch, false, &mut dead);
+                    if bounded {
+                        shed.into_iter()
+                            .for_each(|batch| self.overflow.put_back(batch));
+                        // The bound: stashes and overflow together keep at
+                        // most `max_idle`, the overflow's oldest go first.
+                        self.overflow
+                            .cut(self.max_idle.saturating_sub(kept), &mut dead);
+                    }
+                }
+                Trim::All => {
+                    self.with_every_stash(|stash| {
+                        stash.with_claimed(|local| local.drain(&mut dead));
+                    });
+                    self.overflow.trim(0, true, &mut dead);
+                }
+            }
+            self.trimmed.fetch_add(dead.len() as u64, Ordering::Relaxed);
+            // Until these are dropped, `close` waits for them.
+            sweeping.droppers.push(me);
+        }
+        // Dropped outside the lock: user `Drop` code may use the pool.
+        let dropped = catch_unwind(AssertUnwindSafe(|| drop_all(dead)));
+        {
+            let mut sweeping = lock(&self.sweep);
+            let at = sweeping.droppers.iter().position(|&id| id == me);
+            sweeping
+                .droppers
+                .swap_remove(at.expect("this sweep is listed"));
+            self.dropped.notify_all();
+        }
+        if let Err(panic) = dropped {
+            resume_unwind(panic);
+        }
+    }
+
+    /// Drops every pooled object and refuses further flushes (pool drop).
+    /// Returns once every object is dropped, also those a concurrent sweep
+    /// (on the background sweeper, say) trimmed and is dropping.
+    pub(crate) fn close(&self) {
+        let mut dead = Vec::new();
+        {
+            let me = thread::current().id();
+            let mut sweeping = lock(&self.sweep);
+            if self.closed.load(Ordering::Relaxed) {
+                return;
+            }
+            self.with_every_stash(|stash| stash.with_claimed(|local| local.drain(&mut dead)));
+            self.overflow.trim(0, true, &mut dead);
+            self.closed.store(true, Ordering::Release);
+            // Not for a sweep of this very thread: the pool can be dropped by
+            // the `Drop` of an object that sweep is dropping.
+            while sweeping.droppers.iter().any(|&id| id != me) {
+                sweeping = wait(&self.dropped, sweeping);
+            }
+        }
+        drop_all(dead);
+    }
+
+    /// Moves an exiting thread's objects to the overflow, so other threads
+    /// can use them at once instead of after its id is reused.
+    pub(crate) fn flush(&self, stash: &Stash<T>) {
+        let _sweeping = lock(&self.sweep);
+        if self.closed.load(Ordering::Relaxed) {
+            return;
+        }
+        // Claimed like a sweep: by now the thread-id may already belong to a
+        // new thread that owns this stash.
+        let mut batches = Vec::new();
+        self.with_claimed_stashes(&[stash], |stash| {
+            batches = stash.with_claimed(|local| local.flush(&self.overflow));
+        });
+        // Pushed under the lock, so `close` cannot miss them.
+        for batch in batches {
+            self.overflow.push(batch);
+        }
+    }
+
+    /// Gives every stash `capacity` (its share of `max_idle`, after a stash
+    /// was made) and moves what a stash holds beyond it to the overflow,
+    /// ages kept. Call with the sweep lock held.
+    pub(super) fn rebalance(&self, capacity: usize) {
+        let mut shed = Vec::new();
+        self.with_every_stash(|stash| {
+            stash.with_claimed(|local| {
+                local.capacity = capacity;
+                local.shed(&mut shed);
+            });
+        });
+        // Past the overflow's bound if need be: these objects were pooled
+        // already, and the next sweep enforces `max_idle` on the whole pool.
+        shed.into_iter()
+            .for_each(|batch| self.overflow.put_back(batch));
+    }
+
+    /// Claims every stash, issues one heavy barrier for them all, and runs
+    /// `f` on each. Call with the sweep lock held.
+    fn with_every_stash(&self, f: impl FnMut(&Stash<T>)) {
+        let mut stashes = Vec::new();
+        self.stashes.for_each(|stash| stashes.push(&**stash));
+        self.with_claimed_stashes(&stashes, f);
+    }
+
+    /// Claims `stashes`, issues one heavy barrier for them all, and runs `f`
+    /// on each, which must end with `with_claimed`. Call with the sweep lock
+    /// held. If anything unwinds (the barrier cannot fail in practice, but a
+    /// kernel may refuse it), the claims `f` did not release are released,
+    /// so owners are never locked out.
+    fn with_claimed_stashes(&self, stashes: &[&Stash<T>], mut f: impl FnMut(&Stash<T>)) {
+        struct Release<'a, T>(&'a [&'a Stash<T>], usize);
+        impl<T> Drop for Release<'_, T> {
+            fn drop(&mut self) {
+                self.0[self.1..].iter().for_each(|stash| stash.release());
+            }
+        }
+        stashes.iter().for_each(|stash| stash.claim());
+        let mut unclaimed = Release(stashes, 0);
+        barrier::heavy(self.strategy);
+        for stash in stashes {
+            f(stash);
+            unclaimed.1 += 1;
+        }
+    }
+}
+
+/// What a trim drops.
+#[derive(Clone, Copy)]
+enum Trim {
+    /// Objects idle since the previous sweep (a sweep).
+    Victims,
+    /// Every idle object (`clear`).
+    All,
+}
+
+/// Drops every object, even if some `Drop` impls panic; then re-raises the
+/// first panic. (Dropping the `Vec` would abort the process at a second
+/// panicking `Drop`.)
+fn drop_all<T>(dead: Vec<Box<Node<T>>>) {
+    let mut first = None;
+    for node in dead {
+        if let Err(panic) = catch_unwind(AssertUnwindSafe(|| drop(node))) {
+            first.get_or_insert(panic);
+        }
+    }
+    if let Some(panic) = first {
+        resume_unwind(panic);
+    }
+}
+
+// === impl Local ===
+
+impl<T> Local<T> {
+    /// Moves the oldest objects beyond `capacity` into batches for the
+    /// overflow: victims and fresh objects apart, each with its stamp.
+    pub(crate) fn shed(&mut self, batches: &mut Vec<Batch<T>>) {
+        let excess = self.items.len().saturating_sub(self.capacity);
+        let victims = excess.min(self.victims);
+        if victims > 0 {
+            batches.push(self.take_bottom(victims, self.epoch.saturating_sub(1)));
+        }
+        if excess > victims {
+            batches.push(self.take_bottom(excess - victims, self.epoch));
+        }
+    }
+
+    /// One sweep (Go's victim rule): drops the victims into `dead` and makes
+    /// every remaining object a victim.
+    pub(crate) fn age(&mut self, epoch: u64, dead: &mut Vec<Box<Node<T>>>) {
+        dead.extend(self.items.drain(..self.victims));
+        self.victims = self.items.len();
+        self.epoch = epoch;
+        self.release_memory();
+    }
+
+    /// Moves every object into batches for the overflow, as far as it has
+    /// room (a thread exiting). What does not fit stays for sweeps to age.
+    pub(crate) fn flush(&mut self, overflow: &Overflow<T>) -> Vec<Batch<T>> {
+        let mut batches = Vec::new();
+        let fresh = self.items.len() - self.victims;
+        let groups = [
+            (self.victims, self.epoch.saturating_sub(1)),
+            (fresh, self.epoch),
+        ];
+        for (count, stamp) in groups {
+            let granted = overflow.reserve(count);
+            if granted > 0 {
+                batches.push(self.take_bottom(granted, stamp));
+            }
+            if granted < count {
+                break; // keep the ages in order: the rest stays here
+            }
+        }
+        self.release_memory();
+        batches
+    }
+
+    /// Moves every object into `dead` (the pool is dropping).
+    pub(crate) fn drain(&mut self, dead: &mut Vec<Box<Node<T>>>) {
+        dead.append(&mut self.items);
+        self.victims = 0;
+        self.release_memory();
+    }
+}
+
+// === impl Overflow ===
+
+impl<T> Overflow<T> {
+    /// Moves objects into `dead`, oldest batches first, until at most
+    /// `limit` are left (`max_idle` applied to the whole pool by a sweep).
+    pub(crate) fn cut(&self, limit: usize, dead: &mut Vec<Box<Node<T>>>) {
+        while self.len.load(Ordering::Relaxed) > limit {
+            // Whatever is left over the limit is in transit: not ours to cut.
+            let Some(mut batch) = self.pop() else { break };
+            let over = self.len.load(Ordering::Relaxed) + batch.items.len();
+            let cut = (over - limit.min(over)).min(batch.items.len());
+            // The batch's oldest objects are at its front.
+            dead.extend(batch.items.drain(..cut));
+            if !batch.items.is_empty() {
+                self.put_back(batch);
+                break;
+            }
+        }
+    }
+
+    /// One sweep to `epoch`: moves the objects of every batch stamped
+    /// `epoch - 2` or earlier into `dead`, or of every batch if `all`.
+    ///
+    /// Looks at each batch queued when it starts once (batches kept are
+    /// queued again behind it), so concurrent spills cannot keep it going.
+    /// Batches taken by gets meanwhile are simply not seen; batches pushed
+    /// meanwhile were returned during the sweep and count as younger.
+    pub(crate) fn trim(&self, epoch: u64, all: bool, dead: &mut Vec<Box<Node<T>>>) {
+        let mut kept = Vec::new();
+        for _ in 0..self.queue.len() {
+            let Some(mut batch) = self.queue.pop() else {
+                break;
+            };
+            if all || batch.stamp + 2 <= epoch {
+                self.len.fetch_sub(batch.items.len(), Ordering::Relaxed);
+                dead.append(&mut batch.items);
+            } else {
+                kept.push(batch);
+            }
+        }
+        for batch in kept {
+            self.queue.push(batch);
+        }
+    }
+}

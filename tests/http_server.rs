@@ -1,0 +1,649 @@
+//! The example HTTP server (`examples/http_server`), driven over real
+//! sockets on 127.0.0.1: its routes in both modes, keep-alive and
+//! pipelining, and every kind of bad input it must survive.
+//!
+//! Each test starts the built example binary (`cargo test` builds the
+//! examples before it runs the tests) on an ephemeral port and talks to it
+//! as any client would. Running the real binary tests what a user runs: the
+//! command line, the accept loop, the refusal of extra connections and the
+//! counters printed at exit, none of which a library-level harness would
+//! reach; and it keeps the server's code in the example, where it is read
+//! as one, instead of in the crate's public API. Every socket read has a
+//! deadline, so a server that hangs fails a test instead of stalling it.
+
+use std::collections::HashMap;
+use std::env;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc::{self, Receiver};
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// Longest any single step may take before the test fails.
+const DEADLINE: Duration = Duration::from_secs(20);
+
+/// The example binary, next to this test's own executable:
+/// `target/<profile>/deps/http_server-<hash>` -> `target/<profile>/examples/`.
+fn binary() -> PathBuf {
+    let exe = env::current_exe().expect("the test's own path");
+    let profile_dir = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .expect("the test runs from target/<profile>/deps");
+    let path = profile_dir
+        .join("examples")
+        .join(format!("http_server{}", env::consts::EXE_SUFFIX));
+    assert!(
+        path.is_file(),
+        "the example server is not built at {}: run `cargo test` (which builds the examples), \
+         or `cargo build --example http_server` first",
+        path.display()
+    );
+    path
+}
+
+/// A running server, killed when dropped.
+struct Server {
+    child: Child,
+    addr: SocketAddr,
+    /// The server's stdout lines after the first.
+    lines: Receiver<String>,
+}
+
+impl Server {
+    fn start(args: &[&str]) -> Server {
+        let mut child = Command::new(binary())
+            .args(["--addr", "127.0.0.1:0", "--stats-every", "0"])
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start the example server");
+        let stdout = child.stdout.take().unwrap();
+        let (send, lines) = mpsc::channel();
+        thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if send.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let first = lines
+            .recv_timeout(DEADLINE)
+            .expect("the server prints where it listens");
+        let addr = first
+            .split_once("http://")
+            .and_then(|(_, rest)| rest.split_whitespace().next())
+            .and_then(|addr| addr.parse().ok())
+            .unwrap_or_else(|| panic!("no address in the server's first line: {first:?}"));
+        Server { child, addr, lines }
+    }
+
+    fn client(&self) -> Client {
+        Client::new(self.connect())
+    }
+
+    fn connect(&self) -> TcpStream {
+        let stream = TcpStream::connect(self.addr).expect("connect to the server");
+        stream.set_read_timeout(Some(DEADLINE)).unwrap();
+        stream.set_write_timeout(Some(DEADLINE)).unwrap();
+        stream
+    }
+
+    /// The counters the server reports on `/stats`.
+    fn stats(&self) -> HashMap<String, u64> {
+        let response = self.get_when_free("/stats");
+        assert_eq!(response.status, 200);
+        parse_counters(&String::from_utf8(response.body).unwrap())
+    }
+
+    /// A new connection and its first answer, to GET `path`; retried
+    /// (within the deadline) while the server answers 503, for a worker
+    /// freed by a connection that has ended for the client but not yet for
+    /// the server.
+    fn client_when_free(&self, path: &str) -> (Client, Response) {
+        let start = Instant::now();
+        loop {
+            let mut client = self.client();
+            let response = client.get(path);
+            if response.status != 503 {
+                return (client, response);
+            }
+            assert!(
+                start.elapsed() < DEADLINE,
+                "the server still refuses connections: a worker was never freed"
+            );
+            thread::yield_now();
+        }
+    }
+
+    fn get_when_free(&self, path: &str) -> Response {
+        self.client_when_free(path).1
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn parse_counters(text: &str) -> HashMap<String, u64> {
+    text.split_whitespace()
+        .filter_map(|pair| pair.split_once('='))
+        .filter_map(|(key, value)| Some((key.to_owned(), value.parse().ok()?)))
+        .collect()
+}
+
+#[derive(Debug)]
+struct Response {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+impl Response {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(key, _)| key.eq_ignore_ascii_case(name))
+            .map(|(_, value)| value.as_str())
+    }
+
+    fn text(&self) -> &str {
+        std::str::from_utf8(&self.body).expect("a text body")
+    }
+}
+
+/// One connection, speaking HTTP/1.1 by hand.
+struct Client {
+    stream: TcpStream,
+    reader: BufReader<TcpStream>,
+}
+
+impl Client {
+    fn new(stream: TcpStream) -> Client {
+        let reader = BufReader::new(stream.try_clone().unwrap());
+        Client { stream, reader }
+    }
+
+    fn send(&mut self, bytes: &[u8]) {
+        self.stream.write_all(bytes).expect("send to the server");
+    }
+
+    fn get(&mut self, path: &str) -> Response {
+        self.send(format!("GET {path} HTTP/1.1\r\nHost: test\r\n\r\n").as_bytes());
+        self.response()
+    }
+
+    fn post(&mut self, path: &str, body: &[u8]) -> Response {
+        let head = format!(
+            "POST {path} HTTP/1.1\r\nHost: test\r\nContent-Length: {}\r\n\r\n",
+            body.len()
+        );
+        self.send(head.as_bytes());
+        self.send(body);
+        self.response()
+    }
+
+    fn response(&mut self) -> Response {
+        self.read_response(false)
+    }
+
+    /// Reads a response; a response to HEAD has no body whatever its
+    /// Content-Length says.
+    fn read_response(&mut self, head_only: bool) -> Response {
+        let mut line = String::new();
+        let n = self.reader.read_line(&mut line).expect("a status line");
+        assert!(
+            n > 0,
+            "the server closed the connection instead of answering"
+        );
+        let status = line
+            .strip_prefix("HTTP/1.1 ")
+            .and_then(|rest| rest.get(..3))
+            .and_then(|code| code.parse().ok())
+            .unwrap_or_else(|| panic!("not a status line: {line:?}"));
+        let mut headers = Vec::new();
+        loop {
+            line.clear();
+            self.reader.read_line(&mut line).expect("a header line");
+            let trimmed = line.trim_end_matches(['\r', '\n']);
+            if trimmed.is_empty() {
+                break;
+            }
+            let (name, value) = trimmed.split_once(':').expect("a header with a colon");
+            headers.push((name.to_owned(), value.trim().to_owned()));
+        }
+        let mut response = Response {
+            status,
+            headers,
+            body: Vec::new(),
+        };
+        if !head_only && status != 100 {
+            let length: usize = response
+                .header("Content-Length")
+                .expect("every response has a Content-Length")
+                .parse()
+                .unwrap();
+            response.body.resize(length, 0);
+            self.reader
+                .read_exact(&mut response.body)
+                .expect("the whole body");
+        }
+        response
+    }
+
+    /// Asserts that the server has closed the connection: the next read
+    /// ends the stream (or the server reset it) rather than timing out.
+    fn assert_closed(&mut self) {
+        let mut rest = Vec::new();
+        match self.reader.read_to_end(&mut rest) {
+            Ok(_) => assert!(rest.is_empty(), "unexpected bytes: {rest:?}"),
+            Err(error) => assert_eq!(
+                error.kind(),
+                std::io::ErrorKind::ConnectionReset,
+                "the connection was neither closed nor reset"
+            ),
+        }
+    }
+}
+
+/// Sends `request` on a new connection and returns the answer, after
+/// which the server must have closed the connection.
+fn refused(server: &Server, request: &[u8]) -> Response {
+    let mut client = server.client();
+    client.send(request);
+    let response = client.response();
+    assert_eq!(response.header("Connection"), Some("close"));
+    client.assert_closed();
+    response
+}
+
+fn check_routes(mode: &[&str]) {
+    let server = Server::start(mode);
+    let mut client = server.client();
+
+    let hello = client.get("/");
+    assert_eq!(hello.status, 200);
+    assert_eq!(hello.text(), "Hello from stashpool!\n");
+
+    let json = client.get("/json");
+    assert_eq!(json.status, 200);
+    assert_eq!(json.header("Content-Type"), Some("application/json"));
+    let doc = json.text();
+    assert!(doc.starts_with("{\"server\":\"stashpool\""), "{doc}");
+    assert!(doc.contains("\"request\":2,"), "the second request: {doc}");
+    assert!(doc.contains("\"name\":\"item-15\""), "{doc}");
+    assert!(doc.ends_with("]}\n"), "{doc}");
+
+    // Every byte value, longer than one read buffer.
+    let body: Vec<u8> = (0..20_000u32).map(|i| (i % 251) as u8).collect();
+    let echo = client.post("/echo", &body);
+    assert_eq!(echo.status, 200);
+    assert!(echo.body == body, "the echo differs from what was sent");
+    assert_eq!(client.post("/echo", b"").body, b"");
+
+    // HEAD: the headers of a GET, no body; the next response follows at
+    // once, which it could not if a body had been sent.
+    client.send(b"HEAD /json HTTP/1.1\r\nHost: test\r\n\r\n");
+    let head = client.read_response(true);
+    assert_eq!(head.status, 200);
+    assert!(
+        head.header("Content-Length")
+            .unwrap()
+            .parse::<usize>()
+            .unwrap()
+            > 0
+    );
+    assert_eq!(client.get("/").text(), "Hello from stashpool!\n");
+
+    let missing = client.get("/nowhere");
+    assert_eq!(missing.status, 404);
+    assert!(missing.text().contains("/json"), "a 404 names the routes");
+    client.send(b"DELETE / HTTP/1.1\r\nHost: test\r\n\r\n");
+    let wrong = client.response();
+    assert_eq!(wrong.status, 405);
+    assert_eq!(wrong.header("Allow"), Some("GET, HEAD"));
+    // 404 and 405 keep the connection.
+    assert_eq!(client.get("/").status, 200);
+}
+
+#[test]
+fn routes_answer_in_the_pooled_mode() {
+    check_routes(&[]);
+}
+
+#[test]
+fn routes_answer_in_the_plain_mode() {
+    check_routes(&["--plain"]);
+}
+
+#[test]
+fn pipelined_requests_are_answered_in_order() {
+    let server = Server::start(&[]);
+    let mut client = server.client();
+    client.send(
+        b"GET /json HTTP/1.1\r\nHost: t\r\n\r\n\
+          POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\n\r\nabc\
+          GET /json HTTP/1.1\r\nHost: t\r\n\r\n",
+    );
+    assert!(client.response().text().contains("\"request\":1,"));
+    assert_eq!(client.response().body, b"abc");
+    assert!(client.response().text().contains("\"request\":3,"));
+}
+
+#[test]
+fn http_1_0_closes_unless_asked_to_keep_alive() {
+    let server = Server::start(&[]);
+    let mut client = server.client();
+    client.send(b"GET / HTTP/1.0\r\n\r\n");
+    assert_eq!(client.response().status, 200);
+    client.assert_closed();
+
+    let mut client = server.client();
+    client.send(b"GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n");
+    assert_eq!(client.response().header("Connection"), Some("keep-alive"));
+    assert_eq!(client.get("/").status, 200);
+
+    let mut client = server.client();
+    client.send(b"GET / HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+    assert_eq!(client.response().status, 200);
+    client.assert_closed();
+}
+
+#[test]
+fn malformed_requests_get_400_and_the_server_goes_on() {
+    let server = Server::start(&[]);
+    for request in [
+        &b"GARBAGE\r\n\r\n"[..],
+        b"GET / HTTP/1.1 extra\r\nHost: t\r\n\r\n",
+        b"GET  / HTTP/1.1\r\nHost: t\r\n\r\n",
+        b"GET nowhere HTTP/1.1\r\nHost: t\r\n\r\n",
+        b"G(T / HTTP/1.1\r\nHost: t\r\n\r\n",
+        b"\x00\x01\x02\xff\r\n\r\n",
+        b"GET / HTTP/1.1\r\n\r\n", // no Host
+        b"GET / HTTP/1.1\r\nHost: t\r\nno colon here\r\n\r\n",
+        b"GET / HTTP/1.1\r\nHost: t\r\nBad Name: x\r\n\r\n",
+        b"GET / HTTP/1.1\r\nHost: t\r\n folded\r\n\r\n",
+        b"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: -1\r\n\r\n",
+        b"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 99999999999999999999999\r\n\r\n",
+        b"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab",
+    ] {
+        let response = refused(&server, request);
+        assert_eq!(
+            response.status,
+            400,
+            "for {:?}",
+            String::from_utf8_lossy(request)
+        );
+        assert!(response.text().starts_with("400 Bad Request: "));
+    }
+    assert_eq!(
+        refused(&server, b"GET / HTTP/2.0\r\nHost: t\r\n\r\n").status,
+        505
+    );
+    assert_eq!(
+        refused(
+            &server,
+            b"POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"
+        )
+        .status,
+        501
+    );
+    assert_eq!(
+        refused(
+            &server,
+            b"GET / HTTP/1.1\r\nHost: t\r\nExpect: magic\r\n\r\n"
+        )
+        .status,
+        417
+    );
+    // Still serving, and counting what it refused.
+    assert_eq!(server.client().get("/").status, 200);
+    assert_eq!(server.stats()["errors"], 16);
+}
+
+#[test]
+fn an_oversized_head_gets_431() {
+    let server = Server::start(&["--max-head", "1024"]);
+    let long_header = format!(
+        "GET / HTTP/1.1\r\nHost: t\r\nX-Big: {}\r\n\r\n",
+        "a".repeat(2000)
+    );
+    let response = refused(&server, long_header.as_bytes());
+    assert_eq!(response.status, 431);
+    // A head that never ends a line.
+    assert_eq!(refused(&server, &[b'A'; 5000]).status, 431);
+    // Many small headers add up too.
+    let many = format!(
+        "GET / HTTP/1.1\r\nHost: t\r\n{}\r\n",
+        "X-A: b\r\n".repeat(200)
+    );
+    assert_eq!(refused(&server, many.as_bytes()).status, 431);
+    // Just under the limit is fine.
+    let fits = format!(
+        "GET / HTTP/1.1\r\nHost: t\r\nX-Big: {}\r\n\r\n",
+        "a".repeat(900)
+    );
+    let mut client = server.client();
+    client.send(fits.as_bytes());
+    assert_eq!(client.response().status, 200);
+}
+
+#[test]
+fn an_oversized_body_gets_413_before_it_is_read() {
+    let server = Server::start(&["--max-body", "1000"]);
+    // Refused on the head alone: the client need not send the body.
+    let response = refused(
+        &server,
+        b"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 1001\r\n\r\n",
+    );
+    assert_eq!(response.status, 413);
+    // A client that sends the body anyway still reads the answer.
+    let mut request = b"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 50000\r\n\r\n".to_vec();
+    request.resize(request.len() + 50_000, b'x');
+    assert_eq!(refused(&server, &request).status, 413);
+    // At the limit, served.
+    let body = [b'y'; 1000];
+    assert_eq!(server.client().post("/echo", &body).body, body);
+}
+
+#[test]
+fn expect_100_continue_gets_an_interim_answer() {
+    let server = Server::start(&[]);
+    let mut client = server.client();
+    client.send(
+        b"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n",
+    );
+    assert_eq!(client.read_response(false).status, 100);
+    client.send(b"hello");
+    assert_eq!(client.response().body, b"hello");
+}
+
+#[test]
+fn clients_that_vanish_mid_request_free_their_worker() {
+    // One worker: each vanished client must give it back for the next
+    // request to be served at all.
+    let server = Server::start(&["--workers", "1"]);
+    for partial in [
+        &b"GET /js"[..],
+        b"GET /json HTTP/1.1\r\nHost: t\r\n",
+        b"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\nonly some",
+    ] {
+        let mut stream = server.connect();
+        stream.write_all(partial).unwrap();
+        drop(stream);
+        assert_eq!(server.get_when_free("/").status, 200);
+    }
+}
+
+#[test]
+fn silent_and_slow_clients_are_cut_off_by_the_read_timeout() {
+    // As many workers as timed-out connections below, so that none waits
+    // for another's worker; were a timed-out connection to keep its
+    // worker, none would be left for the last request.
+    let server = Server::start(&["--workers", "4", "--read-timeout-ms", "200"]);
+    // Never sends a byte: closed without an answer.
+    let mut silent = server.client();
+    silent.assert_closed();
+    // Begins a request and stalls: 408.
+    let mut stalled = Client::new(server.connect());
+    stalled.send(b"GET / HTTP/1.1\r\nHost: t\r\n");
+    let response = stalled.response();
+    assert_eq!(response.status, 408);
+    stalled.assert_closed();
+    // A body that stops short: 408 as well.
+    let mut short = Client::new(server.connect());
+    short.send(b"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\nabc");
+    assert_eq!(short.response().status, 408);
+    short.assert_closed();
+    // A head trickled a byte at a time, each byte within the timeout but
+    // the whole of it not: the deadline covers the request, not each read.
+    let mut trickle = server.connect();
+    trickle
+        .set_read_timeout(Some(Duration::from_millis(50)))
+        .unwrap();
+    let deadline = Instant::now() + DEADLINE;
+    let mut answer = [0u8; 12];
+    for byte in b"GET / HTTP/1.1\r\nHost: t\r\nX-Slow: ".iter().cycle() {
+        assert!(
+            Instant::now() < deadline,
+            "a trickled request was never cut off"
+        );
+        if trickle.write_all(&[*byte]).is_err() {
+            break; // the server closed the connection
+        }
+        // Waits up to 50 ms for an answer: the pace of the trickle.
+        match trickle.peek(&mut answer) {
+            Ok(0) => break,
+            Ok(n) => {
+                let expected = b"HTTP/1.1 408";
+                assert_eq!(&answer[..n], &expected[..n]);
+                break;
+            }
+            Err(error) => assert!(
+                matches!(
+                    error.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ),
+                "{error}"
+            ),
+        }
+    }
+    drop(trickle);
+    // The workers are free again, and the timeouts were counted.
+    assert_eq!(server.get_when_free("/").status, 200);
+    assert!(server.stats()["timeouts"] >= 4);
+}
+
+#[test]
+fn connections_beyond_the_workers_get_503() {
+    let server = Server::start(&["--workers", "2"]);
+    // Two connections, each answered once, so each holds a worker.
+    let mut held: Vec<Client> = (0..2).map(|_| server.client()).collect();
+    for client in &mut held {
+        assert_eq!(client.get("/").status, 200);
+    }
+    let mut extra = server.client();
+    let response = extra.response(); // answered without a request
+    assert_eq!(response.status, 503);
+    assert_eq!(response.header("Retry-After"), Some("1"));
+    assert!(response.text().starts_with("503 Service Unavailable: "));
+    extra.assert_closed();
+    // The held connections are unharmed.
+    for client in &mut held {
+        assert_eq!(client.get("/json").status, 200);
+    }
+    // Closing one frees its worker for a newcomer.
+    held.pop();
+    assert_eq!(server.get_when_free("/").status, 200);
+    let stats = server.stats();
+    assert!(stats["refused"] >= 1);
+}
+
+#[test]
+fn the_pooled_server_reuses_its_buffers() {
+    // One worker: every connection runs on the same thread, so the
+    // counts below are exact.
+    let server = Server::start(&["--workers", "1"]);
+    let connections = 5;
+    for _ in 0..connections {
+        let (mut client, first) = server.client_when_free("/json");
+        assert_eq!(first.status, 200);
+        for _ in 1..10 {
+            assert_eq!(client.get("/json").status, 200);
+        }
+    }
+    let stats = parse_counters(server.get_when_free("/stats").text());
+    // The /stats connection took a reader and a writer too.
+    assert_eq!(stats["readers.created"], 1, "{stats:?}");
+    assert_eq!(stats["readers.reused"], connections, "{stats:?}");
+    assert_eq!(stats["writers.created"], 1, "{stats:?}");
+    assert_eq!(stats["writers.reused"], connections, "{stats:?}");
+    // One buffer per request, all on one thread: made once, then reused by
+    // every later request (the /stats request included).
+    assert_eq!(stats["buffers.created"], 1, "{stats:?}");
+    assert_eq!(stats["buffers.reused"], 10 * connections, "{stats:?}");
+}
+
+/// Requests `/json` `n` times on one connection and returns how many
+/// allocations the server made meanwhile, from `/stats` (asked on another
+/// connection) before and after.
+fn allocations_for(server: &Server, n: u64) -> u64 {
+    let mut client = server.client();
+    assert_eq!(client.get("/json").status, 200); // this connection is set up
+    let before = server.stats()["allocations"];
+    for _ in 0..n {
+        assert_eq!(client.get("/json").status, 200);
+    }
+    server.stats()["allocations"] - before
+}
+
+#[test]
+fn the_pooled_server_allocates_next_to_nothing_per_request() {
+    // The plain server allocates a buffer for each request at least; the
+    // pooled one reuses its buffers. The margin covers what the second
+    // /stats connection costs.
+    let n = 200;
+    let pooled = allocations_for(&Server::start(&[]), n);
+    let plain = allocations_for(&Server::start(&["--plain"]), n);
+    assert!(
+        pooled < n / 4,
+        "pooled: {pooled} allocations for {n} requests"
+    );
+    assert!(plain >= n, "plain: {plain} allocations for {n} requests");
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn sigterm_prints_the_final_counters() {
+    let mut server = Server::start(&[]);
+    let mut client = server.client();
+    for _ in 0..3 {
+        assert_eq!(client.get("/").status, 200);
+    }
+    let pid = libc::pid_t::try_from(server.child.id()).unwrap();
+    // SAFETY: `kill` has no memory-safety preconditions; the pid is our
+    // own child, not yet waited for.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    let last = server
+        .lines
+        .recv_timeout(DEADLINE)
+        .expect("a final line after SIGTERM");
+    assert!(
+        last.starts_with("http_server: final mode=pooled "),
+        "{last}"
+    );
+    let counters = parse_counters(&last);
+    assert_eq!(counters["requests"], 3);
+    assert_eq!(counters["connections"], 1);
+    assert_eq!(counters["workers.panicked"], 0);
+    let status = server.child.wait().unwrap();
+    assert!(status.success(), "{status}");
+}
