@@ -238,6 +238,13 @@ impl<F: Frame> fmt::Debug for FramePool<F> {
 /// them (see [`FramePool`] for what each policy costs). `sweep`, `clear`
 /// and `stats` act on every shape's pool; `stats` adds them up.
 ///
+/// Made for the handful of shapes a program uses: a request finds its
+/// shape's pool by walking the shapes seen so far, without a lock, and a
+/// shape's pool, once made, stays until the `FramePools` is dropped (its
+/// idle frames go with sweeps, as in any pool). A program that sees
+/// thousands of distinct shapes is better served by rounding them up to a
+/// few.
+///
 /// # Examples
 ///
 /// ```
