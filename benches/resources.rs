@@ -1,25 +1,32 @@
 //! Each resource pool against the plain-Rust way of getting the same
 //! resource, in one group so the ratios come from one run.
 //!
-//! Every pair does the same work per iteration: get the resource, use it
-//! the way a program would (write a message, read a stream, fill a frame),
-//! and let it go. `<pool>/stashpool` is the pool, the other ids are the
-//! plain-Rust baselines.
+//! Every row does the same work per iteration in each variant: get the
+//! resource, use it the way a program would (write a message, read a
+//! stream, fill a frame), and let it go. In `<row>/<variant>`, the variant
+//! `stashpool` is the pool as built by default (`Reset::Zero`),
+//! `stashpool_keep` the pool built with `Reset::Keep`, and the others are
+//! the plain-Rust baselines.
 //!
-//! Run with `cargo bench --all-features --bench resources`.
+//! Run with `cargo bench --all-features --bench resources`; after
+//! criterion's own output it prints, per row, baseline time / pool time
+//! (above 1 the pool is faster), each time the best criterion sample of
+//! the run (the least disturbed by other work on the machine).
 
 use std::hint::black_box;
-use std::io::{self, BufRead, BufReader, BufWriter, Read, Write};
+use std::io::{self, BufRead, BufReader, BufWriter, Cursor, Read, Write};
+use std::time::Duration;
 
 use bytes::{BufMut, BytesMut};
-use criterion::{criterion_group, criterion_main, Criterion};
+use criterion::{criterion_group, Criterion};
 use image::RgbaImage;
 use memmap2::MmapMut;
 use stashpool::bytes::{BytePool, SizeClassPool, StringPool};
-use stashpool::image::{RgbaPool, Subsampling, YCbCrFrame, YCbCrPool};
+use stashpool::image::{RgbaPool, RgbaPools, Subsampling, YCbCrFrame, YCbCrPool};
 use stashpool::io::{BufReaderPool, BufWriterPool, CopyPool};
-use stashpool::mmap::MmapPool;
+use stashpool::mmap::{MmapClassPool, MmapPool};
 use stashpool::slab::SlabPool;
+use stashpool::Reset;
 
 /// The message written into byte and text buffers.
 const MESSAGE: &[u8; 64] =
@@ -72,10 +79,13 @@ fn lines(n: usize) -> Vec<u8> {
         .collect()
 }
 
-fn resources(c: &mut Criterion) {
-    let mut g = c.benchmark_group("resources");
+/// Writes the first 4 KiB of `bytes`: a user that needs part of a frame
+/// (a thumbnail's worth, a header), the rest as the last user left it.
+fn touch(bytes: &mut [u8]) {
+    bytes[..4096].fill(1);
+}
 
-    // === bytes ===
+fn bytes(g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>) {
     let pool = BytePool::new(4096);
     g.bench_function("bytes/stashpool", |b| {
         b.iter(|| {
@@ -88,13 +98,6 @@ fn resources(c: &mut Criterion) {
         b.iter(|| {
             let mut buf = Vec::with_capacity(black_box(4096));
             buf.extend_from_slice(MESSAGE);
-            black_box(&buf[..]);
-        })
-    });
-    g.bench_function("bytes/vec_zeroed", |b| {
-        b.iter(|| {
-            let mut buf = vec![0u8; black_box(4096)];
-            buf[..64].copy_from_slice(MESSAGE);
             black_box(&buf[..]);
         })
     });
@@ -138,28 +141,28 @@ fn resources(c: &mut Criterion) {
             black_box(&buf[..]);
         })
     });
-    g.bench_function("size_class/vec_zeroed", |b| {
-        let mut i = 0;
-        b.iter(|| {
-            i += 1;
-            let mut buf = vec![0u8; sizes[i % sizes.len()]];
-            buf[..64].copy_from_slice(MESSAGE);
-            black_box(&buf[..]);
-        })
-    });
+}
 
-    // === io ===
+fn io(g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>) {
     // A short stream per reader: 20 header lines, about 500 bytes.
     let stream = lines(20);
-    let pool = BufReaderPool::new(8 * 1024);
-    g.bench_function("bufreader_slice/stashpool", |b| {
-        b.iter(|| black_box(count_lines(pool.reader(&stream[..]))))
-    });
+    let pools = [
+        ("stashpool", BufReaderPool::new(8 * 1024)),
+        (
+            "stashpool_keep",
+            BufReaderPool::builder(8 * 1024).reset(Reset::Keep).build(),
+        ),
+    ];
+    for (name, pool) in &pools {
+        g.bench_function(format!("bufreader_slice/{name}"), |b| {
+            b.iter(|| black_box(count_lines(pool.reader(&stream[..]))))
+        });
+        g.bench_function(format!("bufreader_opaque/{name}"), |b| {
+            b.iter(|| black_box(count_lines(pool.reader(Opaque(&stream)))))
+        });
+    }
     g.bench_function("bufreader_slice/bufreader_new", |b| {
         b.iter(|| black_box(count_lines(BufReader::new(&stream[..]))))
-    });
-    g.bench_function("bufreader_opaque/stashpool", |b| {
-        b.iter(|| black_box(count_lines(pool.reader(Opaque(&stream)))))
     });
     g.bench_function("bufreader_opaque/bufreader_new", |b| {
         b.iter(|| black_box(count_lines(BufReader::new(Opaque(&stream)))))
@@ -185,93 +188,186 @@ fn resources(c: &mut Criterion) {
         })
     });
 
-    let body = vec![7u8; 16 * 1024];
-    let pool = CopyPool::new(8 * 1024);
-    g.bench_function("copy/stashpool", |b| {
-        b.iter(|| black_box(pool.copy(&mut Opaque(&body), &mut Discard).unwrap()))
-    });
-    g.bench_function("copy/io_copy", |b| {
+    // In-memory copies, `Cursor` into a `Vec` (where `io::copy` reads
+    // straight into the vector), and an opaque reader into an opaque
+    // writer (where it copies through its 8 KiB stack buffer).
+    // 32 KiB buffers, the size of Go's `io.Copy` buffer.
+    let pools = [
+        ("stashpool", CopyPool::new(32 * 1024)),
+        (
+            "stashpool_keep",
+            CopyPool::builder(32 * 1024).reset(Reset::Keep).build(),
+        ),
+    ];
+    for len in [500, 64 * 1024] {
+        let body = vec![7u8; len];
+        let row = format!("copy_cursor_{}", size_name(len));
+        for (name, pool) in &pools {
+            g.bench_function(format!("{row}/{name}"), |b| {
+                let mut out = Vec::with_capacity(len);
+                b.iter(|| {
+                    out.clear();
+                    black_box(pool.copy(&mut Cursor::new(&body), &mut out).unwrap())
+                })
+            });
+        }
+        g.bench_function(format!("{row}/io_copy"), |b| {
+            let mut out = Vec::with_capacity(len);
+            b.iter(|| {
+                out.clear();
+                black_box(io::copy(&mut Cursor::new(&body), &mut out).unwrap())
+            })
+        });
+    }
+    let body = vec![7u8; 1 << 20];
+    for (name, pool) in &pools {
+        g.bench_function(format!("copy_opaque_1M/{name}"), |b| {
+            b.iter(|| black_box(pool.copy(&mut Opaque(&body), &mut Discard).unwrap()))
+        });
+    }
+    g.bench_function("copy_opaque_1M/io_copy", |b| {
         b.iter(|| black_box(io::copy(&mut Opaque(&body), &mut Discard).unwrap()))
     });
-    g.bench_function("read_all/stashpool", |b| {
+
+    // Bodies of 64 KiB read whole, into a pool sized for them.
+    let body = vec![7u8; 64 * 1024];
+    let pool = CopyPool::new(64 * 1024);
+    g.bench_function("read_all_64K/stashpool", |b| {
         b.iter(|| black_box(pool.read_all(&mut Opaque(&body)).unwrap().len()))
     });
-    g.bench_function("read_all/read_to_end", |b| {
+    g.bench_function("read_all_64K/read_to_end", |b| {
         b.iter(|| {
             let mut v = Vec::new();
             Opaque(&body).read_to_end(&mut v).unwrap();
             black_box(v.len())
         })
     });
+}
 
-    // === image ===
-    // Render a 640x480 frame: every pixel written.
-    let pool = RgbaPool::new(640, 480);
-    g.bench_function("rgba/stashpool", |b| {
+fn image(g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>) {
+    // A 1920x1080 frame, 4 KiB of it written, or all of it.
+    let (w, h) = (1920, 1080);
+    let pools = [
+        ("stashpool", RgbaPool::new(w, h)),
+        (
+            "stashpool_keep",
+            RgbaPool::builder(w, h).reset(Reset::Keep).build(),
+        ),
+    ];
+    for (name, pool) in &pools {
+        g.bench_function(format!("rgba_1080p_touch/{name}"), |b| {
+            b.iter(|| {
+                let mut frame = pool.get();
+                touch(&mut frame);
+                black_box(frame.as_raw().as_ptr());
+            })
+        });
+        g.bench_function(format!("rgba_1080p_fill/{name}"), |b| {
+            b.iter(|| {
+                let mut frame = pool.get();
+                frame.fill(0x80);
+                black_box(frame.as_raw().as_ptr());
+            })
+        });
+    }
+    g.bench_function("rgba_1080p_touch/rgbaimage_new", |b| {
         b.iter(|| {
-            let mut frame = pool.get();
-            frame.fill(0x80);
+            let mut frame = RgbaImage::new(w, h);
+            touch(&mut frame);
             black_box(frame.as_raw().as_ptr());
         })
     });
-    g.bench_function("rgba/rgbaimage_new", |b| {
+    g.bench_function("rgba_1080p_fill/rgbaimage_new", |b| {
         b.iter(|| {
-            let mut frame = RgbaImage::new(640, 480);
+            let mut frame = RgbaImage::new(w, h);
             frame.fill(0x80);
             black_box(frame.as_raw().as_ptr());
         })
     });
 
-    // A 3840x2160 frame (33 MB): larger than the most glibc ever serves
-    // from its heap (its mmap threshold stops rising at 32 MiB), so every
-    // `RgbaImage::new` maps, faults in and unmaps fresh memory.
-    let pool = RgbaPool::new(3840, 2160);
-    g.bench_function("rgba_4k/stashpool", |b| {
+    // Frames of two shapes in turn, from the pools of any shape.
+    let shapes = [(1920, 1080), (1280, 720)];
+    let pools = [
+        ("stashpool", RgbaPools::new()),
+        (
+            "stashpool_keep",
+            RgbaPools::builder().reset(Reset::Keep).build(),
+        ),
+    ];
+    for (name, pool) in &pools {
+        g.bench_function(format!("rgba_pools_touch/{name}"), |b| {
+            let mut i = 0;
+            b.iter(|| {
+                i += 1;
+                let (w, h) = shapes[i % 2];
+                let mut frame = pool.get(w, h);
+                touch(&mut frame);
+                black_box(frame.as_raw().as_ptr());
+            })
+        });
+    }
+    g.bench_function("rgba_pools_touch/rgbaimage_new", |b| {
+        let mut i = 0;
         b.iter(|| {
-            let mut frame = pool.get();
-            frame.fill(0x80);
-            black_box(frame.as_raw().as_ptr());
-        })
-    });
-    g.bench_function("rgba_4k/rgbaimage_new", |b| {
-        b.iter(|| {
-            let mut frame = RgbaImage::new(3840, 2160);
-            frame.fill(0x80);
+            i += 1;
+            let (w, h) = shapes[i % 2];
+            let mut frame = RgbaImage::new(w, h);
+            touch(&mut frame);
             black_box(frame.as_raw().as_ptr());
         })
     });
 
-    let pool = YCbCrPool::new(640, 480, Subsampling::S420);
-    g.bench_function("ycbcr/stashpool", |b| {
+    // A 1080p 4:2:0 frame, every plane written.
+    let pools = [
+        ("stashpool", YCbCrPool::new(w, h, Subsampling::S420)),
+        (
+            "stashpool_keep",
+            YCbCrPool::builder(w, h, Subsampling::S420)
+                .reset(Reset::Keep)
+                .build(),
+        ),
+    ];
+    for (name, pool) in &pools {
+        g.bench_function(format!("ycbcr_1080p_fill/{name}"), |b| {
+            b.iter(|| {
+                let mut frame = pool.get();
+                frame.y.fill(0x80);
+                frame.cb.fill(0x80);
+                frame.cr.fill(0x80);
+                black_box(frame.y.as_ptr());
+            })
+        });
+    }
+    g.bench_function("ycbcr_1080p_fill/frame_new", |b| {
         b.iter(|| {
-            let mut frame = pool.get();
+            let mut frame = YCbCrFrame::new(w, h, Subsampling::S420);
             frame.y.fill(0x80);
             frame.cb.fill(0x80);
             frame.cr.fill(0x80);
             black_box(frame.y.as_ptr());
         })
     });
-    g.bench_function("ycbcr/frame_new", |b| {
-        b.iter(|| {
-            let mut frame = YCbCrFrame::new(640, 480, Subsampling::S420);
-            frame.y.fill(0x80);
-            frame.cb.fill(0x80);
-            frame.cr.fill(0x80);
-            black_box(frame.y.as_ptr());
-        })
-    });
+}
 
-    // === mmap ===
+fn mmap(g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>) {
     // A 1 MiB chunk, filled (as when reading a file chunk into it).
-    let pool = MmapPool::new(1 << 20);
-    g.bench_function("mmap/stashpool", |b| {
-        b.iter(|| {
-            let mut map = pool.get();
-            map.fill(1);
-            black_box(map.as_ptr());
-        })
-    });
-    g.bench_function("mmap/map_anon", |b| {
+    let pools = [
+        ("stashpool", MmapPool::new(1 << 20)),
+        (
+            "stashpool_keep",
+            MmapPool::builder(1 << 20).reset(Reset::Keep).build(),
+        ),
+    ];
+    for (name, pool) in &pools {
+        g.bench_function(format!("mmap_1M_fill/{name}"), |b| {
+            b.iter(|| {
+                let mut map = pool.get();
+                map.fill(1);
+                black_box(map.as_ptr());
+            })
+        });
+    }
+    g.bench_function("mmap_1M_fill/map_anon", |b| {
         b.iter(|| {
             let mut map = MmapMut::map_anon(1 << 20).unwrap();
             map.fill(1);
@@ -279,7 +375,36 @@ fn resources(c: &mut Criterion) {
         })
     });
 
-    // === slab ===
+    // 100 KB requests, every byte written, from the pool of any length.
+    let len = 100_000;
+    let pools = [
+        ("stashpool", MmapClassPool::new(4096, 16 << 20)),
+        (
+            "stashpool_keep",
+            MmapClassPool::builder(4096, 16 << 20)
+                .reset(Reset::Keep)
+                .build(),
+        ),
+    ];
+    for (name, pool) in &pools {
+        g.bench_function(format!("mmap_class_100K_fill/{name}"), |b| {
+            b.iter(|| {
+                let mut map = pool.get(len);
+                map[..len].fill(1);
+                black_box(map.as_ptr());
+            })
+        });
+    }
+    g.bench_function("mmap_class_100K_fill/map_anon", |b| {
+        b.iter(|| {
+            let mut map = MmapMut::map_anon(len).unwrap();
+            map.fill(1);
+            black_box(map.as_ptr());
+        })
+    });
+}
+
+fn slab(g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>) {
     let pool = SlabPool::new(8 * 1024);
     for len in [64, 1024] {
         g.bench_function(format!("slab_{len}/stashpool"), |b| {
@@ -299,25 +424,168 @@ fn resources(c: &mut Criterion) {
     }
 
     // 100 small buffers alive at once, then all dropped (a batch of
-    // message headers, say).
+    // message headers, say): what slabs are for.
     let mut live = Vec::with_capacity(100);
-    g.bench_function("slab_batch/stashpool", |b| {
+    g.bench_function("slab_batch_100x64/stashpool", |b| {
         b.iter(|| {
             live.extend((0..100).map(|_| pool.alloc(black_box(64))));
             black_box(&live);
             live.clear();
         })
     });
-    g.bench_function("slab_batch/bytesmut_with_capacity", |b| {
+    g.bench_function("slab_batch_100x64/bytesmut_with_capacity", |b| {
         b.iter(|| {
             live.extend((0..100).map(|_| BytesMut::with_capacity(black_box(64))));
             black_box(&live);
             live.clear();
         })
     });
+}
 
+fn size_name(len: usize) -> String {
+    if len >= 1024 && len.is_multiple_of(1024) {
+        format!("{}K", len / 1024)
+    } else {
+        format!("{len}")
+    }
+}
+
+fn resources(c: &mut Criterion) {
+    let mut g = c.benchmark_group("resources");
+    g.warm_up_time(Duration::from_millis(500));
+    g.measurement_time(Duration::from_secs(2));
+    bytes(&mut g);
+    io(&mut g);
+    image(&mut g);
+    mmap(&mut g);
+    slab(&mut g);
     g.finish();
 }
 
 criterion_group!(benches, resources);
-criterion_main!(benches);
+
+fn main() {
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+    memory::report();
+    ratios::report();
+}
+
+/// What slabs save beside time: heap memory for many small live buffers,
+/// as glibc counts it (`mallinfo2`, which includes its per-allocation
+/// overhead), read outside every timed loop.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+mod memory {
+    use bytes::BytesMut;
+    use stashpool::slab::SlabPool;
+
+    fn heap_in_use() -> usize {
+        // SAFETY: `mallinfo2` only reads glibc's counters.
+        unsafe { libc::mallinfo2() }.uordblks
+    }
+
+    /// Heap bytes taken by 10 000 buffers of 64 bytes made by `make`, all
+    /// alive at once.
+    fn measure(make: impl Fn() -> BytesMut) -> usize {
+        let mut live = Vec::with_capacity(10_000);
+        let before = heap_in_use();
+        live.extend((0..10_000).map(|_| make()));
+        let bytes = heap_in_use().saturating_sub(before);
+        drop(live);
+        bytes
+    }
+
+    pub fn report() {
+        let pool = SlabPool::builder(8 * 1024).manual_sweep().build();
+        let slab = measure(|| pool.alloc(64));
+        let alone = measure(|| BytesMut::with_capacity(64));
+        println!("\n10 000 live 64-byte buffers, heap bytes in use (glibc):");
+        println!(
+            "  SlabPool, 8 KiB slabs: {slab:>8} ({} slabs)",
+            pool.stats().created
+        );
+        println!("  BytesMut::with_capacity: {alone:>8} (one allocation each)");
+    }
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+mod memory {
+    pub fn report() {}
+}
+
+/// Baseline / pool per row, from criterion's samples of this run.
+mod ratios {
+    use std::collections::BTreeMap;
+    use std::fs;
+    use std::path::Path;
+
+    /// The best (least) time per iteration of one benchmark, in ns.
+    fn best(sample: &str) -> Option<f64> {
+        let iters = numbers(sample, "\"iters\":")?;
+        let times = numbers(sample, "\"times\":")?;
+        iters
+            .iter()
+            .zip(&times)
+            .map(|(i, t)| t / i)
+            .min_by(f64::total_cmp)
+    }
+
+    /// The numbers of the JSON array that follows `key`.
+    fn numbers(json: &str, key: &str) -> Option<Vec<f64>> {
+        let start = json.find(key)? + key.len();
+        let rest = json[start..].trim_start().strip_prefix('[')?;
+        let list = &rest[..rest.find(']')?];
+        list.split(',').map(|n| n.trim().parse().ok()).collect()
+    }
+
+    fn string_field<'a>(json: &'a str, key: &str) -> Option<&'a str> {
+        let start = json.find(key)? + key.len();
+        let rest = json[start..].trim_start().strip_prefix('"')?;
+        Some(&rest[..rest.find('"')?])
+    }
+
+    pub fn report() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/criterion/resources");
+        let Ok(dirs) = fs::read_dir(&root) else {
+            return; // not run as a benchmark (as under `cargo test`)
+        };
+        let mut rows: BTreeMap<String, BTreeMap<String, f64>> = BTreeMap::new();
+        for dir in dirs.flatten() {
+            let new = dir.path().join("new");
+            let (Ok(bench), Ok(sample)) = (
+                fs::read_to_string(new.join("benchmark.json")),
+                fs::read_to_string(new.join("sample.json")),
+            ) else {
+                continue;
+            };
+            let (Some(id), Some(ns)) = (string_field(&bench, "\"function_id\":"), best(&sample))
+            else {
+                continue;
+            };
+            if let Some((row, variant)) = id.split_once('/') {
+                rows.entry(row.to_owned())
+                    .or_default()
+                    .insert(variant.to_owned(), ns);
+            }
+        }
+        println!("\n| row | baseline | baseline ns | Reset::Zero | Reset::Keep |");
+        println!("| --- | --- | ---: | ---: | ---: |");
+        for (row, variants) in &rows {
+            let Some((baseline, base_ns)) =
+                variants.iter().find(|(v, _)| !v.starts_with("stashpool"))
+            else {
+                continue;
+            };
+            let ratio = |variant: &str| {
+                variants
+                    .get(variant)
+                    .map_or(String::from("-"), |ns| format!("{:.2}x", base_ns / ns))
+            };
+            println!(
+                "| {row} | {baseline} | {base_ns:.0} | {} | {} |",
+                ratio("stashpool"),
+                ratio("stashpool_keep")
+            );
+        }
+    }
+}

@@ -68,6 +68,8 @@
 #[cfg(not(stashpool_loom))]
 pub mod bytes;
 #[cfg(not(stashpool_loom))]
+mod classes;
+#[cfg(not(stashpool_loom))]
 mod fallible;
 #[cfg(all(feature = "image", not(stashpool_loom)))]
 pub mod image;
@@ -76,6 +78,8 @@ pub mod io;
 #[cfg(all(feature = "mmap", not(stashpool_loom)))]
 pub mod mmap;
 mod pool;
+#[cfg(not(stashpool_loom))]
+mod reset;
 #[cfg(not(stashpool_loom))]
 mod resource;
 #[cfg(all(feature = "bytes", not(stashpool_loom)))]
@@ -95,9 +99,13 @@ pub mod implementation {
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
 
+#[cfg(not(stashpool_loom))]
+pub use classes::SizedGuard;
 pub use pool::{
     Builder, LocalPool, LocalPoolBuilder, Pool, Pooled, PooledOwned, Recycle, Stats,
     DEFAULT_LOCAL_CAPACITY, DEFAULT_SWEEP_INTERVAL, MIN_SWEEP_INTERVAL,
 };
+#[cfg(not(stashpool_loom))]
+pub use reset::{Reset, Tracked};
 #[cfg(not(stashpool_loom))]
 pub use resource::ResourceBuilder;

@@ -7,11 +7,19 @@
 //! change; it records the core knobs instead and applies them to each
 //! `LocalPool` when it builds. One generic builder serves every resource
 //! pool, so the knobs are written and documented once.
+//!
+//! Every resource pool has the same shape: `new` and `builder` take the
+//! pool's parameters, an accessor named for each parameter reads it back
+//! (`capacity`, `buf_size`, `len`, `slab_size`, `dimensions`), `get` (or
+//! `reader`, `writer`, `alloc`) hands out an object, `with` lends one to a
+//! closure wherever `get` returns a guard, and [`Pool`](crate::Pool)'s
+//! `sweep`, `clear` and `stats` are there as inherent methods too, so the
+//! common calls need no import. [`resource_pool!`] writes the latter once.
 
 use std::fmt;
 use std::time::Duration;
 
-use crate::{Builder, LocalPool, Recycle};
+use crate::{Builder, LocalPool, Recycle, Reset};
 
 /// Configures a resource pool before making it; made by the pool's
 /// `builder` function (for example [`BytePool::builder`]).
@@ -102,7 +110,7 @@ impl<P: sealed::Resource> ResourceBuilder<P> {
     /// pool.with(|buf| buf.push(1));
     /// ```
     pub fn sweep_every(mut self, interval: Duration) -> Self {
-        self.knobs.sweep = Some(Some(crate::pool::sweep_interval(interval)));
+        self.knobs.sweep = sealed::Sweep::Every(crate::pool::sweep_interval(interval));
         self
     }
 
@@ -122,7 +130,7 @@ impl<P: sealed::Resource> ResourceBuilder<P> {
     /// assert_eq!(pool.stats().idle, 0); // dropped by the second
     /// ```
     pub fn manual_sweep(mut self) -> Self {
-        self.knobs.sweep = Some(None);
+        self.knobs.sweep = sealed::Sweep::Manual;
         self
     }
 
@@ -143,6 +151,26 @@ impl<P: sealed::Resource> ResourceBuilder<P> {
     /// ```
     pub fn build(self) -> P {
         P::build(self.params, self.knobs)
+    }
+}
+
+impl<P: sealed::Resource + sealed::Contents> ResourceBuilder<P> {
+    /// What the pool does to a returned object's contents (default
+    /// [`Reset::Zero`]); the pool's docs say what each policy costs there.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use stashpool::io::CopyPool;
+    /// use stashpool::Reset;
+    ///
+    /// // Copies through buffers that are not zeroed between uses.
+    /// let pool = CopyPool::builder(64 * 1024).reset(Reset::Keep).build();
+    /// assert_eq!(pool.reset(), Reset::Keep);
+    /// ```
+    pub fn reset(mut self, reset: Reset) -> Self {
+        self.knobs.reset = reset;
+        self
     }
 }
 
@@ -172,13 +200,39 @@ pub(crate) mod sealed {
         fn build(params: Self::Params, knobs: Knobs) -> Self;
     }
 
-    /// The core builder's knobs, as set so far (`None`: the default).
+    /// A pool whose objects hold contents a user can read: its builder
+    /// has [`ResourceBuilder::reset`].
+    pub trait Contents {}
+
+    /// How the pool sweeps.
+    #[derive(Clone, Copy, Debug, Default)]
+    pub enum Sweep {
+        /// The core pool's default.
+        #[default]
+        Default,
+        Every(Duration),
+        Manual,
+    }
+
+    /// The knobs set so far: the core builder's (`None`: the core
+    /// default, which this layer does not repeat) and the reset policy.
     #[derive(Clone, Copy, Debug, Default)]
     pub struct Knobs {
         pub(crate) local_capacity: Option<usize>,
         pub(crate) max_idle: Option<usize>,
-        /// `Some(None)`: manual sweeping.
-        pub(crate) sweep: Option<Option<Duration>>,
+        pub(crate) sweep: Sweep,
+        pub(crate) reset: Reset,
+    }
+
+    #[cfg(feature = "image")]
+    impl Knobs {
+        /// Nothing set: `Default`, in a `const` context.
+        pub(crate) const DEFAULT: Self = Self {
+            local_capacity: None,
+            max_idle: None,
+            sweep: Sweep::Default,
+            reset: Reset::Zero,
+        };
     }
 
     impl Knobs {
@@ -194,9 +248,9 @@ pub(crate) mod sealed {
                 builder = builder.max_idle(n);
             }
             builder = match self.sweep {
-                Some(Some(interval)) => builder.sweep_every(interval),
-                Some(None) => builder.manual_sweep(),
-                None => builder,
+                Sweep::Every(interval) => builder.sweep_every(interval),
+                Sweep::Manual => builder.manual_sweep(),
+                Sweep::Default => builder,
             };
             builder
         }
@@ -207,3 +261,75 @@ pub(crate) mod sealed {
         }
     }
 }
+
+/// Implements [`Pool`](crate::Pool) for a resource pool made of
+/// `LocalPool`s, with the same three calls as inherent methods that
+/// forward to it (so that the common calls need no import of the trait).
+///
+/// `$pools` lists the pool's `LocalPool`s (or other `Pool`s) as an
+/// iterator of `&dyn Pool`, given `$this: &Self`; `$example` makes a pool
+/// of this type in the generated doctests.
+macro_rules! resource_pool {
+    ([$($generics:tt)*] $ty:ty, |$this:ident| $pools:expr, $example:literal) => {
+        impl<$($generics)*> $crate::Pool for $ty {
+            fn sweep(&self) {
+                let $this = self;
+                $pools.for_each(|pool: &dyn $crate::Pool| pool.sweep())
+            }
+
+            fn clear(&self) {
+                let $this = self;
+                $pools.for_each(|pool: &dyn $crate::Pool| pool.clear())
+            }
+
+            fn stats(&self) -> $crate::Stats {
+                let $this = self;
+                $pools.map(|pool: &dyn $crate::Pool| pool.stats()).sum()
+            }
+        }
+
+        impl<$($generics)*> $ty {
+            /// One sweep now: objects idle since the previous sweep are
+            /// dropped (see [`Pool::sweep`](crate::Pool::sweep)).
+            ///
+            /// # Examples
+            ///
+            /// ```
+            #[doc = concat!("let pool = ", $example, ";")]
+            /// pool.sweep();
+            /// ```
+            pub fn sweep(&self) {
+                <Self as $crate::Pool>::sweep(self)
+            }
+
+            /// Drops every idle object now (see
+            /// [`Pool::clear`](crate::Pool::clear)).
+            ///
+            /// # Examples
+            ///
+            /// ```
+            #[doc = concat!("let pool = ", $example, ";")]
+            /// pool.clear();
+            /// assert_eq!(pool.stats().idle, 0);
+            /// ```
+            pub fn clear(&self) {
+                <Self as $crate::Pool>::clear(self)
+            }
+
+            /// Counters since the pool was made, added up over the pools
+            /// it is made of (see [`Pool::stats`](crate::Pool::stats)).
+            ///
+            /// # Examples
+            ///
+            /// ```
+            #[doc = concat!("let pool = ", $example, ";")]
+            /// assert_eq!(pool.stats().created, 0);
+            /// ```
+            pub fn stats(&self) -> $crate::Stats {
+                <Self as $crate::Pool>::stats(self)
+            }
+        }
+    };
+}
+
+pub(crate) use resource_pool;

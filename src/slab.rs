@@ -44,8 +44,8 @@ use ::bytes::{Bytes, BytesMut};
 
 use crate::fallible;
 use crate::resource::sealed::{Knobs, Resource};
-use crate::resource::ResourceBuilder;
-use crate::{LocalPool, Recycle, Stats};
+use crate::resource::{resource_pool, ResourceBuilder};
+use crate::{LocalPool, Recycle};
 
 const BAD_SIZE: &str = "stashpool: a SlabPool slab size must be non-zero and at most isize::MAX";
 
@@ -64,17 +64,17 @@ const ALIGN: usize = 8;
 /// another thread, and the slab's memory is freed once every piece of it
 /// has dropped.
 ///
-/// [`stats`](Self::stats) counts slabs: `created` slabs were allocated,
+/// [`stats`](crate::Pool::stats) counts slabs: `created` slabs were allocated,
 /// `reused` pieces were cut from a slab already started, `rejected` slabs
 /// were used up.
 ///
 /// What slabs save is allocator calls and per-allocation overhead: one
-/// allocation per slab instead of one per buffer. They are not faster than
-/// a thread-caching `malloc` for one small buffer at a time: cutting a
-/// piece and dropping it update the slab's atomic reference count, and
-/// measured on glibc that made allocating and dropping one 64-byte buffer
-/// about twice as slow as `BytesMut::with_capacity`, and a batch of a
-/// hundred live buffers about as fast.
+/// allocation per slab (and one for its shared reference count) instead of
+/// one per buffer, so many small live buffers take fewer calls and less
+/// heap. They are not faster than a thread-caching `malloc` for one small
+/// buffer at a time: cutting a piece and dropping it update the slab's
+/// atomic reference count, which costs more than `malloc` and `free` of a
+/// small block from a thread cache.
 ///
 /// # Examples
 ///
@@ -185,42 +185,6 @@ impl SlabPool {
         }
     }
 
-    /// One sweep now: slab remainders idle since the previous sweep are let
-    /// go (see [`LocalPool::sweep`]); a slab's memory is freed once its
-    /// pieces have dropped too.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use stashpool::slab::SlabPool;
-    ///
-    /// let pool = SlabPool::builder(4096).manual_sweep().build();
-    /// drop(pool.alloc(10));
-    /// pool.sweep();
-    /// pool.sweep();
-    /// assert_eq!(pool.stats().idle, 0);
-    /// ```
-    pub fn sweep(&self) {
-        self.slabs.sweep()
-    }
-
-    /// Counters of slabs since the pool was made (see [`Stats`] and the
-    /// type docs).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use stashpool::slab::SlabPool;
-    ///
-    /// let pool = SlabPool::new(4096);
-    /// let pieces: Vec<_> = (0..10).map(|_| pool.alloc(16)).collect();
-    /// let stats = pool.stats();
-    /// assert_eq!((stats.created, stats.reused), (1, 9));
-    /// ```
-    pub fn stats(&self) -> Stats {
-        self.slabs.stats()
-    }
-
     /// The size of each slab, in bytes.
     ///
     /// # Examples
@@ -234,6 +198,12 @@ impl SlabPool {
         self.slabs.recycler().slab_size
     }
 }
+
+resource_pool!(
+    [] SlabPool,
+    |this| std::iter::once(&this.slabs as &dyn crate::Pool),
+    "stashpool::slab::SlabPool::new(4096)"
+);
 
 impl fmt::Debug for SlabPool {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

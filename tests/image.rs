@@ -1,10 +1,21 @@
-//! `RgbaPool` and `YCbCrPool`: reuse, zeroing, shape checks, bad input.
+//! `RgbaPool`, `YCbCrPool` and the pools of any shape (`RgbaPools`,
+//! `YCbCrPools`): reuse, reset policies, shape checks, bad input.
 #![cfg(feature = "image")]
 
 use std::panic::catch_unwind;
 
 use image::{Rgba, RgbaImage};
-use stashpool::image::{RgbaPool, Subsampling, YCbCrFrame, YCbCrPool};
+use stashpool::image::{RgbaPool, RgbaPools, Subsampling, YCbCrFrame, YCbCrPool, YCbCrPools};
+use stashpool::{Pool, Reset, Tracked};
+
+/// The panic message of `f`, which must panic.
+fn panic_message(f: impl FnOnce() + std::panic::UnwindSafe) -> String {
+    let err = catch_unwind(f).unwrap_err();
+    match err.downcast::<String>() {
+        Ok(msg) => *msg,
+        Err(err) => err.downcast_ref::<&str>().unwrap().to_string(),
+    }
+}
 
 // === RgbaPool ===
 
@@ -173,4 +184,163 @@ fn image_pools_have_debug_forms() {
     assert!(format!("{rgba:?}").contains("dimensions: (2, 3)"));
     let ycbcr = YCbCrPool::new(2, 3, Subsampling::S420);
     assert!(format!("{ycbcr:?}").contains("S420"));
+}
+
+// === Reset policies ===
+
+#[test]
+fn under_reset_keep_a_frame_keeps_its_contents() {
+    let pool = RgbaPool::builder(4, 4)
+        .reset(Reset::Keep)
+        .manual_sweep()
+        .build();
+    assert_eq!(pool.reset(), Reset::Keep);
+    pool.with(|frame| frame.put_pixel(1, 2, Rgba([9, 8, 7, 6])));
+    let frame = pool.get();
+    assert_eq!(pool.stats().reused, 1);
+    assert_eq!(
+        frame.get_pixel(1, 2),
+        &Rgba([9, 8, 7, 6]),
+        "kept, as in Go's bp"
+    );
+
+    let pool = YCbCrPool::builder(4, 4, Subsampling::S420)
+        .reset(Reset::Keep)
+        .build();
+    pool.with(|frame| frame.cr[3] = 77);
+    assert_eq!(pool.get().cr[3], 77);
+}
+
+#[test]
+fn under_reset_zero_only_a_written_frame_is_zeroed() {
+    let pool = RgbaPool::builder(4, 4).manual_sweep().build();
+    let mut frame = pool.get();
+    assert!(!Tracked::is_dirty(&frame));
+    assert_eq!(frame.get_pixel(0, 0), &Rgba([0; 4])); // a read
+    assert!(!Tracked::is_dirty(&frame));
+    frame.put_pixel(3, 3, Rgba([1; 4])); // a write
+    assert!(Tracked::is_dirty(&frame));
+    drop(frame);
+
+    let frame = pool.get();
+    assert_eq!(pool.stats().reused, 1);
+    assert!(!Tracked::is_dirty(&frame), "a returned frame starts clean");
+    assert!(frame.iter().all(|&b| b == 0));
+}
+
+#[test]
+fn an_rgba_frame_written_through_with_is_zeroed() {
+    let pool = RgbaPool::builder(4, 4).manual_sweep().build();
+    pool.with(|frame| frame.fill(5));
+    assert!(pool.get().iter().all(|&b| b == 0));
+}
+
+#[test]
+fn a_kept_frame_leaves_the_pool() {
+    let pool = RgbaPool::builder(2, 2).manual_sweep().build();
+    let frame: RgbaImage = Tracked::into_inner(pool.get());
+    assert_eq!(frame.dimensions(), (2, 2));
+    assert_eq!(pool.stats().idle, 0);
+}
+
+// === RgbaPools, YCbCrPools ===
+
+#[test]
+fn rgba_pools_keep_one_pool_per_shape() {
+    let pools = RgbaPools::builder().manual_sweep().build();
+    for _ in 0..3 {
+        for (w, h) in [(8, 4), (4, 8), (16, 16)] {
+            let frame = pools.get(w, h);
+            assert_eq!(frame.dimensions(), (w, h));
+            assert!(frame.iter().all(|&b| b == 0));
+        }
+    }
+    assert_eq!(
+        pools.shapes().collect::<Vec<_>>(),
+        [(8, 4), (4, 8), (16, 16)]
+    );
+    let stats = pools.stats();
+    assert_eq!((stats.created, stats.reused, stats.idle), (3, 6, 3));
+    assert_eq!(pools.pool(8, 4).stats().created, 1);
+}
+
+#[test]
+fn rgba_pools_sweep_and_clear_every_shape() {
+    let pools = RgbaPools::builder().manual_sweep().build();
+    drop((pools.get(2, 2), pools.get(3, 3)));
+    pools.sweep();
+    assert_eq!(pools.stats().idle, 2, "survives one sweep");
+    pools.sweep();
+    assert_eq!(pools.stats().trimmed, 2);
+    drop((pools.get(2, 2), pools.get(3, 3)));
+    let as_pool: &dyn Pool = &pools;
+    as_pool.clear();
+    assert_eq!(pools.stats().idle, 0);
+}
+
+#[test]
+fn rgba_pools_take_the_reset_policy() {
+    let zero = RgbaPools::new();
+    zero.with(2, 2, |frame| frame.fill(3));
+    assert!(zero.get(2, 2).iter().all(|&b| b == 0));
+
+    let keep = RgbaPools::builder().reset(Reset::Keep).build();
+    keep.with(2, 2, |frame| frame.fill(3));
+    assert!(keep.get(2, 2).iter().all(|&b| b == 3));
+    assert_eq!(keep.reset(), Reset::Keep);
+}
+
+#[test]
+fn ycbcr_pools_keep_one_pool_per_shape_with_one_subsampling() {
+    let pools = YCbCrPools::builder(Subsampling::S422)
+        .manual_sweep()
+        .build();
+    assert_eq!(pools.subsampling(), Subsampling::S422);
+    let frame = pools.get(6, 2);
+    assert_eq!((frame.y.len(), frame.cb.len(), frame.c_stride), (12, 6, 3));
+    drop(frame);
+    pools.with(6, 2, |frame| frame.y.fill(1));
+    pools.with(2, 6, |frame| frame.y.fill(1));
+    assert!(pools.get(6, 2).y.iter().all(|&b| b == 0));
+    let stats = pools.stats();
+    assert_eq!((stats.created, stats.reused), (2, 2));
+}
+
+#[test]
+fn shapes_can_be_added_from_many_threads_at_once() {
+    let pools = RgbaPools::builder().manual_sweep().build();
+    std::thread::scope(|s| {
+        for t in 0..4u32 {
+            let pools = &pools;
+            s.spawn(move || {
+                for i in 0..50u32 {
+                    let (w, h) = (1 + (i + t) % 5, 1 + i % 3);
+                    assert_eq!(pools.get(w, h).dimensions(), (w, h));
+                }
+            });
+        }
+    });
+    let mut shapes: Vec<_> = pools.shapes().collect();
+    let count = shapes.len();
+    shapes.sort();
+    shapes.dedup();
+    assert_eq!(shapes.len(), count, "each shape has one pool");
+    assert_eq!(count, 15);
+}
+
+#[test]
+fn bad_shapes_panic_in_pools_of_any_shape_and_leave_them_usable() {
+    let pools = RgbaPools::new();
+    let msg = panic_message(|| drop(RgbaPools::new().get(0, 4)));
+    assert_eq!(
+        msg,
+        "stashpool: a frame's width and height must be non-zero"
+    );
+    let msg = panic_message(|| drop(RgbaPools::new().get(u32::MAX, u32::MAX)));
+    assert_eq!(msg, "stashpool: a frame must be at most isize::MAX bytes");
+    assert!(catch_unwind(|| drop(YCbCrPools::new(Subsampling::S420).get(7, 0))).is_err());
+    assert!(catch_unwind(std::panic::AssertUnwindSafe(|| drop(pools.get(0, 0)))).is_err());
+    assert_eq!(pools.get(1, 1).dimensions(), (1, 1));
+    assert_eq!(pools.shapes().count(), 1);
+    assert!(format!("{pools:?}").contains("FramePools"));
 }

@@ -6,6 +6,7 @@ use std::io::{self, BufRead, Read, Write};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use stashpool::io::{BufReaderPool, BufWriterPool, CopyPool};
+use stashpool::{Pool, Reset};
 
 /// A reader that records whether the buffer it is first lent holds any
 /// non-zero byte (what a careless or hostile `Read` could see), then reads
@@ -67,6 +68,58 @@ impl Write for Trickle {
         }
         let n = data.len().min(self.chunk);
         self.out.extend_from_slice(&data[..n]);
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// A reader of `len` zero bytes that records whether any buffer it is
+/// lent holds a non-zero byte: it writes only zeros itself, so such a byte
+/// was left by another user.
+struct ZeroSource<'a> {
+    len: usize,
+    saw_dirty: &'a Cell<bool>,
+}
+
+impl Read for ZeroSource<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if buf.iter().any(|&b| b != 0) {
+            self.saw_dirty.set(true);
+        }
+        let n = buf.len().min(self.len);
+        buf[..n].fill(0);
+        self.len -= n;
+        Ok(n)
+    }
+}
+
+/// Longer than the part of a stream `CopyPool::copy` leaves to `io::copy`
+/// in the tests' pools (at least 8 KiB).
+const LONG: usize = 9000;
+
+/// A reader std knows nothing about, so that `io::copy` cannot copy from
+/// the slice behind it in one go.
+struct Opaque<'a>(&'a [u8]);
+
+impl Read for Opaque<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.0.read(buf)
+    }
+}
+
+/// A writer that takes `room` bytes, then fails.
+struct BreaksAfter(usize);
+
+impl Write for BreaksAfter {
+    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        if self.0 == 0 {
+            return Err(io::Error::other("broken pipe"));
+        }
+        let n = data.len().min(self.0);
+        self.0 -= n;
         Ok(n)
     }
 
@@ -162,6 +215,62 @@ fn a_reader_never_sees_what_the_previous_stream_left_in_the_buffer() {
     assert_eq!(second.fill_buf().unwrap(), b"x");
     assert_eq!(pool.stats().reused, 1, "the same buffer was lent again");
     assert!(!saw_dirty.get(), "the second reader saw the first stream");
+}
+
+#[test]
+fn under_reset_keep_a_reader_sees_what_the_last_stream_left() {
+    let pool = BufReaderPool::builder(64)
+        .reset(Reset::Keep)
+        .manual_sweep()
+        .build();
+    let mut first = pool.reader(&[0xAB; 40][..]);
+    first.fill_buf().unwrap();
+    drop(first);
+
+    let saw_dirty = Cell::new(false);
+    let mut second = pool.reader(Snooper::new(b"x", &saw_dirty));
+    assert_eq!(
+        second.fill_buf().unwrap(),
+        b"x",
+        "it still reads only its own"
+    );
+    assert!(saw_dirty.get(), "Reset::Keep keeps the buffer's contents");
+}
+
+#[test]
+fn a_reader_that_inspects_its_buffer_sees_only_zeros_under_reset_zero() {
+    let pool = BufReaderPool::builder(64).manual_sweep().build();
+    assert_eq!(pool.reset(), Reset::Zero);
+    for round in 0..3 {
+        // Scribbles over the whole buffer, then reads zeros and checks.
+        let mut scribbled = pool.reader(Scribbler(2));
+        while !scribbled.fill_buf().unwrap().is_empty() {
+            scribbled.consume(1);
+        }
+        drop(scribbled);
+        let saw_dirty = Cell::new(false);
+        let mut zeros = pool.reader(ZeroSource {
+            len: 100,
+            saw_dirty: &saw_dirty,
+        });
+        io::copy(&mut zeros, &mut io::sink()).unwrap();
+        assert!(!saw_dirty.get(), "round {round}: the reader saw old bytes");
+    }
+    assert_eq!(pool.stats().created, 1);
+}
+
+#[test]
+fn io_pools_are_pools() {
+    let readers = BufReaderPool::builder(16).manual_sweep().build();
+    let writers = BufWriterPool::builder(16).manual_sweep().build();
+    let copies = CopyPool::builder(16).manual_sweep().build();
+    drop(readers.reader(io::empty()));
+    drop(writers.writer(io::sink()));
+    drop(copies.read_all(&mut io::empty()).unwrap());
+    let pools: [&dyn Pool; 3] = [&readers, &writers, &copies];
+    assert_eq!(pools.iter().map(|p| p.stats().idle).sum::<usize>(), 3);
+    pools.iter().for_each(|p| p.clear());
+    assert_eq!(pools.iter().map(|p| p.stats().idle).sum::<usize>(), 0);
 }
 
 #[test]
@@ -366,17 +475,52 @@ fn copy_moves_everything_through_a_small_buffer() {
 
 #[test]
 fn copy_reuses_its_buffer_and_zeroes_it_between_uses() {
+    // Streams longer than the first chunk (copied by `io::copy`, at least
+    // 8 KiB), so that they go on into the pooled buffer.
     let pool = CopyPool::builder(64).manual_sweep().build();
-    pool.copy(&mut Scribbler(3), &mut io::sink()).unwrap();
+    let copied = pool.copy(&mut Scribbler(LONG), &mut io::sink()).unwrap();
+    assert_eq!(copied, LONG as u64);
 
     let saw_dirty = Cell::new(false);
-    let mut snooper = Snooper::new(b"abc", &saw_dirty);
+    let mut zeros = ZeroSource {
+        len: LONG,
+        saw_dirty: &saw_dirty,
+    };
     let mut out = Vec::new();
-    assert_eq!(pool.copy(&mut snooper, &mut out).unwrap(), 3);
-    assert_eq!(out, b"abc");
-    assert!(!saw_dirty.get());
+    assert_eq!(pool.copy(&mut zeros, &mut out).unwrap(), LONG as u64);
+    assert_eq!(out, [0; LONG]);
+    assert!(!saw_dirty.get(), "a reader saw what the last one wrote");
     let stats = pool.stats();
     assert_eq!((stats.created, stats.reused), (1, 1));
+}
+
+#[test]
+fn copy_under_reset_keep_leaves_the_buffer_as_it_was() {
+    let pool = CopyPool::builder(64)
+        .reset(Reset::Keep)
+        .manual_sweep()
+        .build();
+    pool.copy(&mut Scribbler(LONG), &mut io::sink()).unwrap();
+
+    let saw_dirty = Cell::new(false);
+    let mut zeros = ZeroSource {
+        len: LONG,
+        saw_dirty: &saw_dirty,
+    };
+    assert_eq!(pool.copy(&mut zeros, &mut io::sink()).unwrap(), LONG as u64);
+    assert!(
+        saw_dirty.get(),
+        "Reset::Keep keeps what the last reader wrote"
+    );
+}
+
+#[test]
+fn short_streams_never_take_a_pooled_buffer() {
+    let pool = CopyPool::new(64 * 1024);
+    let mut out = Vec::new();
+    assert_eq!(pool.copy(&mut &b"short"[..], &mut out).unwrap(), 5);
+    assert_eq!(out, b"short");
+    assert_eq!(pool.stats().created, 0);
 }
 
 #[test]
@@ -401,6 +545,13 @@ fn copy_works_with_trait_objects_and_retries_interrupted_reads() {
 fn copy_reports_write_errors() {
     let pool = CopyPool::new(16);
     let err = pool.copy(&mut &b"data"[..], &mut Broken).unwrap_err();
+    assert_eq!(err.to_string(), "broken pipe");
+
+    // Past the first chunk, with the pooled buffer out.
+    let mut writer = BreaksAfter(LONG - 100);
+    let err = pool
+        .copy(&mut Opaque(&[1u8; LONG]), &mut writer)
+        .unwrap_err();
     assert_eq!(err.to_string(), "broken pipe");
     assert_eq!(pool.stats().idle, 1, "the buffer went back");
 }

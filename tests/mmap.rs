@@ -1,10 +1,12 @@
-//! `MmapPool`: reuse, zeroing, length checks, bad input.
+//! `MmapPool` and `MmapClassPool`: reuse, reset policies, length checks,
+//! bad input.
 #![cfg(feature = "mmap")]
 
 use std::panic::catch_unwind;
 
 use memmap2::MmapMut;
-use stashpool::mmap::MmapPool;
+use stashpool::mmap::{MmapClassPool, MmapPool, SizedMmap};
+use stashpool::{Pool, Reset, Tracked};
 
 fn pool(len: usize) -> MmapPool {
     MmapPool::builder(len).manual_sweep().build()
@@ -88,4 +90,103 @@ fn a_map_the_kernel_refuses_panics_instead_of_aborting() {
     let msg = err.downcast_ref::<String>().unwrap();
     assert!(msg.starts_with("stashpool: cannot map"), "{msg}");
     assert!(format!("{pool:?}").contains("MmapPool"));
+}
+
+#[test]
+fn under_reset_keep_a_map_keeps_its_contents() {
+    let pool = MmapPool::builder(4096)
+        .reset(Reset::Keep)
+        .manual_sweep()
+        .build();
+    pool.get()[100] = 42;
+    let map = pool.get();
+    assert_eq!(pool.stats().reused, 1);
+    assert_eq!(map[100], 42, "kept, as in Go's bp");
+}
+
+#[test]
+fn under_reset_zero_a_map_only_read_is_not_marked() {
+    let pool = pool(4096);
+    let map = pool.get();
+    assert_eq!(map.iter().map(|&b| b as u32).sum::<u32>(), 0);
+    assert!(!Tracked::is_dirty(&map));
+    drop(map);
+    pool.with(|map| map[7] = 1);
+    assert_eq!(pool.get()[7], 0);
+}
+
+// === MmapClassPool ===
+
+#[test]
+fn requests_go_to_the_smallest_fitting_class() {
+    let pool = MmapClassPool::builder(4096, 100_000).manual_sweep().build();
+    assert_eq!(
+        pool.classes().collect::<Vec<_>>(),
+        [4096, 8192, 16384, 32768, 65536, 131072]
+    );
+    for (len, class) in [(1, 4096), (4096, 4096), (4097, 8192), (100_000, 131072)] {
+        let map = pool.get(len);
+        assert_eq!(map.len(), class, "{len} bytes");
+        assert!(SizedMmap::is_pooled(&map));
+    }
+    let alone = pool.get(100_001);
+    assert_eq!(alone.len(), 100_001);
+    assert!(!SizedMmap::is_pooled(&alone));
+    drop(alone);
+    assert_eq!(pool.stats().idle, 3, "one map per class used, none alone");
+    assert_eq!(pool.class_stats(5000).unwrap().idle, 1);
+    assert_eq!(pool.max_len(), 100_000);
+}
+
+#[test]
+fn class_maps_are_reused_and_reset() {
+    let pool = MmapClassPool::builder(4096, 1 << 20).manual_sweep().build();
+    let mut map = pool.get(10_000);
+    map[9_999] = 5;
+    drop(map);
+    let map = pool.get(9_000);
+    assert_eq!(pool.stats().reused, 1);
+    assert_eq!(map[9_999], 0);
+    drop(map);
+
+    let keep = MmapClassPool::builder(4096, 1 << 20)
+        .reset(Reset::Keep)
+        .build();
+    keep.with(10_000, |map| map[9_999] = 5);
+    assert_eq!(keep.get(10_000)[9_999], 5);
+    assert_eq!(keep.reset(), Reset::Keep);
+}
+
+#[test]
+fn class_pools_sweep_and_clear_every_class() {
+    let pool = MmapClassPool::builder(4096, 1 << 20).manual_sweep().build();
+    drop((pool.get(10), pool.get(50_000)));
+    pool.sweep();
+    pool.sweep();
+    assert_eq!(pool.stats().trimmed, 2);
+    drop((pool.get(10), pool.get(50_000)));
+    let as_pool: &dyn Pool = &pool;
+    assert_eq!(as_pool.stats().idle, 2);
+    as_pool.clear();
+    assert_eq!(pool.stats().idle, 0);
+    let kept: MmapMut = SizedMmap::into_inner(pool.get(10));
+    assert_eq!(kept.len(), 4096);
+    assert!(format!("{pool:?}").contains("MmapClassPool"));
+}
+
+#[test]
+fn bad_class_bounds_are_refused() {
+    let message = |f: fn()| {
+        let err = catch_unwind(f).unwrap_err();
+        err.downcast_ref::<String>().unwrap().clone()
+    };
+    assert_eq!(
+        message(|| drop(MmapClassPool::new(0, 4096))),
+        "stashpool: MmapClassPool: the smallest class must be non-zero"
+    );
+    assert_eq!(
+        message(|| drop(MmapClassPool::new(8192, 4096))),
+        "stashpool: MmapClassPool: the smallest class must not exceed the largest"
+    );
+    assert!(message(|| drop(MmapClassPool::new(1, usize::MAX))).starts_with("stashpool: "));
 }

@@ -5,8 +5,8 @@ use std::fmt;
 
 use crate::fallible;
 use crate::resource::sealed::{Knobs, Resource};
-use crate::resource::ResourceBuilder;
-use crate::{LocalPool, Pooled, Recycle, Stats};
+use crate::resource::{resource_pool, ResourceBuilder};
+use crate::{LocalPool, Pooled, Recycle};
 
 /// By default a buffer may grow to this many times the pool's `capacity`
 /// and still be pooled; one that grew past it is dropped on return.
@@ -364,41 +364,6 @@ impl<B: Buffer> BufferPool<B> {
         self.pool.with(f)
     }
 
-    /// One sweep now: buffers idle since the previous sweep are dropped
-    /// (see [`LocalPool::sweep`]).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use stashpool::bytes::BytePool;
-    ///
-    /// let pool = BytePool::builder(64).manual_sweep().build();
-    /// drop(pool.get());
-    /// pool.sweep();
-    /// pool.sweep();
-    /// assert_eq!(pool.stats().idle, 0);
-    /// ```
-    pub fn sweep(&self) {
-        self.pool.sweep()
-    }
-
-    /// Counters since the pool was made (see [`Stats`]); buffers dropped
-    /// for growing past `max_capacity` count as `rejected`.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use stashpool::bytes::BytePool;
-    ///
-    /// let pool = BytePool::new(64);
-    /// pool.with(|buf| buf.push(1));
-    /// pool.with(|buf| buf.push(2));
-    /// assert_eq!(pool.stats().reused, 1);
-    /// ```
-    pub fn stats(&self) -> Stats {
-        self.pool.stats()
-    }
-
     /// The room every buffer handed out has, in bytes.
     ///
     /// # Examples
@@ -426,6 +391,12 @@ impl<B: Buffer> BufferPool<B> {
         self.pool.recycler().max_capacity()
     }
 }
+
+resource_pool!(
+    [B: Buffer] BufferPool<B>,
+    |this| std::iter::once(&this.pool as &dyn crate::Pool),
+    "stashpool::bytes::BytePool::new(64)"
+);
 
 impl<B: Buffer> fmt::Debug for BufferPool<B> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

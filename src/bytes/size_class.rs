@@ -2,17 +2,17 @@
 //! class, for callers whose buffer sizes vary.
 
 use std::fmt;
-use std::ops::{Deref, DerefMut};
 
 use super::{BufferRecycler, PooledBuffer};
+use crate::classes::{SizeClasses, SizedGuard};
 use crate::fallible;
 use crate::resource::sealed::{Knobs, Resource};
-use crate::resource::ResourceBuilder;
-use crate::{LocalPool, Pooled, Stats};
+use crate::resource::{resource_pool, ResourceBuilder};
+use crate::{LocalPool, Stats};
 
 /// The largest class a [`SizeClassPool`] may have: the largest power of two
 /// a `Vec<u8>` can hold.
-pub const MAX_CLASS: usize = 1 << (usize::BITS - 2);
+pub const MAX_CLASS: usize = crate::classes::MAX_CLASS;
 
 /// Byte buffers for requests of varying size, pooled in power-of-two size
 /// classes.
@@ -42,10 +42,7 @@ pub const MAX_CLASS: usize = 1 << (usize::BITS - 2);
 /// assert!(huge.capacity() >= 1 << 20);
 /// ```
 pub struct SizeClassPool {
-    /// `classes[i]` holds buffers of `min_class << i` bytes.
-    classes: Box<[LocalPool<Vec<u8>, BufferRecycler>]>,
-    min_class: usize,
-    max: usize,
+    classes: SizeClasses<LocalPool<Vec<u8>, BufferRecycler>>,
 }
 
 impl SizeClassPool {
@@ -107,10 +104,10 @@ impl SizeClassPool {
     /// buf.extend_from_slice(&[7; 200]);
     /// ```
     pub fn get(&self, len: usize) -> SizedBuffer<'_> {
-        SizedBuffer(match self.class_of(len) {
-            Some(class) => Repr::Pooled(self.classes[class].get()),
-            None => Repr::Alone(fallible::with_capacity(len)),
-        })
+        match self.classes.get(len) {
+            Some(pool) => SizedGuard::pooled(pool.get()),
+            None => SizedGuard::alone(fallible::with_capacity(len)),
+        }
     }
 
     /// Runs `f` on a buffer with room for `len` bytes (as from
@@ -129,47 +126,10 @@ impl SizeClassPool {
     /// assert!(sum > 0);
     /// ```
     pub fn with<U>(&self, len: usize, f: impl FnOnce(&mut Vec<u8>) -> U) -> U {
-        match self.class_of(len) {
-            Some(class) => self.classes[class].with(f),
+        match self.classes.get(len) {
+            Some(pool) => pool.with(f),
             None => f(&mut fallible::with_capacity(len)),
         }
-    }
-
-    /// One sweep of every class now (see [`LocalPool::sweep`]).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use stashpool::bytes::SizeClassPool;
-    ///
-    /// let pool = SizeClassPool::builder(64, 1024).manual_sweep().build();
-    /// drop((pool.get(10), pool.get(1000)));
-    /// assert_eq!(pool.stats().idle, 2);
-    /// pool.sweep();
-    /// pool.sweep();
-    /// assert_eq!(pool.stats().idle, 0);
-    /// ```
-    pub fn sweep(&self) {
-        self.classes.iter().for_each(LocalPool::sweep)
-    }
-
-    /// Counters of all classes added up (see [`Stats`]); requests above
-    /// `max` are not counted.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use stashpool::bytes::SizeClassPool;
-    ///
-    /// let pool = SizeClassPool::new(64, 1024);
-    /// drop(pool.get(100));
-    /// drop(pool.get(100));
-    /// drop(pool.get(5000)); // above max
-    /// let stats = pool.stats();
-    /// assert_eq!((stats.created, stats.reused), (1, 1));
-    /// ```
-    pub fn stats(&self) -> Stats {
-        self.classes.iter().map(LocalPool::stats).sum()
     }
 
     /// The counters of the class that serves requests of `len` bytes, or
@@ -187,7 +147,7 @@ impl SizeClassPool {
     /// assert!(pool.class_stats(2000).is_none());
     /// ```
     pub fn class_stats(&self, len: usize) -> Option<Stats> {
-        self.class_of(len).map(|class| self.classes[class].stats())
+        self.classes.get(len).map(crate::Pool::stats)
     }
 
     /// The class sizes, smallest first.
@@ -201,7 +161,7 @@ impl SizeClassPool {
     /// assert_eq!(pool.classes().collect::<Vec<_>>(), [1024, 2048, 4096]);
     /// ```
     pub fn classes(&self) -> impl Iterator<Item = usize> + '_ {
-        (0..self.classes.len()).map(|class| self.min_class << class)
+        self.classes.sizes()
     }
 
     /// The largest request that is pooled.
@@ -214,26 +174,21 @@ impl SizeClassPool {
     /// assert_eq!(SizeClassPool::new(64, 1000).max(), 1000);
     /// ```
     pub fn max(&self) -> usize {
-        self.max
-    }
-
-    /// The index of the smallest class that holds `len` bytes, if pooled.
-    #[inline]
-    fn class_of(&self, len: usize) -> Option<usize> {
-        if len > self.max {
-            return None;
-        }
-        // `len <= max <= MAX_CLASS`, so this cannot overflow.
-        let size = len.max(self.min_class).next_power_of_two();
-        Some((size.trailing_zeros() - self.min_class.trailing_zeros()) as usize)
+        self.classes.max()
     }
 }
+
+resource_pool!(
+    [] SizeClassPool,
+    |this| this.classes.pools().iter().map(|pool| pool as &dyn crate::Pool),
+    "stashpool::bytes::SizeClassPool::new(64, 1024)"
+);
 
 impl fmt::Debug for SizeClassPool {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SizeClassPool")
             .field("classes", &self.classes().collect::<Vec<_>>())
-            .field("max", &self.max)
+            .field("max", &self.max())
             .field("stats", &self.stats())
             .finish()
     }
@@ -250,38 +205,15 @@ impl Resource for SizeClassPool {
     type Params = SizeClassParams;
 
     fn build(SizeClassParams { min, max }: SizeClassParams, knobs: Knobs) -> Self {
-        assert!(
-            min > 0,
-            "stashpool: the smallest size class must be non-zero"
-        );
-        assert!(
-            min <= max,
-            "stashpool: the smallest size class must not exceed the largest"
-        );
-        assert!(
-            max <= MAX_CLASS,
-            "stashpool: the largest size class must be at most 2^(usize::BITS - 2) bytes"
-        );
-        let (min_class, max_class) = (min.next_power_of_two(), max.next_power_of_two());
-        let count = (max_class.trailing_zeros() - min_class.trailing_zeros() + 1) as usize;
-        let classes = (0..count)
-            .map(|class| {
-                let size = min_class << class;
-                // A buffer that grew into the next class is dropped (it
-                // would waste half its memory here); one that shrank below
-                // its class can no longer serve its requests.
-                knobs.pool(BufferRecycler::new(size, 2 * size - 1))
-            })
-            .collect();
-        Self {
-            classes,
-            min_class,
-            max,
-        }
+        // A buffer that grew into the next class is dropped (it would waste
+        // half its memory here); one that shrank below its class can no
+        // longer serve its requests.
+        let classes = SizeClasses::new(min, max, "SizeClassPool", |size| {
+            knobs.pool(BufferRecycler::new(size, 2 * size - 1))
+        });
+        Self { classes }
     }
 }
-
-// === impl SizedBuffer ===
 
 /// A buffer from a [`SizeClassPool`]: goes back to its size class, cleared,
 /// when dropped, unless it was too large to be pooled.
@@ -301,56 +233,4 @@ impl Resource for SizeClassPool {
 /// let kept: Vec<u8> = SizedBuffer::into_inner(buf); // leaves the pool
 /// assert_eq!(kept, b"42");
 /// ```
-pub struct SizedBuffer<'a>(Repr<'a>);
-
-enum Repr<'a> {
-    Pooled(PooledBuffer<'a>),
-    /// Larger than the pool's `max`: dropped with the guard.
-    Alone(Vec<u8>),
-}
-
-impl SizedBuffer<'_> {
-    /// Keeps the buffer; it will not go back to the pool.
-    ///
-    /// An associated function, so it cannot shadow a method of `Vec<u8>`.
-    pub fn into_inner(this: Self) -> Vec<u8> {
-        match this.0 {
-            Repr::Pooled(buf) => Pooled::into_inner(buf),
-            Repr::Alone(buf) => buf,
-        }
-    }
-
-    /// Whether the buffer came from (and goes back to) a size class, rather
-    /// than being a plain allocation for a request above the pool's `max`.
-    pub fn is_pooled(this: &Self) -> bool {
-        matches!(this.0, Repr::Pooled(_))
-    }
-}
-
-impl Deref for SizedBuffer<'_> {
-    type Target = Vec<u8>;
-
-    #[inline]
-    fn deref(&self) -> &Vec<u8> {
-        match &self.0 {
-            Repr::Pooled(buf) => buf,
-            Repr::Alone(buf) => buf,
-        }
-    }
-}
-
-impl DerefMut for SizedBuffer<'_> {
-    #[inline]
-    fn deref_mut(&mut self) -> &mut Vec<u8> {
-        match &mut self.0 {
-            Repr::Pooled(buf) => buf,
-            Repr::Alone(buf) => buf,
-        }
-    }
-}
-
-impl fmt::Debug for SizedBuffer<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(&**self, f)
-    }
-}
+pub type SizedBuffer<'a> = SizedGuard<PooledBuffer<'a>>;

@@ -1,21 +1,22 @@
 //! Pools of image frames (feature `image`): [`RgbaPool`] of
 //! [`image::RgbaImage`] frames and [`YCbCrPool`] of planar
 //! [`YCbCrFrame`]s, both [`FramePool`]s, the Rust counterparts of Go's
-//! `bp.ImageRGBAPool` and `bp.ImageYCbCrPool`.
+//! `bp.ImageRGBAPool` and `bp.ImageYCbCrPool`; and [`RgbaPools`] and
+//! [`YCbCrPools`], frames of any size ([`FramePools`], Go's
+//! `bp.MultiImageRGBAPool` and `bp.MultiImageYCbCrPool`).
 //!
 //! A frame is megabytes of memory. A pool keeps a few frames and reuses
 //! them, so a program that handles image after image does not hand that
-//! memory back and forth to the allocator and the kernel. Every frame
-//! comes out zeroed and is zeroed again on return, so no picture leaks from
-//! one user to the next.
+//! memory back and forth to the allocator and the kernel.
 //!
-//! That zeroing costs about what a fresh zeroed frame costs: glibc keeps
-//! serving a repeated large allocation from its heap after the first one,
-//! where `calloc` clears it too, and above its 32 MiB threshold the kernel
-//! maps fresh memory in transparent huge pages. Measured on a 2-core VM, a
-//! 640x480 or 3840x2160 RGBA frame filled once per use cost the same
-//! pooled as from `RgbaImage::new`. The pool buys a steady footprint and
-//! no allocator traffic, not speed.
+//! By default ([`Reset::Zero`](crate::Reset::Zero)) a frame that was
+//! written is zeroed on return, so no picture leaks from one user to the
+//! next. That zeroing costs about what a fresh zeroed frame costs (glibc
+//! keeps serving a repeated large allocation from its heap, where `calloc`
+//! clears it too): the pool then buys a steady footprint and no allocator
+//! traffic, not speed. Code that writes every pixel it uses can skip the
+//! zeroing with [`Reset::Keep`](crate::Reset::Keep), as Go's `bp` does:
+//! a frame then costs a get and a return, whatever its size.
 //!
 //! # Examples
 //!
@@ -46,9 +47,9 @@ mod pool;
 mod rgba;
 mod ycbcr;
 
-pub use pool::{Frame, FramePool, PooledFrame};
-pub use rgba::{PooledRgba, RgbaPool, RgbaRecycler};
-pub use ycbcr::{PooledYCbCr, Subsampling, YCbCrFrame, YCbCrPool, YCbCrRecycler};
+pub use pool::{Frame, FramePool, FramePools, PooledFrame};
+pub use rgba::{PooledRgba, RgbaPool, RgbaPools, RgbaRecycler};
+pub use ycbcr::{PooledYCbCr, Subsampling, YCbCrFrame, YCbCrPool, YCbCrPools, YCbCrRecycler};
 
 /// The bytes in a `width` x `height` plane of `bytes_per_pixel`-byte
 /// pixels.

@@ -1,29 +1,50 @@
-//! `FramePool`: frames of one shape, zeroed on return.
+//! `FramePool`: frames of one shape; `FramePools`: frames of any shape,
+//! one `FramePool` per shape.
 
 use std::fmt;
 
 use ::image::RgbaImage;
 
-use super::{RgbaRecycler, YCbCrFrame, YCbCrRecycler};
-use crate::resource::sealed::Knobs;
-use crate::{LocalPool, Pooled, Recycle, Stats};
+use super::{RgbaRecycler, Subsampling, YCbCrFrame, YCbCrRecycler};
+use crate::classes::Shapes;
+use crate::reset::{self, Dirty, Tracked, Tracker, Wipe};
+use crate::resource::resource_pool;
+use crate::resource::sealed::{Contents, Knobs, Resource};
+use crate::{LocalPool, Recycle, Reset};
 
 /// A kind of frame a [`FramePool`] can pool: [`RgbaImage`] or
 /// [`YCbCrFrame`].
 ///
-/// Sealed: each kind comes with the recycler that zeroes it.
+/// Sealed: each kind comes with the recycler that checks and zeroes it.
 pub trait Frame: private::Sealed + Sized + Send + 'static {
     /// Makes frames of one shape, zeroes returned ones, and drops those
     /// whose shape changed.
-    type Recycler: Recycle<Self> + fmt::Debug + Send + Sync + 'static;
+    type Recycler: Recycle<Self> + Wipe<Self> + fmt::Debug + Send + Sync + 'static;
+    /// What a shape needs besides width and height (the subsampling of a
+    /// [`YCbCrFrame`]).
+    type Params: Copy + fmt::Debug + Send + Sync + 'static;
+
+    /// The recycler of `width` x `height` frames.
+    #[doc(hidden)]
+    fn recycler(width: u32, height: u32, params: Self::Params) -> Self::Recycler;
 }
 
 impl Frame for RgbaImage {
     type Recycler = RgbaRecycler;
+    type Params = ();
+
+    fn recycler(width: u32, height: u32, (): ()) -> RgbaRecycler {
+        RgbaRecycler::new(width, height)
+    }
 }
 
 impl Frame for YCbCrFrame {
     type Recycler = YCbCrRecycler;
+    type Params = Subsampling;
+
+    fn recycler(width: u32, height: u32, subsampling: Subsampling) -> YCbCrRecycler {
+        YCbCrRecycler::new(width, height, subsampling)
+    }
 }
 
 mod private {
@@ -33,18 +54,31 @@ mod private {
     impl Sealed for super::YCbCrFrame {}
 }
 
-/// A pooled frame: goes back to its [`FramePool`], zeroed, when dropped.
-pub type PooledFrame<'a, F> = Pooled<'a, F, <F as Frame>::Recycler>;
+/// A pooled frame: goes back to its [`FramePool`] when dropped, zeroed if
+/// it was written (see [`Tracked`]) and the pool's policy is
+/// [`Reset::Zero`].
+pub type PooledFrame<'a, F> = Tracked<'a, F, <F as Frame>::Recycler>;
 
 /// A pool of frames of one shape: [`RgbaPool`](super::RgbaPool) of
 /// [`RgbaImage`]s, [`YCbCrPool`](super::YCbCrPool) of [`YCbCrFrame`]s.
 ///
 /// Rendering, decoding and scaling code that needs a frame per image can
-/// reuse frames instead of allocating megabytes each time (see the
-/// [module docs](super) for what that buys). A frame comes out zeroed and is zeroed again on return, so the
-/// next user cannot see the last user's picture. A frame whose shape was
-/// changed while it was out (through `DerefMut` a user can swap in a frame
-/// of another size) is dropped instead of pooled.
+/// reuse frames instead of allocating megabytes each time. A frame whose
+/// shape was changed while it was out (through `DerefMut` a user can swap
+/// in a frame of another size) is dropped instead of pooled.
+///
+/// # Contents
+///
+/// * [`Reset::Zero`] (the default): a frame comes out zeroed. The guard
+///   marks its frame dirty the first time it hands out `&mut` access, and
+///   a dirty frame is zeroed when it comes back: a frame that was only read
+///   costs nothing, one that was written costs a `memset` of the frame
+///   (about what a fresh zeroed frame costs: the pool then buys a steady
+///   footprint and no allocator traffic rather than speed).
+/// * [`Reset::Keep`]: nothing is zeroed; a frame comes out holding the
+///   picture its last user left, as with Go's `bp`. For code that writes
+///   every pixel it uses (a decoder, a renderer that clears first): the
+///   get and return then cost a few nanoseconds whatever the frame's size.
 ///
 /// Built on [`LocalPool`]: per-thread stashes over a shared overflow,
 /// trimmed by sweeps.
@@ -60,7 +94,7 @@ pub type PooledFrame<'a, F> = Pooled<'a, F, <F as Frame>::Recycler>;
 /// assert_eq!(yuv.get().cb.len(), 160 * 120);
 /// ```
 pub struct FramePool<F: Frame> {
-    pool: LocalPool<F, F::Recycler>,
+    pool: LocalPool<Dirty<F>, Tracker<F::Recycler>>,
     width: u32,
     height: u32,
 }
@@ -70,24 +104,35 @@ impl<F: Frame> FramePool<F> {
     /// frames.
     pub(crate) const fn from_recycler(recycler: F::Recycler, width: u32, height: u32) -> Self {
         Self {
-            pool: LocalPool::new(recycler),
+            pool: LocalPool::new(Tracker {
+                objects: recycler,
+                reset: Reset::Zero,
+            }),
             width,
             height,
         }
     }
 
-    /// As `from_recycler`, with the core knobs.
-    pub(crate) fn with_knobs(recycler: F::Recycler, width: u32, height: u32, knobs: Knobs) -> Self {
+    /// A pool of `width` x `height` frames with these knobs.
+    ///
+    /// # Panics
+    ///
+    /// As the `new` of each kind of frame pool.
+    pub(crate) fn with_knobs(width: u32, height: u32, params: F::Params, knobs: Knobs) -> Self {
+        let tracker = Tracker {
+            objects: F::recycler(width, height, params),
+            reset: knobs.reset,
+        };
         Self {
-            pool: knobs.pool(recycler),
+            pool: knobs.pool(tracker),
             width,
             height,
         }
     }
 
-    /// A zeroed frame, from this thread's stash, the shared overflow, or a
-    /// new allocation. It goes back to the pool, zeroed, when the guard
-    /// drops.
+    /// A frame from this thread's stash, the shared overflow, or a new
+    /// allocation: zeroed under [`Reset::Zero`]. It goes back to the pool
+    /// when the guard drops.
     ///
     /// # Panics
     ///
@@ -106,11 +151,11 @@ impl<F: Frame> FramePool<F> {
     /// ```
     #[inline]
     pub fn get(&self) -> PooledFrame<'_, F> {
-        self.pool.get()
+        Tracked::new(self.pool.get())
     }
 
-    /// Runs `f` on a zeroed frame, which goes back to the pool after `f`
-    /// returns (or is dropped if `f` panics).
+    /// Runs `f` on a frame (as from [`get`](Self::get)), which goes back to
+    /// the pool after `f` returns (or is dropped if `f` panics).
     ///
     /// # Examples
     ///
@@ -126,41 +171,7 @@ impl<F: Frame> FramePool<F> {
     /// ```
     #[inline]
     pub fn with<U>(&self, f: impl FnOnce(&mut F) -> U) -> U {
-        self.pool.with(f)
-    }
-
-    /// One sweep now: frames idle since the previous sweep are dropped (see
-    /// [`LocalPool::sweep`]).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use stashpool::image::RgbaPool;
-    ///
-    /// let pool = RgbaPool::builder(8, 8).manual_sweep().build();
-    /// drop(pool.get());
-    /// pool.sweep();
-    /// pool.sweep();
-    /// assert_eq!(pool.stats().trimmed, 1);
-    /// ```
-    pub fn sweep(&self) {
-        self.pool.sweep()
-    }
-
-    /// Counters since the pool was made (see [`Stats`]); frames dropped
-    /// because their shape changed count as `rejected`.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use stashpool::image::RgbaPool;
-    ///
-    /// let pool = RgbaPool::new(8, 8);
-    /// drop(pool.get());
-    /// assert_eq!(pool.stats().idle, 1);
-    /// ```
-    pub fn stats(&self) -> Stats {
-        self.pool.stats()
+        self.pool.with(|frame| reset::with_dirty(frame, f))
     }
 
     /// The frames' width and height, in pixels.
@@ -177,11 +188,35 @@ impl<F: Frame> FramePool<F> {
         (self.width, self.height)
     }
 
-    /// The recycler that makes and zeroes this pool's frames.
+    /// What the pool does to a returned frame's contents (see the type
+    /// docs).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use stashpool::image::RgbaPool;
+    /// use stashpool::Reset;
+    ///
+    /// let pool = RgbaPool::builder(8, 8).reset(Reset::Keep).build();
+    /// assert_eq!(pool.reset(), Reset::Keep);
+    /// ```
+    pub fn reset(&self) -> Reset {
+        self.pool.recycler().reset
+    }
+
+    /// The recycler that makes and checks this pool's frames.
     pub(crate) fn recycler(&self) -> &F::Recycler {
-        self.pool.recycler()
+        &self.pool.recycler().objects
     }
 }
+
+resource_pool!(
+    [F: Frame] FramePool<F>,
+    |this| std::iter::once(&this.pool as &dyn crate::Pool),
+    "stashpool::image::RgbaPool::new(4, 4)"
+);
+
+impl<F: Frame> Contents for FramePool<F> {}
 
 impl<F: Frame> fmt::Debug for FramePool<F> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -189,6 +224,181 @@ impl<F: Frame> fmt::Debug for FramePool<F> {
             .field("dimensions", &self.dimensions())
             .field("recycler", self.recycler())
             .field("pool", &self.pool)
+            .finish()
+    }
+}
+
+// === impl FramePools ===
+
+/// Frames of any shape, one [`FramePool`] per shape, made on first use (Go
+/// `bp`'s `MultiImageRGBAPool` and `MultiImageYCbCrPool`):
+/// [`RgbaPools`](super::RgbaPools) and [`YCbCrPools`](super::YCbCrPools).
+///
+/// Each shape's pool takes the builder's knobs, the reset policy among
+/// them (see [`FramePool`] for what each policy costs). `sweep`, `clear`
+/// and `stats` act on every shape's pool; `stats` adds them up.
+///
+/// Made for the handful of shapes a program uses: a request finds its
+/// shape's pool by walking the shapes seen so far, without a lock, and a
+/// shape's pool, once made, stays until the `FramePools` is dropped (its
+/// idle frames go with sweeps, as in any pool). A program that sees
+/// thousands of distinct shapes is better served by rounding them up to a
+/// few.
+///
+/// # Examples
+///
+/// ```
+/// use stashpool::image::RgbaPools;
+///
+/// let pools = RgbaPools::new();
+/// for (width, height) in [(640, 480), (320, 240), (640, 480)] {
+///     let frame = pools.get(width, height);
+///     assert_eq!(frame.dimensions(), (width, height));
+/// }
+/// assert_eq!(pools.shapes().count(), 2);
+/// assert_eq!(pools.stats().reused, 1);
+/// ```
+pub struct FramePools<F: Frame> {
+    shapes: Shapes<(u32, u32), FramePool<F>>,
+    params: F::Params,
+    knobs: Knobs,
+}
+
+impl<F: Frame> FramePools<F> {
+    /// Pools with the default knobs.
+    pub(crate) const fn from_params(params: F::Params) -> Self {
+        Self {
+            shapes: Shapes::new(),
+            params,
+            knobs: Knobs::DEFAULT,
+        }
+    }
+
+    pub(crate) fn params(&self) -> F::Params {
+        self.params
+    }
+
+    /// The pool of `width` x `height` frames, made if this is the first
+    /// request for that shape.
+    ///
+    /// # Panics
+    ///
+    /// If `width` or `height` is zero, or a frame would be larger than
+    /// `isize::MAX` bytes.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use stashpool::image::RgbaPools;
+    ///
+    /// let pools = RgbaPools::new();
+    /// assert_eq!(pools.pool(16, 9).dimensions(), (16, 9));
+    /// ```
+    #[inline]
+    pub fn pool(&self, width: u32, height: u32) -> &FramePool<F> {
+        self.shapes.get((width, height), |(width, height)| {
+            FramePool::with_knobs(width, height, self.params, self.knobs)
+        })
+    }
+
+    /// A `width` x `height` frame, from the pool of that shape (see
+    /// [`FramePool::get`]).
+    ///
+    /// # Panics
+    ///
+    /// As [`pool`](Self::pool), or if a new frame cannot be allocated.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use stashpool::image::{Subsampling, YCbCrPools};
+    ///
+    /// let pools = YCbCrPools::new(Subsampling::S420);
+    /// let frame = pools.get(64, 48);
+    /// assert_eq!((frame.y.len(), frame.cb.len()), (64 * 48, 32 * 24));
+    /// ```
+    #[inline]
+    pub fn get(&self, width: u32, height: u32) -> PooledFrame<'_, F> {
+        self.pool(width, height).get()
+    }
+
+    /// Runs `f` on a `width` x `height` frame, which goes back to the pool
+    /// of that shape after `f` returns (see [`FramePool::with`]).
+    ///
+    /// # Panics
+    ///
+    /// As [`get`](Self::get).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use stashpool::image::RgbaPools;
+    ///
+    /// let pools = RgbaPools::new();
+    /// let bytes = pools.with(4, 4, |frame| frame.len());
+    /// assert_eq!(bytes, 4 * 4 * 4);
+    /// ```
+    #[inline]
+    pub fn with<U>(&self, width: u32, height: u32, f: impl FnOnce(&mut F) -> U) -> U {
+        self.pool(width, height).with(f)
+    }
+
+    /// The shapes requested so far, `(width, height)`, oldest first.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use stashpool::image::RgbaPools;
+    ///
+    /// let pools = RgbaPools::new();
+    /// drop(pools.get(2, 2));
+    /// assert_eq!(pools.shapes().collect::<Vec<_>>(), [(2, 2)]);
+    /// ```
+    pub fn shapes(&self) -> impl Iterator<Item = (u32, u32)> + '_ {
+        self.shapes.iter().map(|(shape, _)| shape)
+    }
+
+    /// What the pools do to a returned frame's contents (see
+    /// [`FramePool`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use stashpool::image::RgbaPools;
+    /// use stashpool::Reset;
+    ///
+    /// assert_eq!(RgbaPools::new().reset(), Reset::Zero);
+    /// ```
+    pub fn reset(&self) -> Reset {
+        self.knobs.reset
+    }
+}
+
+resource_pool!(
+    [F: Frame] FramePools<F>,
+    |this| this.shapes.iter().map(|(_, pool)| pool as &dyn crate::Pool),
+    "stashpool::image::RgbaPools::new()"
+);
+
+impl<F: Frame> Contents for FramePools<F> {}
+
+impl<F: Frame> Resource for FramePools<F> {
+    type Params = F::Params;
+
+    fn build(params: F::Params, knobs: Knobs) -> Self {
+        Self {
+            knobs,
+            ..Self::from_params(params)
+        }
+    }
+}
+
+impl<F: Frame> fmt::Debug for FramePools<F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FramePools")
+            .field("params", &self.params)
+            .field("reset", &self.knobs.reset)
+            .field("shapes", &self.shapes)
             .finish()
     }
 }

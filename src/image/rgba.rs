@@ -3,20 +3,25 @@
 use ::image::metadata::Cicp;
 use ::image::RgbaImage;
 
-use super::{frame_len, FramePool, PooledFrame};
+use super::{frame_len, FramePool, FramePools, PooledFrame};
 use crate::fallible;
+use crate::reset::{self, Wipe};
 use crate::resource::sealed::{Knobs, Resource};
 use crate::resource::ResourceBuilder;
 use crate::Recycle;
 
-/// A pooled RGBA frame: goes back to its [`RgbaPool`], zeroed, when dropped.
+/// A pooled RGBA frame: goes back to its [`RgbaPool`] when dropped (see
+/// [`PooledFrame`]).
 pub type PooledRgba<'a> = PooledFrame<'a, RgbaImage>;
 
 /// A pool of [`RgbaImage`] frames of one size (Go's `bp.ImageRGBAPool`):
 /// see [`FramePool`].
 ///
-/// A frame comes out with every pixel zero (transparent black). One whose
-/// size or color space changed while it was out is dropped on return.
+/// Under [`Reset::Zero`](crate::Reset::Zero), the default, a frame comes
+/// out with every pixel zero (transparent black); under
+/// [`Reset::Keep`](crate::Reset::Keep) it holds what its last user left
+/// (see [`FramePool`] for the costs). One whose size or color space
+/// changed while it was out is dropped on return.
 ///
 /// # Examples
 ///
@@ -82,7 +87,72 @@ impl Resource for FramePool<RgbaImage> {
     type Params = (u32, u32);
 
     fn build((width, height): (u32, u32), knobs: Knobs) -> Self {
-        Self::with_knobs(RgbaRecycler::new(width, height), width, height, knobs)
+        Self::with_knobs(width, height, (), knobs)
+    }
+}
+
+/// RGBA frames of any size, one [`RgbaPool`] per size, made on first use
+/// (Go's `bp.MultiImageRGBAPool`): see [`FramePools`].
+///
+/// # Examples
+///
+/// ```
+/// use stashpool::image::RgbaPools;
+///
+/// static FRAMES: RgbaPools = RgbaPools::new();
+///
+/// fn thumbnail(width: u32, height: u32) -> usize {
+///     FRAMES.with(width, height, |frame| {
+///         frame.fill(0xFF);
+///         frame.len() // stands in for encoding it
+///     })
+/// }
+///
+/// assert_eq!(thumbnail(64, 64), 64 * 64 * 4);
+/// assert_eq!(thumbnail(32, 16), 32 * 16 * 4);
+/// assert_eq!(thumbnail(64, 64), 64 * 64 * 4);
+/// assert_eq!(FRAMES.stats().created, 2);
+/// ```
+pub type RgbaPools = FramePools<RgbaImage>;
+
+impl FramePools<RgbaImage> {
+    /// Pools of RGBA frames, one per size, with the default knobs.
+    ///
+    /// `const`, so the pools can be a `static`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use stashpool::image::RgbaPools;
+    ///
+    /// let pools = RgbaPools::new();
+    /// assert_eq!(pools.get(3, 2).dimensions(), (3, 2));
+    /// ```
+    pub const fn new() -> Self {
+        Self::from_params(())
+    }
+
+    /// A builder, to set the core knobs and the reset policy (they apply
+    /// to every size's pool).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use stashpool::image::RgbaPools;
+    /// use stashpool::Reset;
+    ///
+    /// let pools = RgbaPools::builder().reset(Reset::Keep).max_idle(2).build();
+    /// pools.with(2, 2, |frame| frame.fill(7));
+    /// assert!(pools.get(2, 2).iter().all(|&b| b == 7)); // kept
+    /// ```
+    pub fn builder() -> ResourceBuilder<Self> {
+        ResourceBuilder::new(())
+    }
+}
+
+impl Default for FramePools<RgbaImage> {
+    fn default() -> Self {
+        Self::new()
     }
 }
 
@@ -133,23 +203,32 @@ impl RgbaRecycler {
 
 impl Recycle<RgbaImage> for RgbaRecycler {
     fn create(&self) -> RgbaImage {
+        Wipe::create(self)
+    }
+
+    fn recycle(&self, frame: &mut RgbaImage) -> bool {
+        reset::wipe_if_fits(self, frame)
+    }
+}
+
+impl Wipe<RgbaImage> for RgbaRecycler {
+    fn create(&self) -> RgbaImage {
         RgbaImage::from_raw(self.width, self.height, fallible::zeroed(self.len))
             .expect("stashpool: a frame buffer of width * height * 4 bytes fits its image")
     }
 
-    fn recycle(&self, frame: &mut RgbaImage) -> bool {
+    fn fits(&self, frame: &mut RgbaImage) -> bool {
         // A frame swapped in through `DerefMut` may differ in any way the
         // safe API allows; keep only those that still match a new frame.
-        if frame.dimensions() != (self.width, self.height)
-            || frame.as_raw().len() != self.len
-            || frame.color_space() != Cicp::SRGB
-        {
-            return false;
-        }
-        // `Deref` reaches the whole buffer (checked above), so this clears
-        // every byte the next user could read.
+        frame.dimensions() == (self.width, self.height)
+            && frame.as_raw().len() == self.len
+            && frame.color_space() == Cicp::SRGB
+    }
+
+    fn wipe(&self, frame: &mut RgbaImage) {
+        // `Deref` reaches the whole buffer (`fits` checked its length), so
+        // this clears every byte the next user could read.
         let bytes: &mut [u8] = frame;
         bytes.fill(0);
-        true
     }
 }

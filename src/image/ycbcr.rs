@@ -2,8 +2,9 @@
 
 use std::fmt;
 
-use super::{frame_len, FramePool, PooledFrame};
+use super::{frame_len, FramePool, FramePools, PooledFrame};
 use crate::fallible;
+use crate::reset::{self, Wipe};
 use crate::resource::sealed::{Knobs, Resource};
 use crate::resource::ResourceBuilder;
 use crate::Recycle;
@@ -239,16 +240,18 @@ impl Shape {
 
 // === impl YCbCrPool ===
 
-/// A pooled Y'CbCr frame: goes back to its [`YCbCrPool`], zeroed, when
-/// dropped.
+/// A pooled Y'CbCr frame: goes back to its [`YCbCrPool`] when dropped (see
+/// [`PooledFrame`]).
 pub type PooledYCbCr<'a> = PooledFrame<'a, YCbCrFrame>;
 
 /// A pool of planar [`YCbCrFrame`]s of one size and subsampling (Go's
 /// `bp.ImageYCbCrPool`), for video and JPEG pipelines: see [`FramePool`].
 ///
-/// A frame comes out zeroed; on return it is zeroed again and its strides
-/// are restored. One whose planes were replaced by planes of another
-/// length is dropped.
+/// Under [`Reset::Zero`](crate::Reset::Zero), the default, a frame comes
+/// out zeroed; under [`Reset::Keep`](crate::Reset::Keep) it holds what its
+/// last user left (see [`FramePool`] for the costs). Either way its strides
+/// are restored on return, and one whose planes were replaced by planes of
+/// another length is dropped.
 ///
 /// # Examples
 ///
@@ -333,8 +336,72 @@ impl Resource for FramePool<YCbCrFrame> {
     type Params = (u32, u32, Subsampling);
 
     fn build((width, height, subsampling): (u32, u32, Subsampling), knobs: Knobs) -> Self {
-        let recycler = YCbCrRecycler::new(width, height, subsampling);
-        Self::with_knobs(recycler, width, height, knobs)
+        Self::with_knobs(width, height, subsampling, knobs)
+    }
+}
+
+/// Planar Y'CbCr frames of any size with one subsampling, one
+/// [`YCbCrPool`] per size, made on first use (Go's
+/// `bp.MultiImageYCbCrPool`): see [`FramePools`].
+///
+/// # Examples
+///
+/// ```
+/// use stashpool::image::{Subsampling, YCbCrPools};
+///
+/// static FRAMES: YCbCrPools = YCbCrPools::new(Subsampling::S420);
+///
+/// for (width, height) in [(320, 240), (640, 480), (320, 240)] {
+///     FRAMES.with(width, height, |frame| frame.y.fill(16));
+/// }
+/// assert_eq!(FRAMES.stats().created, 2);
+/// ```
+pub type YCbCrPools = FramePools<YCbCrFrame>;
+
+impl FramePools<YCbCrFrame> {
+    /// Pools of frames with `subsampling`, one per size, with the default
+    /// knobs.
+    ///
+    /// `const`, so the pools can be a `static`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use stashpool::image::{Subsampling, YCbCrPools};
+    ///
+    /// let pools = YCbCrPools::new(Subsampling::S444);
+    /// assert_eq!(pools.get(4, 4).cr.len(), 16);
+    /// ```
+    pub const fn new(subsampling: Subsampling) -> Self {
+        Self::from_params(subsampling)
+    }
+
+    /// A builder, to set the core knobs and the reset policy (they apply
+    /// to every size's pool).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use stashpool::image::{Subsampling, YCbCrPools};
+    ///
+    /// let pools = YCbCrPools::builder(Subsampling::S422).local_capacity(2).build();
+    /// assert_eq!(pools.get(4, 2).cb.len(), 4);
+    /// ```
+    pub fn builder(subsampling: Subsampling) -> ResourceBuilder<Self> {
+        ResourceBuilder::new(subsampling)
+    }
+
+    /// The frames' chroma subsampling.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use stashpool::image::{Subsampling, YCbCrPools};
+    ///
+    /// assert_eq!(YCbCrPools::new(Subsampling::S420).subsampling(), Subsampling::S420);
+    /// ```
+    pub fn subsampling(&self) -> Subsampling {
+        self.params()
     }
 }
 
@@ -387,22 +454,32 @@ impl Recycle<YCbCrFrame> for YCbCrRecycler {
     }
 
     fn recycle(&self, frame: &mut YCbCrFrame) -> bool {
+        reset::wipe_if_fits(self, frame)
+    }
+}
+
+impl Wipe<YCbCrFrame> for YCbCrRecycler {
+    fn create(&self) -> YCbCrFrame {
+        self.shape.frame()
+    }
+
+    fn fits(&self, frame: &mut YCbCrFrame) -> bool {
         let shape = &self.shape;
         // The planes are public fields, and the whole frame can be replaced
         // through the guard: keep only a frame of this pool's shape.
-        if (frame.width, frame.height, frame.subsampling)
-            != (shape.width, shape.height, shape.subsampling)
-            || frame.y.len() != shape.y_len
-            || frame.cb.len() != shape.c_len
-            || frame.cr.len() != shape.c_len
-        {
-            return false;
-        }
+        let fits = (frame.width, frame.height, frame.subsampling)
+            == (shape.width, shape.height, shape.subsampling)
+            && frame.y.len() == shape.y_len
+            && frame.cb.len() == shape.c_len
+            && frame.cr.len() == shape.c_len;
+        frame.y_stride = shape.width as usize;
+        frame.c_stride = shape.c_stride;
+        fits
+    }
+
+    fn wipe(&self, frame: &mut YCbCrFrame) {
         frame.y.fill(0);
         frame.cb.fill(0);
         frame.cr.fill(0);
-        frame.y_stride = shape.width as usize;
-        frame.c_stride = shape.c_stride;
-        true
     }
 }

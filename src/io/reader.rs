@@ -4,9 +4,9 @@ use std::fmt;
 use std::io::{self, BufRead, Read};
 
 use super::scratch::{Scratch, ScratchPool};
-use crate::resource::sealed::{Knobs, Resource};
-use crate::resource::ResourceBuilder;
-use crate::Stats;
+use crate::resource::sealed::{Contents, Knobs, Resource};
+use crate::resource::{resource_pool, ResourceBuilder};
+use crate::Reset;
 
 const BAD_SIZE: &str =
     "stashpool: a BufReaderPool buffer size must be non-zero and at most isize::MAX";
@@ -20,12 +20,22 @@ const BAD_SIZE: &str =
 /// buffer comes from the pool and goes back when the reader is dropped or
 /// unwrapped.
 ///
-/// A buffer that was read into is zeroed before it is pooled again, so one
-/// stream's bytes are never visible to the next stream's reader. For an
-/// 8 KiB buffer that `memset` costs about what the `malloc` and `free` it
-/// replaces do (std's `BufReader` zeroes its fresh buffer too, for readers
-/// without a `read_buf` of their own), so the pool steadies memory use more
-/// than it speeds up reading.
+/// # Contents
+///
+/// The buffer is handed to the inner reader, which may read it:
+///
+/// * [`Reset::Zero`] (the default): the bytes handed to the inner reader
+///   are zeroed when the buffer comes back, so one stream's bytes are never
+///   visible to the next stream's reader. The inner reader is first handed
+///   1 KiB of the buffer, twice as much each time it fills what it was
+///   handed, up to the whole buffer: a short stream costs a `memset` of
+///   1 KiB, a long one of the buffer (std's `BufReader` zeroes its fresh
+///   buffer too, for readers without a `read_buf` of their own), and a
+///   reader never read from costs nothing.
+/// * [`Reset::Keep`]: nothing is zeroed; the inner reader may see bytes of
+///   an earlier stream in the buffer it is handed (as with Go's `bp`).
+///   What this reader returns to its own caller is only ever what its
+///   inner reader wrote.
 ///
 /// # Examples
 ///
@@ -111,37 +121,18 @@ impl BufReaderPool {
         }
     }
 
-    /// One sweep now: buffers idle since the previous sweep are dropped
-    /// (see [`LocalPool::sweep`](crate::LocalPool::sweep)).
+    /// What the pool does to a buffer's contents (see the type docs).
     ///
     /// # Examples
     ///
     /// ```
     /// use stashpool::io::BufReaderPool;
+    /// use stashpool::Reset;
     ///
-    /// let pool = BufReaderPool::builder(1024).manual_sweep().build();
-    /// drop(pool.reader(std::io::empty()));
-    /// pool.sweep();
-    /// pool.sweep();
-    /// assert_eq!(pool.stats().idle, 0);
+    /// assert_eq!(BufReaderPool::new(1024).reset(), Reset::Zero);
     /// ```
-    pub fn sweep(&self) {
-        self.bufs.sweep()
-    }
-
-    /// Counters of the pooled buffers (see [`Stats`]).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use stashpool::io::BufReaderPool;
-    ///
-    /// let pool = BufReaderPool::new(1024);
-    /// drop(pool.reader(std::io::empty()));
-    /// assert_eq!(pool.stats().idle, 1);
-    /// ```
-    pub fn stats(&self) -> Stats {
-        self.bufs.stats()
+    pub fn reset(&self) -> Reset {
+        self.bufs.reset()
     }
 
     /// The size of each reader's buffer, in bytes.
@@ -157,6 +148,14 @@ impl BufReaderPool {
         self.bufs.len()
     }
 }
+
+resource_pool!(
+    [] BufReaderPool,
+    |this| std::iter::once(this.bufs.pool()),
+    "stashpool::io::BufReaderPool::new(1024)"
+);
+
+impl Contents for BufReaderPool {}
 
 impl fmt::Debug for BufReaderPool {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -183,8 +182,9 @@ impl Resource for BufReaderPool {
 /// A buffered reader whose buffer goes back to its [`BufReaderPool`] when
 /// the reader is dropped or unwrapped.
 ///
-/// Behaves as [`std::io::BufReader`]: reads from `inner` in chunks of the
-/// buffer's size, and passes large reads on an empty buffer straight
+/// Behaves as [`std::io::BufReader`]: reads from `inner` in chunks of up
+/// to the buffer's size (smaller at first under [`Reset::Zero`], see
+/// [`BufReaderPool`]), and passes large reads on an empty buffer straight
 /// through.
 ///
 /// # Examples
@@ -312,7 +312,7 @@ impl<R: Read> Read for PooledBufReader<'_, R> {
 impl<R: Read> BufRead for PooledBufReader<'_, R> {
     fn fill_buf(&mut self) -> io::Result<&[u8]> {
         if self.pos == self.filled {
-            let buf = self.buf.lend();
+            let buf = self.buf.lend_window();
             let n = self.inner.read(buf)?;
             if n > buf.len() {
                 return Err(io::Error::new(
@@ -320,6 +320,7 @@ impl<R: Read> BufRead for PooledBufReader<'_, R> {
                     "reader returned more bytes than the buffer holds",
                 ));
             }
+            self.buf.filled(n);
             self.pos = 0;
             self.filled = n;
         }

@@ -1,19 +1,20 @@
-//! Fixed-size zeroed buffers lent to `Read` implementations.
+//! Fixed-size buffers lent to `Read` implementations.
 //!
 //! `Read::read` takes `&mut [u8]`, which must be initialised, and any safe
 //! `Read` may look at the bytes it is given before overwriting them, or
-//! write past the count it returns. So a buffer lent to one user's reader
-//! must not still hold what another user's reader put there. Each
-//! [`Scratch`] remembers whether it was lent out and, if it was, zeroes the
-//! whole buffer before it goes back: cheaper than a fresh zeroed allocation
-//! (a `memset` over memory already in cache, no allocator call, no page
-//! faults), and free for a use that never needed the buffer.
+//! write past the count it returns. So under [`Reset::Zero`] a buffer lent
+//! to one user's reader must not still hold what another user's reader put
+//! there. Each [`Scratch`] keeps a high-water mark of the bytes it handed
+//! to readers and, on return, zeroes those and no more: a use that lent a
+//! few hundred bytes of a 64 KiB buffer pays for a few hundred. Under
+//! [`Reset::Keep`] nothing is zeroed, and a reader may see bytes an earlier
+//! user's reader left.
 
 use std::fmt;
 use std::ops::Deref;
 
 use crate::resource::sealed::Knobs;
-use crate::{fallible, LocalPool, Pooled, Recycle, Stats};
+use crate::{fallible, LocalPool, Pooled, Recycle, Reset};
 
 /// Makes zeroed buffers of one length.
 #[derive(Clone, Copy, Debug)]
@@ -30,9 +31,14 @@ impl Recycle<Box<[u8]>> for Zeroed {
     // its length cannot change: nothing to do.
 }
 
-/// A pool of zeroed buffers of `len` bytes.
+/// The most a [`Scratch`] lends at first under [`Reset::Zero`]: a short
+/// stream then costs a `memset` of this much rather than of the buffer.
+const FIRST_WINDOW: usize = 1024;
+
+/// A pool of buffers of `len` bytes.
 pub(crate) struct ScratchPool {
     pool: LocalPool<Box<[u8]>, Zeroed>,
+    reset: Reset,
 }
 
 impl ScratchPool {
@@ -43,22 +49,31 @@ impl ScratchPool {
         fallible::check_len(len, message);
         Self {
             pool: LocalPool::new(Zeroed { len }),
+            reset: Reset::Zero,
         }
     }
 
-    /// As `new`, with the core knobs.
+    /// As `new`, with the core knobs and the reset policy.
     pub(crate) fn with_knobs(len: usize, message: &str, knobs: Knobs) -> Self {
         fallible::check_len(len, message);
         Self {
             pool: knobs.pool(Zeroed { len }),
+            reset: knobs.reset,
         }
     }
 
     #[inline]
     pub(crate) fn get(&self) -> Scratch<'_> {
+        let buf = self.pool.get();
+        let window = match self.reset {
+            Reset::Keep => buf.len(),
+            _ => FIRST_WINDOW.min(buf.len()),
+        };
         Scratch {
-            buf: self.pool.get(),
-            lent: false,
+            buf,
+            lent: 0,
+            window,
+            reset: self.reset,
         }
     }
 
@@ -66,35 +81,68 @@ impl ScratchPool {
         self.pool.recycler().len
     }
 
-    pub(crate) fn sweep(&self) {
-        self.pool.sweep()
+    pub(crate) fn reset(&self) -> Reset {
+        self.reset
     }
 
-    pub(crate) fn stats(&self) -> Stats {
-        self.pool.stats()
+    pub(crate) fn pool(&self) -> &dyn crate::Pool {
+        &self.pool
     }
 }
 
 impl fmt::Debug for ScratchPool {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(&self.pool, f)
+        f.debug_struct("ScratchPool")
+            .field("reset", &self.reset)
+            .field("pool", &self.pool)
+            .finish()
     }
 }
 
-/// A zeroed buffer from a [`ScratchPool`], zeroed again on return if it was
-/// lent out.
+/// A buffer from a [`ScratchPool`]; what it lent is zeroed on return under
+/// [`Reset::Zero`].
 pub(crate) struct Scratch<'a> {
     buf: Pooled<'a, Box<[u8]>, Zeroed>,
-    /// Whether `lend` handed the buffer out since it left the pool.
-    lent: bool,
+    /// How many leading bytes `lend` handed out since the buffer left the
+    /// pool: the most a reader could have written.
+    lent: usize,
+    /// What [`lend_window`](Scratch::lend_window) lends next.
+    window: usize,
+    reset: Reset,
 }
 
 impl Scratch<'_> {
-    /// The whole buffer, to pass to a reader; it will be zeroed on return.
+    /// The first `n` bytes (at most the whole buffer), to pass to a
+    /// reader; under [`Reset::Zero`] they are zeroed on return.
     #[inline]
-    pub(crate) fn lend(&mut self) -> &mut [u8] {
-        self.lent = true;
-        &mut self.buf
+    pub(crate) fn lend(&mut self, n: usize) -> &mut [u8] {
+        let n = n.min(self.buf.len());
+        self.lent = self.lent.max(n);
+        &mut self.buf[..n]
+    }
+
+    /// The whole buffer, to pass to a reader.
+    #[inline]
+    pub(crate) fn lend_all(&mut self) -> &mut [u8] {
+        self.lend(usize::MAX)
+    }
+
+    /// The front of the buffer, to pass to a reader that fills buffers
+    /// as they come: under [`Reset::Zero`] a window that starts small and
+    /// doubles each time a reader fills it (see [`filled`](Self::filled)),
+    /// so a short stream is never handed, and never costs zeroing, the
+    /// whole buffer; under [`Reset::Keep`] the whole buffer.
+    #[inline]
+    pub(crate) fn lend_window(&mut self) -> &mut [u8] {
+        self.lend(self.window)
+    }
+
+    /// Records that a reader put `n` bytes in the window it was lent.
+    #[inline]
+    pub(crate) fn filled(&mut self, n: usize) {
+        if n >= self.window {
+            self.window = (2 * self.window).min(self.buf.len());
+        }
     }
 }
 
@@ -109,8 +157,8 @@ impl Deref for Scratch<'_> {
 
 impl Drop for Scratch<'_> {
     fn drop(&mut self) {
-        if self.lent {
-            self.buf.fill(0);
+        if self.reset == Reset::Zero {
+            self.buf[..self.lent].fill(0);
         }
     }
 }
@@ -118,21 +166,66 @@ impl Drop for Scratch<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Stats;
 
     #[test]
-    fn lent_buffers_come_back_zeroed() {
+    fn lent_bytes_come_back_zeroed_and_only_those() {
         let pool = ScratchPool::new(64, "bad length");
         let mut buf = pool.get();
-        buf.lend().fill(0xEE);
+        buf.lend(16).fill(0xEE);
+        drop(buf);
+        let mut buf = pool.get();
+        assert_eq!(pool.stats_for_test().reused, 1);
+        assert!(buf.iter().all(|&b| b == 0));
+        // Bytes past what was lent are never handed out, so never zeroed:
+        // write them behind the lend's back to see that.
+        buf.lend_all()[32..].fill(0xAA);
+        buf.lent = 16;
         drop(buf);
         let buf = pool.get();
-        assert_eq!(pool.stats().reused, 1);
-        assert!(buf.iter().all(|&b| b == 0));
+        assert!(buf[..16].iter().all(|&b| b == 0));
+        assert!(buf[32..].iter().all(|&b| b == 0xAA));
+    }
+
+    #[test]
+    fn the_window_grows_while_readers_fill_it() {
+        let pool = ScratchPool::new(4 * FIRST_WINDOW, "bad length");
+        let mut buf = pool.get();
+        assert_eq!(buf.lend_window().len(), FIRST_WINDOW);
+        buf.filled(FIRST_WINDOW - 1);
+        assert_eq!(buf.lend_window().len(), FIRST_WINDOW, "not filled: stays");
+        buf.filled(FIRST_WINDOW);
+        assert_eq!(buf.lend_window().len(), 2 * FIRST_WINDOW);
+        buf.filled(2 * FIRST_WINDOW);
+        buf.filled(4 * FIRST_WINDOW);
+        assert_eq!(
+            buf.lend_window().len(),
+            4 * FIRST_WINDOW,
+            "at most the buffer"
+        );
+        assert_eq!(buf.lent, 4 * FIRST_WINDOW);
+    }
+
+    #[test]
+    fn keep_leaves_what_was_lent() {
+        let knobs = Knobs {
+            reset: Reset::Keep,
+            ..Knobs::default()
+        };
+        let pool = ScratchPool::with_knobs(8, "bad length", knobs);
+        pool.get().lend_all().fill(3);
+        assert!(pool.get().iter().all(|&b| b == 3));
     }
 
     #[test]
     #[should_panic(expected = "bad length")]
     fn zero_length_is_refused() {
         let _ = ScratchPool::new(0, "bad length");
+    }
+
+    impl ScratchPool {
+        fn stats_for_test(&self) -> Stats {
+            self.pool.stats()
+        }
     }
 }

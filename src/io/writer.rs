@@ -6,8 +6,7 @@ use std::io::{self, Write};
 use crate::bytes::{BufferPool, BufferRecycler, BytePool, PooledBuffer};
 use crate::fallible;
 use crate::resource::sealed::{Knobs, Resource};
-use crate::resource::ResourceBuilder;
-use crate::Stats;
+use crate::resource::{resource_pool, ResourceBuilder};
 
 const BAD_SIZE: &str =
     "stashpool: a BufWriterPool buffer size must be non-zero and at most isize::MAX";
@@ -117,39 +116,6 @@ impl BufWriterPool {
         }
     }
 
-    /// One sweep now: buffers idle since the previous sweep are dropped
-    /// (see [`LocalPool::sweep`](crate::LocalPool::sweep)).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use stashpool::io::BufWriterPool;
-    ///
-    /// let pool = BufWriterPool::builder(1024).manual_sweep().build();
-    /// drop(pool.writer(std::io::sink()));
-    /// pool.sweep();
-    /// pool.sweep();
-    /// assert_eq!(pool.stats().idle, 0);
-    /// ```
-    pub fn sweep(&self) {
-        self.bufs.sweep()
-    }
-
-    /// Counters of the pooled buffers (see [`Stats`]).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use stashpool::io::BufWriterPool;
-    ///
-    /// let pool = BufWriterPool::new(1024);
-    /// drop(pool.writer(std::io::sink()));
-    /// assert_eq!(pool.stats().idle, 1);
-    /// ```
-    pub fn stats(&self) -> Stats {
-        self.bufs.stats()
-    }
-
     /// The size of each writer's buffer, in bytes.
     ///
     /// # Examples
@@ -163,6 +129,12 @@ impl BufWriterPool {
         self.bufs.capacity()
     }
 }
+
+resource_pool!(
+    [] BufWriterPool,
+    |this| std::iter::once(&this.bufs as &dyn crate::Pool),
+    "stashpool::io::BufWriterPool::new(1024)"
+);
 
 impl fmt::Debug for BufWriterPool {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

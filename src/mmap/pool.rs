@@ -1,58 +1,36 @@
-//! Pools of anonymous memory maps (feature `mmap`): large buffers kept off
-//! the heap (Go's `bp.MmapBytePool`).
-//!
-//! Large buffers in their own anonymous maps stay out of the heap, where
-//! they would fragment it and keep it from shrinking. But a map made per
-//! use costs an `mmap`, a page fault for every page touched, and an
-//! `munmap`. An [`MmapPool`] keeps maps for reuse: the pages stay mapped
-//! while the pool keeps the map, and a sweep unmaps maps that went idle,
-//! handing the memory back to the kernel.
-//!
-//! A returned map is zeroed before it is pooled again, so nothing one user
-//! wrote can be read by the next. The zeroing is a plain write, which keeps
-//! the pages resident. `madvise(MADV_DONTNEED)` would zero the map by
-//! dropping its pages instead, but every page the next user touches then
-//! faults again, so a reused map would cost about what a fresh map costs:
-//! writing zeros into resident pages is much cheaper than a page fault per
-//! page.
-//!
-//! # Examples
-//!
-//! ```
-//! use stashpool::mmap::MmapPool;
-//!
-//! static CHUNKS: MmapPool = MmapPool::new(1 << 20);
-//!
-//! fn checksum(fill: u8) -> u64 {
-//!     let mut chunk = CHUNKS.get();
-//!     chunk.fill(fill); // stands in for reading a file chunk into it
-//!     chunk.iter().map(|&b| b as u64).sum()
-//! }
-//!
-//! assert_eq!(checksum(1), 1 << 20);
-//! assert_eq!(checksum(2), 2 << 20);
-//! assert_eq!(CHUNKS.stats().created, 1);
-//! ```
+//! `MmapPool`: anonymous maps of one length.
 
 use std::fmt;
 
 use memmap2::MmapMut;
 
 use crate::fallible;
-use crate::resource::sealed::{Knobs, Resource};
-use crate::resource::ResourceBuilder;
-use crate::{LocalPool, Pooled, Recycle, Stats};
+use crate::reset::{self, Dirty, Tracked, Tracker, Wipe};
+use crate::resource::sealed::{Contents, Knobs, Resource};
+use crate::resource::{resource_pool, ResourceBuilder};
+use crate::{LocalPool, Recycle, Reset};
 
 const BAD_LEN: &str = "stashpool: an MmapPool map length must be non-zero and at most isize::MAX";
 
-/// A pooled map: goes back to its [`MmapPool`], zeroed, when dropped.
-pub type PooledMmap<'a> = Pooled<'a, MmapMut, MmapRecycler>;
+/// A pooled map: goes back to its [`MmapPool`] when dropped, zeroed if it
+/// was written (see [`Tracked`]) and the pool's policy is [`Reset::Zero`].
+pub type PooledMmap<'a> = Tracked<'a, MmapMut, MmapRecycler>;
 
 /// A pool of anonymous memory maps of one length.
 ///
-/// [`get`](Self::get) hands out a zeroed [`MmapMut`] (it dereferences to
-/// `[u8]`); the map goes back to the pool, zeroed, when the guard drops.
-/// Sweeps unmap maps that stayed idle, as for any [`LocalPool`].
+/// [`get`](Self::get) hands out an [`MmapMut`] (it dereferences to
+/// `[u8]`); the map goes back to the pool when the guard drops. Sweeps
+/// unmap maps that stayed idle, as for any [`LocalPool`].
+///
+/// # Contents
+///
+/// * [`Reset::Zero`] (the default): a map comes out zeroed. The guard
+///   marks its map dirty the first time it hands out `&mut` access, and a
+///   dirty map is zeroed when it comes back (a `memset` of the map, on
+///   pages that stay resident); a map that was only read costs nothing.
+/// * [`Reset::Keep`]: nothing is zeroed; a map comes out holding what its
+///   last user left, as with Go's `bp`. For code that overwrites what it
+///   reads.
 ///
 /// A map swapped into a guard through `DerefMut` is pooled in place of the
 /// original if it has the pool's length, and zeroed like any other, so put
@@ -71,7 +49,7 @@ pub type PooledMmap<'a> = Pooled<'a, MmapMut, MmapRecycler>;
 /// assert!(pool.get().iter().all(|&b| b == 0)); // same map, zeroed
 /// ```
 pub struct MmapPool {
-    pool: LocalPool<MmapMut, MmapRecycler>,
+    pool: LocalPool<Dirty<MmapMut>, Tracker<MmapRecycler>>,
 }
 
 impl MmapPool {
@@ -93,7 +71,10 @@ impl MmapPool {
     /// ```
     pub const fn new(len: usize) -> Self {
         Self {
-            pool: LocalPool::new(MmapRecycler::new(len)),
+            pool: LocalPool::new(Tracker {
+                objects: MmapRecycler::new(len),
+                reset: Reset::Zero,
+            }),
         }
     }
 
@@ -111,8 +92,9 @@ impl MmapPool {
         ResourceBuilder::new(len)
     }
 
-    /// A zeroed map, from this thread's stash, the shared overflow, or a
-    /// new `mmap`. It goes back to the pool, zeroed, when the guard drops.
+    /// A map from this thread's stash, the shared overflow, or a new
+    /// `mmap`: zeroed under [`Reset::Zero`]. It goes back to the pool when
+    /// the guard drops.
     ///
     /// # Panics
     ///
@@ -131,10 +113,10 @@ impl MmapPool {
     /// ```
     #[inline]
     pub fn get(&self) -> PooledMmap<'_> {
-        self.pool.get()
+        Tracked::new(self.pool.get())
     }
 
-    /// Runs `f` on a zeroed map, which goes back to the pool after `f`
+    /// Runs `f` on a map (as from [`get`](Self::get)), which goes back to the pool after `f`
     /// returns (or is unmapped if `f` panics).
     ///
     /// # Examples
@@ -151,40 +133,7 @@ impl MmapPool {
     /// ```
     #[inline]
     pub fn with<U>(&self, f: impl FnOnce(&mut MmapMut) -> U) -> U {
-        self.pool.with(f)
-    }
-
-    /// One sweep now: maps idle since the previous sweep are unmapped (see
-    /// [`LocalPool::sweep`]).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use stashpool::mmap::MmapPool;
-    ///
-    /// let pool = MmapPool::builder(4096).manual_sweep().build();
-    /// drop(pool.get());
-    /// pool.sweep();
-    /// pool.sweep();
-    /// assert_eq!(pool.stats().trimmed, 1);
-    /// ```
-    pub fn sweep(&self) {
-        self.pool.sweep()
-    }
-
-    /// Counters since the pool was made (see [`Stats`]).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use stashpool::mmap::MmapPool;
-    ///
-    /// let pool = MmapPool::new(4096);
-    /// drop(pool.get());
-    /// assert_eq!(pool.stats().idle, 1);
-    /// ```
-    pub fn stats(&self) -> Stats {
-        self.pool.stats()
+        self.pool.with(|map| reset::with_dirty(map, f))
     }
 
     /// The length of each map, in bytes.
@@ -198,9 +147,32 @@ impl MmapPool {
     /// ```
     #[allow(clippy::len_without_is_empty)] // never empty: `new` refuses zero
     pub fn len(&self) -> usize {
-        self.pool.recycler().len
+        self.pool.recycler().objects.len
+    }
+
+    /// What the pool does to a returned map's contents (see the type docs).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use stashpool::mmap::MmapPool;
+    /// use stashpool::Reset;
+    ///
+    /// let pool = MmapPool::builder(4096).reset(Reset::Keep).build();
+    /// assert_eq!(pool.reset(), Reset::Keep);
+    /// ```
+    pub fn reset(&self) -> Reset {
+        self.pool.recycler().reset
     }
 }
+
+resource_pool!(
+    [] MmapPool,
+    |this| std::iter::once(&this.pool as &dyn crate::Pool),
+    "stashpool::mmap::MmapPool::new(4096)"
+);
+
+impl Contents for MmapPool {}
 
 impl fmt::Debug for MmapPool {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -217,7 +189,10 @@ impl Resource for MmapPool {
 
     fn build(len: usize, knobs: Knobs) -> Self {
         Self {
-            pool: knobs.pool(MmapRecycler::new(len)),
+            pool: knobs.pool(Tracker {
+                objects: MmapRecycler::new(len),
+                reset: knobs.reset,
+            }),
         }
     }
 }
@@ -266,20 +241,36 @@ impl MmapRecycler {
 
 impl Recycle<MmapMut> for MmapRecycler {
     fn create(&self) -> MmapMut {
-        MmapMut::map_anon(self.len).unwrap_or_else(|err| {
-            panic!(
-                "stashpool: cannot map {} bytes of anonymous memory: {err}",
-                self.len
-            )
-        })
+        Wipe::create(self)
     }
 
     fn recycle(&self, map: &mut MmapMut) -> bool {
-        if map.len() != self.len {
-            return false;
-        }
+        reset::wipe_if_fits(self, map)
+    }
+}
+
+impl Wipe<MmapMut> for MmapRecycler {
+    fn create(&self) -> MmapMut {
+        map_anon(self.len)
+    }
+
+    fn fits(&self, map: &mut MmapMut) -> bool {
+        map.len() == self.len
+    }
+
+    fn wipe(&self, map: &mut MmapMut) {
         // A plain write, not `madvise(MADV_DONTNEED)`: see the module docs.
         map.fill(0);
-        true
     }
+}
+
+/// A new anonymous map of `len` bytes.
+///
+/// # Panics
+///
+/// If the kernel refuses it.
+pub(super) fn map_anon(len: usize) -> MmapMut {
+    MmapMut::map_anon(len).unwrap_or_else(|err| {
+        panic!("stashpool: cannot map {len} bytes of anonymous memory: {err}")
+    })
 }
