@@ -43,11 +43,11 @@
 //! assert_eq!(THUMBS.stats().created, 1);
 //! ```
 
-mod pool;
+mod frame_pool;
 mod rgba;
 mod ycbcr;
 
-pub use pool::{Frame, FramePool, FramePools, PooledFrame};
+pub use frame_pool::{Frame, FramePool, FramePools, PooledFrame};
 pub use rgba::{PooledRgba, RgbaPool, RgbaPools, RgbaRecycler};
 pub use ycbcr::{PooledYCbCr, Subsampling, YCbCrFrame, YCbCrPool, YCbCrPools, YCbCrRecycler};
 

@@ -36,8 +36,8 @@
 //! assert_eq!(CHUNKS.stats().created, 1);
 //! ```
 
-mod class;
-mod pool;
+mod class_pool;
+mod mmap_pool;
 
-pub use class::{MmapClassPool, SizedMmap};
-pub use pool::{MmapPool, MmapRecycler, PooledMmap};
+pub use class_pool::{MmapClassPool, SizedMmap};
+pub use mmap_pool::{MmapPool, MmapRecycler, PooledMmap};

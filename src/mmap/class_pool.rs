@@ -5,7 +5,7 @@ use std::fmt;
 
 use memmap2::MmapMut;
 
-use super::pool::{map_anon, MmapPool, PooledMmap};
+use super::mmap_pool::{map_anon, MmapPool, PooledMmap};
 use crate::classes::{SizeClasses, SizedGuard};
 use crate::resource::sealed::{Contents, Knobs, Resource};
 use crate::resource::{resource_pool, ResourceBuilder};
