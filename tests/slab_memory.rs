@@ -4,35 +4,17 @@
 //! allocated, which another test running beside it would disturb.
 #![cfg(feature = "bytes")]
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
+mod common;
 
+use common::alloc::{heap, Counting};
 use stashpool::slab::SlabPool;
-
-struct Counting;
-
-static LIVE: AtomicUsize = AtomicUsize::new(0);
-
-// SAFETY: forwards to the system allocator, only counting bytes.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        LIVE.fetch_add(layout.size(), Ordering::Relaxed);
-        // SAFETY: forwarded from our caller.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
-        // SAFETY: forwarded from our caller.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
 
 #[global_allocator]
 static GLOBAL: Counting = Counting;
 
+/// Heap bytes live now.
 fn live() -> usize {
-    LIVE.load(Ordering::Relaxed)
+    heap().max(0) as usize
 }
 
 #[test]
