@@ -14,7 +14,7 @@
 //! the run (the least disturbed by other work on the machine).
 
 use std::hint::black_box;
-use std::io::{self, BufRead, BufReader, BufWriter, Cursor, Read, Write};
+use std::io::{self, BufRead, BufReader, BufWriter, Cursor, Read, Seek, SeekFrom, Write};
 use std::time::Duration;
 
 use bytes::{BufMut, BytesMut};
@@ -228,6 +228,30 @@ fn io(g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>) {
     g.bench_function("copy_opaque_1M/io_copy", |b| {
         b.iter(|| black_box(io::copy(&mut Opaque(&body), &mut Discard).unwrap()))
     });
+
+    // A reader whose every call costs something, as a socket's, a pipe's, a
+    // decoder's or a TLS stream's does: a file, a system call per read. This
+    // is where a larger pooled buffer pays, by making fewer calls; the
+    // opaque slice above shows what it costs when calls are free.
+    let path = std::env::temp_dir().join(format!("stashpool-bench-{}", std::process::id()));
+    std::fs::write(&path, &body).unwrap();
+    let mut file = std::fs::File::open(&path).unwrap();
+    for (name, pool) in &pools {
+        g.bench_function(format!("copy_file_1M/{name}"), |b| {
+            b.iter(|| {
+                file.seek(SeekFrom::Start(0)).unwrap();
+                black_box(pool.copy(&mut file, &mut Discard).unwrap())
+            })
+        });
+    }
+    g.bench_function("copy_file_1M/io_copy", |b| {
+        b.iter(|| {
+            file.seek(SeekFrom::Start(0)).unwrap();
+            black_box(io::copy(&mut file, &mut Discard).unwrap())
+        })
+    });
+    drop(file);
+    let _ = std::fs::remove_file(&path);
 
     // Bodies of 64 KiB read whole, into a pool sized for them.
     let body = vec![7u8; 64 * 1024];

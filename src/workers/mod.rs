@@ -154,22 +154,22 @@
 mod generations;
 mod handle;
 mod idle;
-mod worker_pool;
 mod scope;
-mod submit;
 mod spin;
 mod state;
-mod worker_stats;
+mod submit;
 mod task;
 mod word;
 mod worker;
+mod worker_pool;
+mod worker_stats;
 
 pub use handle::{JoinHandle, TaskDropped};
+pub use scope::{Scope, ScopedJoinHandle};
 #[allow(deprecated)]
 pub use worker_pool::Builder;
 pub use worker_pool::{
     WorkerPool, WorkerPoolBuilder, DEFAULT_IDLE_TIMEOUT, DEFAULT_QUEUE_CAPACITY,
     DEFAULT_QUEUE_PER_WORKER, MAX_QUEUE_CAPACITY, MAX_WORKERS,
 };
-pub use scope::{Scope, ScopedJoinHandle};
 pub use worker_stats::WorkerStats;

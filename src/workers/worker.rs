@@ -10,8 +10,8 @@ use std::panic::{self, AssertUnwindSafe};
 
 use super::generations::Generation;
 use super::idle::Sleeper;
-use super::submit::{drop_payload, Job, Shared};
 use super::spin::Spin;
+use super::submit::{drop_payload, Job, Shared};
 use crate::sync::{lock, thread_local, wait, wait_timeout, Arc, Mutex};
 
 /// How long a worker that found the queue empty keeps looking before it
