@@ -22,8 +22,10 @@
 #![cfg_attr(not(feature = "workers"), allow(dead_code, unused_imports))]
 
 pub(crate) use std::sync::atomic::Ordering;
+#[cfg(all(not(stashpool_loom), target_has_atomic = "64"))]
+pub(crate) use std::sync::atomic::AtomicU64;
 #[cfg(not(stashpool_loom))]
-pub(crate) use std::sync::atomic::{compiler_fence, fence, AtomicBool, AtomicU64, AtomicUsize};
+pub(crate) use std::sync::atomic::{compiler_fence, fence, AtomicBool, AtomicUsize};
 #[cfg(not(stashpool_loom))]
 pub(crate) use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 #[cfg(not(stashpool_loom))]
@@ -39,6 +41,92 @@ pub(crate) use loom::sync::{Arc, Condvar, Mutex, MutexGuard};
 pub(crate) use loom::thread_local;
 
 pub(crate) use self::imp::{PerThread, Queue, UnsafeCell};
+
+/// The atomic behind [`AtomicCount`]: 64 bits where the target has 64-bit
+/// atomics, else pointer-sized (32-bit targets such as `powerpc` and `mips`
+/// have no `AtomicU64`).
+#[cfg(target_has_atomic = "64")]
+type CountWord = AtomicU64;
+#[cfg(not(target_has_atomic = "64"))]
+type CountWord = AtomicUsize;
+
+/// A statistics counter read as a `u64`. On targets without 64-bit atomics
+/// it is pointer-sized and wraps at 2^32: counts there are exact modulo
+/// 2^32, which is what a counter that must stay lock-free can give.
+pub(crate) struct AtomicCount(CountWord);
+
+impl Default for AtomicCount {
+    fn default() -> Self {
+        Self::new(0)
+    }
+}
+
+impl AtomicCount {
+    pub(crate) fn new(value: u64) -> Self {
+        // Truncation is the documented wrap on narrow targets.
+        #[allow(clippy::unnecessary_cast, clippy::cast_possible_truncation)]
+        Self(CountWord::new(value as _))
+    }
+
+    #[inline(always)]
+    pub(crate) fn load(&self, order: Ordering) -> u64 {
+        #[allow(clippy::unnecessary_cast)]
+        let value = self.0.load(order) as u64;
+        value
+    }
+
+    #[inline(always)]
+    pub(crate) fn store(&self, value: u64, order: Ordering) {
+        #[allow(clippy::unnecessary_cast, clippy::cast_possible_truncation)]
+        self.0.store(value as _, order)
+    }
+
+    #[inline(always)]
+    pub(crate) fn fetch_add(&self, value: u64, order: Ordering) {
+        #[allow(clippy::unnecessary_cast, clippy::cast_possible_truncation)]
+        self.0.fetch_add(value as _, order);
+    }
+}
+
+/// A source of distinct numbers for the life of the process (pool ids,
+/// owner tokens), which must never repeat: a 64-bit atomic where the target
+/// has one, else a lock around a `u64` (these numbers are taken once per
+/// pool or per thread, never on a hot path). Plain std even under loom: it
+/// is not part of any protocol loom checks, only a counter.
+#[derive(Debug)]
+pub(crate) struct UniqueIds {
+    #[cfg(target_has_atomic = "64")]
+    next: std::sync::atomic::AtomicU64,
+    #[cfg(not(target_has_atomic = "64"))]
+    next: std::sync::Mutex<u64>,
+}
+
+impl UniqueIds {
+    /// Numbers from 1 up (0 is left for "none").
+    pub(crate) const fn new() -> Self {
+        Self {
+            #[cfg(target_has_atomic = "64")]
+            next: std::sync::atomic::AtomicU64::new(1),
+            #[cfg(not(target_has_atomic = "64"))]
+            next: std::sync::Mutex::new(1),
+        }
+    }
+
+    /// A number never handed out before.
+    pub(crate) fn next(&self) -> u64 {
+        #[cfg(target_has_atomic = "64")]
+        {
+            self.next.fetch_add(1, Ordering::Relaxed)
+        }
+        #[cfg(not(target_has_atomic = "64"))]
+        {
+            let mut next = self.next.lock().unwrap_or_else(|p| p.into_inner());
+            let id = *next;
+            *next += 1;
+            id
+        }
+    }
+}
 
 /// Locks `mutex`, ignoring poisoning.
 ///

@@ -10,12 +10,11 @@
 //! one bad object cannot stop the sweeping of every pool in the process.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::sync::{lock, wait, wait_timeout, NEVER};
+use crate::sync::{lock, wait, wait_timeout, UniqueIds, NEVER};
 
 /// Something the sweeper can sweep: a pool's shared state.
 pub(crate) trait Sweep: Send + Sync {
@@ -39,11 +38,11 @@ static REGISTRY: Mutex<Registry> = Mutex::new(Registry {
     started: false,
 });
 static WAKE: Condvar = Condvar::new();
-static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+static NEXT_ID: UniqueIds = UniqueIds::new();
 
 /// A fresh key for `register` and `deregister`.
 pub(crate) fn next_id() -> u64 {
-    NEXT_ID.fetch_add(1, Ordering::Relaxed)
+    NEXT_ID.next()
 }
 
 /// Sweeps `target` every `interval` until it drops or is deregistered.

@@ -30,9 +30,8 @@
 //! ([`SHORTCUTS`]), and every get and return looks its stash up.
 
 use std::cell::Cell;
-use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::sync::thread_local;
+use crate::sync::{thread_local, UniqueIds};
 
 /// Whether owner tokens and the stash cache are used: only on targets where
 /// std keeps thread-local destructors in a last-in-first-out list (native
@@ -49,7 +48,7 @@ pub(crate) const SHORTCUTS: bool = cfg!(any(
 
 /// The next owner token. Not part of the concurrency protocol (it only has
 /// to hand out distinct numbers), so a plain atomic even under loom.
-static NEXT_TOKEN: AtomicU64 = AtomicU64::new(1);
+static NEXT_TOKEN: UniqueIds = UniqueIds::new();
 
 /// A stash this thread found: its pool's id and its address.
 type Found = (u64, *const ());
@@ -95,7 +94,7 @@ pub(crate) fn begin() {
     if SHORTCUTS {
         let _ = OWNER.try_with(|owner| {
             if owner.token.get() == 0 {
-                owner.token.set(NEXT_TOKEN.fetch_add(1, Ordering::Relaxed));
+                owner.token.set(NEXT_TOKEN.next());
             }
         });
     }

@@ -16,7 +16,7 @@ use crate::pool::node::Node;
 use crate::pool::overflow::{Batch, Overflow};
 use crate::pool::stash::{Counters, Spill, Stash, StashBox};
 use crate::sync::thread::ThreadId;
-use crate::sync::{lock, Arc, AtomicBool, AtomicU64, Condvar, Mutex, Ordering, PerThread};
+use crate::sync::{lock, Arc, AtomicBool, AtomicCount, Condvar, Mutex, Ordering, PerThread};
 use crate::Stats;
 
 /// What the sweep lock protects.
@@ -43,7 +43,7 @@ pub(crate) struct Shared<T: Send> {
     /// Set (under the sweep lock) once the pool has dropped.
     pub(super) closed: AtomicBool,
     /// Objects dropped by sweeps.
-    pub(super) trimmed: AtomicU64,
+    pub(super) trimmed: AtomicCount,
     /// Counts for threads without a stash (see `exit.rs`); shared by them
     /// all, so bumped with atomic read-modify-writes.
     pub(crate) orphans: Counters<true>,
@@ -69,7 +69,7 @@ impl<T: Send> Shared<T> {
             }),
             dropped: Condvar::new(),
             closed: AtomicBool::new(false),
-            trimmed: AtomicU64::new(0),
+            trimmed: AtomicCount::new(0),
             orphans: Counters::default(),
             local_capacity,
             max_idle,

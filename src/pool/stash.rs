@@ -36,7 +36,7 @@ use crossbeam_utils::CachePadded;
 use crate::pool::barrier::{self, Strategy};
 use crate::pool::node::Node;
 use crate::pool::overflow::{Batch, Overflow};
-use crate::sync::{backoff, AtomicBool, AtomicU64, Ordering, UnsafeCell};
+use crate::sync::{backoff, AtomicBool, AtomicCount, Ordering, UnsafeCell};
 
 /// One thread's objects and counters.
 pub(crate) struct Stash<T> {
@@ -383,7 +383,7 @@ pub(crate) struct Counters<const SHARED: bool = false> {
 /// With one writer a bump is a load and a store, not a `fetch_add`: no
 /// increment can be lost and no locked instruction is paid on the hot path.
 #[derive(Default)]
-pub(crate) struct Counter<const SHARED: bool>(AtomicU64);
+pub(crate) struct Counter<const SHARED: bool>(AtomicCount);
 
 impl<const SHARED: bool> Counters<SHARED> {
     /// `[created, reused, returned, rejected]` now.
