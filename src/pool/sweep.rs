@@ -221,17 +221,34 @@ enum Trim {
 
 /// Drops every object, even if some `Drop` impls panic; then re-raises the
 /// first panic. (Dropping the `Vec` would abort the process at a second
-/// panicking `Drop`.)
+/// panicking `Drop`.) The payloads of the other panics are dropped under a
+/// guard ([`drop_payload`]): a payload whose own `Drop` panics would
+/// otherwise unwind out of here with the first payload still held.
 fn drop_all<T>(dead: Vec<Box<Node<T>>>) {
     let mut first = None;
     for node in dead {
         if let Err(panic) = catch_unwind(AssertUnwindSafe(|| drop(node))) {
-            first.get_or_insert(panic);
+            match first {
+                None => first = Some(panic),
+                Some(_) => drop_payload(panic),
+            }
         }
     }
     if let Some(panic) = first {
         resume_unwind(panic);
     }
+}
+
+/// Drops a panic payload that nobody will look at, even if its own `Drop`
+/// panics: that panic's payload is dropped the same way, and one whose
+/// drop panics yet again is leaked rather than chased forever.
+pub(crate) fn drop_payload(payload: Box<dyn std::any::Any + Send>) {
+    let mut payload = Some(payload);
+    for _ in 0..2 {
+        let Some(next) = payload.take() else { return };
+        payload = catch_unwind(AssertUnwindSafe(|| drop(next))).err();
+    }
+    std::mem::forget(payload);
 }
 
 // === impl Local ===
