@@ -185,10 +185,10 @@ pub(crate) fn wait_timeout<'a, T>(
 /// Threads: spawning, joining and identity, from std or from loom's model.
 pub(crate) mod thread {
     #[cfg(not(stashpool_loom))]
-    pub(crate) use std::thread::{current, Builder, JoinHandle, ThreadId};
+    pub(crate) use std::thread::{current, Builder, JoinHandle};
 
     #[cfg(stashpool_loom)]
-    pub(crate) use loom::thread::{current, Builder, JoinHandle, ThreadId};
+    pub(crate) use loom::thread::{current, Builder, JoinHandle};
 
     /// Whether `handle`'s thread has finished running. loom's handles cannot
     /// tell; there the answer is always no, which only means the handle is

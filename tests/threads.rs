@@ -412,59 +412,51 @@ fn stress_nothing_lost_nothing_shared() {
     assert_eq!(ledger.live(), 0, "every object dropped exactly once");
 }
 
-/// An object whose `Drop` reports that it started and then waits to be
-/// let go.
-struct SlowDrop {
-    started: mpsc::Sender<()>,
-    proceed: Arc<std::sync::Mutex<mpsc::Receiver<()>>>,
-    done: Arc<AtomicBool>,
+/// A connection whose `Drop` deregisters it from a global registry, under
+/// the registry's lock: user code that a sweep runs on the sweeper's thread.
+struct Conn {
+    registry: Arc<std::sync::Mutex<usize>>,
+    dropping: mpsc::Sender<()>,
 }
 
-impl Drop for SlowDrop {
+impl Drop for Conn {
     fn drop(&mut self) {
-        let _ = self.started.send(());
-        let _ = self.proceed.lock().unwrap().recv();
-        self.done.store(true, Ordering::SeqCst);
+        let _ = self.dropping.send(());
+        *self.registry.lock().unwrap() -= 1;
     }
 }
 
 #[test]
-fn dropping_a_pool_waits_for_objects_the_sweeper_is_dropping() {
-    let (started_tx, started) = mpsc::channel();
-    let (proceed_tx, proceed) = mpsc::channel();
-    let proceed = Arc::new(std::sync::Mutex::new(proceed));
-    let done = Arc::new(AtomicBool::new(false));
-    let pool = LocalPool::builder({
-        let (started_tx, proceed, done) = (started_tx.clone(), proceed.clone(), done.clone());
-        move || SlowDrop {
-            started: started_tx.clone(),
-            proceed: Arc::clone(&proceed),
-            done: Arc::clone(&done),
-        }
-    })
-    .sweep_every(Duration::from_millis(1))
-    .build();
-    pool.with(|_| ());
-    // The background sweeper trims the object and starts dropping it.
-    started.recv().unwrap();
-    let (closed_tx, closed) = mpsc::channel();
-    let closer = thread::spawn(move || {
+fn dropping_a_pool_does_not_wait_for_the_sweepers_drops() {
+    common::run_with_deadline(Duration::from_secs(60), || {
+        let registry = Arc::new(std::sync::Mutex::new(0usize));
+        let (dropping_tx, dropping) = mpsc::channel();
+        let pool = LocalPool::builder({
+            let registry = Arc::clone(&registry);
+            move || {
+                *registry.lock().unwrap() += 1;
+                Conn {
+                    registry: Arc::clone(&registry),
+                    dropping: dropping_tx.clone(),
+                }
+            }
+        })
+        .sweep_every(Duration::from_millis(1))
+        .build();
+        pool.with(|_| ());
+        // Hold the registry while the sweeper trims the one connection: its
+        // `Conn::drop` blocks on this lock, on the sweeper's thread.
+        let guard = registry.lock().unwrap();
+        dropping.recv().unwrap();
+        // The pool holds nothing now (the sweep took its one object), so
+        // dropping it runs no `Drop` here: it must return although the
+        // sweeper's `Conn::drop` waits for the lock this thread holds.
         drop(pool);
-        closed_tx.send(()).unwrap();
+        assert_eq!(*guard, 1, "the sweeper's drop is still waiting");
+        drop(guard);
+        assert!(
+            common::eventually(Duration::from_secs(20), || *registry.lock().unwrap() == 0),
+            "and then finishes"
+        );
     });
-    // Dropping the pool must wait for that drop to finish. (A pool that did
-    // not would return at once.)
-    assert_eq!(
-        closed.recv_timeout(Duration::from_millis(300)),
-        Err(mpsc::RecvTimeoutError::Timeout)
-    );
-    assert!(!done.load(Ordering::SeqCst));
-    proceed_tx.send(()).unwrap();
-    closed.recv().unwrap();
-    assert!(
-        done.load(Ordering::SeqCst),
-        "dropped before the pool's drop returned"
-    );
-    closer.join().unwrap();
-    drop(started_tx);
 }

@@ -15,8 +15,7 @@ use crate::pool::barrier::{self, Strategy};
 use crate::pool::node::Node;
 use crate::pool::overflow::{Batch, Overflow};
 use crate::pool::stash::{Counters, Spill, Stash, StashBox};
-use crate::sync::thread::ThreadId;
-use crate::sync::{lock, Arc, AtomicBool, AtomicCount, Condvar, Mutex, Ordering, PerThread};
+use crate::sync::{lock, Arc, AtomicBool, AtomicCount, Mutex, Ordering, PerThread};
 use crate::Stats;
 
 /// What the sweep lock protects.
@@ -28,18 +27,14 @@ pub(super) struct Sweeping {
     /// given the same id, so this counts the most threads that used the
     /// pool at once, not every thread that ever did.)
     pub(super) stashes: usize,
-    /// The threads whose sweeps are dropping what they trimmed.
-    pub(super) droppers: Vec<ThreadId>,
 }
 
 pub(crate) struct Shared<T: Send> {
     pub(super) stashes: PerThread<StashBox<T>>,
     pub(super) overflow: Overflow<T>,
-    /// The sweep count and the sweeps dropping objects, under the lock that
-    /// sweeps hold (see the module docs).
+    /// The sweep count and the stash count, under the lock that sweeps
+    /// hold (see the module docs).
     pub(super) sweep: Mutex<Sweeping>,
-    /// Signalled when a sweep has finished dropping what it trimmed.
-    pub(super) dropped: Condvar,
     /// Set (under the sweep lock) once the pool has dropped.
     pub(super) closed: AtomicBool,
     /// Objects dropped by sweeps.
@@ -65,9 +60,7 @@ impl<T: Send> Shared<T> {
             sweep: Mutex::new(Sweeping {
                 epoch: 0,
                 stashes: 0,
-                droppers: Vec::new(),
             }),
-            dropped: Condvar::new(),
             closed: AtomicBool::new(false),
             trimmed: AtomicCount::new(0),
             orphans: Counters::default(),
