@@ -41,6 +41,8 @@ pub(crate) use loom::sync::{Arc, Condvar, Mutex, MutexGuard};
 pub(crate) use loom::thread_local;
 
 pub(crate) use self::imp::{PerThread, Queue, UnsafeCell};
+#[cfg(stashpool_loom)]
+pub(crate) use self::imp::ThreadSlot;
 
 /// The atomic behind [`AtomicCount`]: 64 bits where the target has 64-bit
 /// atomics, else pointer-sized (32-bit targets such as `powerpc` and `mips`
@@ -318,14 +320,84 @@ mod imp {
     pub(crate) use loom::cell::UnsafeCell;
 
     use loom::sync::Mutex;
-    use loom::thread::ThreadId;
     use std::collections::VecDeque;
 
+    /// The model's `thread_local` ids. A thread takes the lowest free one
+    /// at its first `PerThread::get_or` and gives it back once its exit
+    /// hooks have run ([`ThreadSlot::release`], called by them), as
+    /// `thread_local` gives an id back from a destructor registered before
+    /// the pool's hooks. A thread that starts later is then given the exited
+    /// thread's id and inherits its value in every `PerThread`, as with the
+    /// real crate, so the models see threads inherit stashes.
+    struct Slots {
+        next: usize,
+        free: Vec<usize>,
+    }
+
+    // In a std `Arc`, so that a thread's hooks can give its id back while
+    // the model shuts down, after loom has dropped its lazy statics.
+    loom::lazy_static! {
+        static ref SLOTS: std::sync::Arc<Mutex<Slots>> =
+            std::sync::Arc::new(Mutex::new(Slots { next: 0, free: Vec::new() }));
+    }
+
+    loom::thread_local! {
+        static SLOT: std::cell::Cell<Option<usize>> = std::cell::Cell::new(None);
+    }
+
+    /// This thread's id, if it holds one (none once its thread-locals are
+    /// being destroyed).
+    fn thread_slot() -> Option<usize> {
+        SLOT.try_with(|slot| slot.get()).ok().flatten()
+    }
+
+    /// A thread's hold on its id, for its exit hooks to give back.
+    pub(crate) struct ThreadSlot {
+        id: usize,
+        slots: std::sync::Arc<Mutex<Slots>>,
+    }
+
+    impl ThreadSlot {
+        /// This thread's hold on its id, if it has one.
+        pub(crate) fn this_thread() -> Option<Self> {
+            Some(Self {
+                id: thread_slot()?,
+                slots: std::sync::Arc::clone(&SLOTS),
+            })
+        }
+
+        /// Gives an exited thread's id back, for the next thread.
+        pub(crate) fn release(self) {
+            self.slots.lock().unwrap().free.push(self.id);
+        }
+    }
+
+    /// This thread's id, taken now if it has none; panics once its
+    /// thread-locals are being destroyed, as `ThreadLocal::get_or` does.
+    fn take_thread_slot() -> usize {
+        SLOT.with(|slot| {
+            if let Some(id) = slot.get() {
+                return id;
+            }
+            let mut slots = SLOTS.lock().unwrap();
+            let id = match slots.free.iter().enumerate().min_by_key(|(_, id)| **id) {
+                Some((at, _)) => slots.free.swap_remove(at),
+                None => {
+                    slots.next += 1;
+                    slots.next - 1
+                }
+            };
+            slot.set(Some(id));
+            id
+        })
+    }
+
     /// loom stand-in for `thread_local::ThreadLocal`: a locked registry keyed
-    /// by loom's thread id. Values are boxed and never removed before the
-    /// registry drops, so references to them stay valid, as in the original.
+    /// by the model's thread ids (above), which are reused as the real ones
+    /// are. Values are boxed and never removed before the registry drops, so
+    /// references to them stay valid, as in the original.
     pub(crate) struct PerThread<T: Send> {
-        values: Mutex<Vec<(ThreadId, Box<T>)>>,
+        values: Mutex<Vec<(usize, Box<T>)>>,
     }
 
     impl<T: Send> PerThread<T> {
@@ -335,7 +407,7 @@ mod imp {
             }
         }
 
-        fn lookup(&self, id: ThreadId) -> Option<&T> {
+        fn lookup(&self, id: usize) -> Option<&T> {
             let values = self.values.lock().unwrap();
             let found = values.iter().find(|(owner, _)| *owner == id)?;
             let ptr: *const T = &*found.1;
@@ -344,11 +416,11 @@ mod imp {
         }
 
         pub(crate) fn get(&self) -> Option<&T> {
-            self.lookup(loom::thread::current().id())
+            self.lookup(thread_slot()?)
         }
 
         pub(crate) fn get_or(&self, create: impl FnOnce() -> T) -> &T {
-            let id = loom::thread::current().id();
+            let id = take_thread_slot();
             if let Some(value) = self.lookup(id) {
                 return value;
             }

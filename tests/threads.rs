@@ -20,6 +20,8 @@ fn tracked_pool(ledger: &Arc<Ledger>) -> LocalPool<Tracked, impl Fn() -> Tracked
 
 #[test]
 fn put_on_a_joined_thread_is_got_on_another() {
+    // This thread keeps its own id: it cannot inherit the other's stash.
+    common::hold_thread_id();
     let ledger = Ledger::new();
     let pool = Arc::new(tracked_pool(&ledger));
     let p = Arc::clone(&pool);
@@ -281,6 +283,7 @@ fn held_pool(ledger: &Arc<Ledger>) -> Arc<LocalPool<Tracked, BoxedMaker>> {
 
 #[test]
 fn guards_dropped_before_the_exit_hooks_go_back_to_the_stash() {
+    common::hold_thread_id();
     let ledger = Ledger::new();
     let pool = held_pool(&ledger);
     let p = Arc::clone(&pool);
@@ -297,6 +300,76 @@ fn guards_dropped_before_the_exit_hooks_go_back_to_the_stash() {
     assert_eq!(pool.stats().returned, 2);
     assert_eq!(pool.get_owned().id, 0, "found in the overflow");
     assert_eq!(pool.stats().created, 1);
+}
+
+/// A guard dropped after its thread gave up its `thread_local` id must not
+/// go back to the stash it came from (another thread may own it by then):
+/// the exit hooks end the thread's claim, and the guard goes to the
+/// overflow.
+#[test]
+fn a_guard_dropped_after_its_threads_id_is_released_goes_to_the_overflow() {
+    common::hold_thread_id();
+    let ledger = Ledger::new();
+    let pool = held_pool(&ledger);
+    let p = Arc::clone(&pool);
+    thread::spawn(move || {
+        // `HELD` is registered first, before this thread takes its id (with
+        // the pool's first use, inside), so it is destroyed last: after the
+        // exit hooks and after the id is released.
+        HELD.with(|held| *held.borrow_mut() = Some(p.get_owned()));
+    })
+    .join()
+    .unwrap();
+    assert_eq!(pool.stats().created, 1);
+    // Found in the overflow by this thread, which holds another id.
+    let (a, b) = (pool.get_owned(), pool.get_owned());
+    assert_eq!(pool.stats().created, 2, "one of the two was the parked one");
+    assert_eq!(a.id.min(b.id), 0);
+}
+
+/// A thread given the id of an exited thread inherits that thread's stash
+/// in every pool; what it puts there must still be flushed when it exits.
+#[test]
+fn a_thread_that_inherits_a_stash_flushes_it_when_it_exits() {
+    common::hold_thread_id();
+    let mut inherited = 0;
+    // The id of a joined thread goes to the next thread that asks, unless
+    // a thread of another test takes it first: try until it happened.
+    for attempt in 1..=50 {
+        let pool: Arc<LocalPool<usize>> =
+            Arc::new(LocalPool::builder((|| 0) as fn() -> usize).manual_sweep().build());
+        let other: Arc<LocalPool<usize>> =
+            Arc::new(LocalPool::builder((|| 0) as fn() -> usize).manual_sweep().build());
+        pool.put(1);
+        let p = Arc::clone(&pool);
+        thread::spawn(move || {
+            common::mark_thread_id(attempt);
+            p.put(2);
+        })
+        .join()
+        .unwrap();
+        // Both idle objects out of the pool (the other thread's flushed).
+        let held = (pool.get(), pool.get());
+        assert_eq!((*held.0, *held.1), (1, 2));
+        let (p, o) = (Arc::clone(&pool), Arc::clone(&other));
+        let reused = thread::spawn(move || {
+            let reused = common::inherited_thread_id(attempt);
+            // A hook for the other pool first: this thread is no newcomer.
+            drop(o.get());
+            p.put(7);
+            reused
+        })
+        .join()
+        .unwrap();
+        assert_eq!(*pool.get(), 7, "flushed when the thread exited");
+        assert_eq!(pool.stats().created, 0);
+        drop(held);
+        inherited += usize::from(reused);
+        if inherited == 3 {
+            break;
+        }
+    }
+    assert!(inherited > 0, "no thread ever inherited an id: nothing tested");
 }
 
 #[test]

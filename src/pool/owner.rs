@@ -61,6 +61,9 @@ struct Owner {
     ended: Cell<bool>,
     /// The owner token; 0 for none.
     token: Cell<u64>,
+    /// This thread's number, never another thread's: taken with its first
+    /// exit hook, and unlike the token kept to the end (see [`serial`]).
+    serial: Cell<u64>,
     /// The stash cache, most recent first.
     last: Cell<Found>,
     previous: Cell<Found>,
@@ -71,6 +74,7 @@ impl Owner {
         Self {
             ended: Cell::new(false),
             token: Cell::new(0),
+            serial: Cell::new(0),
             last: Cell::new(FORGOTTEN),
             previous: Cell::new(FORGOTTEN),
         }
@@ -88,16 +92,27 @@ thread_local! {
     static OWNER: Owner = Owner::new();
 }
 
-/// Gives this thread its owner token, if it has none yet. Called when it
-/// registers an exit hook, which will take the token back.
+/// Gives this thread its serial number and its owner token, if it has none
+/// yet. Called when it registers an exit hook, which will take the token
+/// back.
 pub(crate) fn begin() {
-    if SHORTCUTS {
-        let _ = OWNER.try_with(|owner| {
-            if owner.token.get() == 0 {
-                owner.token.set(NEXT_TOKEN.next());
-            }
-        });
-    }
+    let _ = OWNER.try_with(|owner| {
+        if owner.serial.get() == 0 {
+            owner.serial.set(NEXT_TOKEN.next());
+        }
+        if SHORTCUTS && owner.token.get() == 0 && !owner.ended.get() {
+            owner.token.set(owner.serial.get());
+        }
+    });
+}
+
+/// This thread's serial number: nonzero once it has registered an exit
+/// hook, and never the same for two threads. A stash records the serial of
+/// the thread that registered a hook for it (`Stash::hooked_by`), so that a
+/// thread given an exited thread's `thread_local` id, and with it that
+/// thread's stashes, sees that it has no hook for them yet.
+pub(crate) fn serial() -> u64 {
+    OWNER.try_with(|owner| owner.serial.get()).unwrap_or(0)
 }
 
 /// Ends this thread's claim, from its exit hooks: no new stashes, no token,

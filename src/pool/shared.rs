@@ -13,6 +13,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use crate::pool::barrier::{self, Strategy};
 use crate::pool::node::Node;
+use crate::pool::owner;
 use crate::pool::overflow::{Batch, Overflow};
 use crate::pool::stash::{Counters, Spill, Stash, StashBox};
 use crate::sync::{lock, Arc, AtomicBool, AtomicCount, Mutex, Ordering, PerThread};
@@ -80,7 +81,7 @@ impl<T: Send> Shared<T> {
     where
         T: 'static,
     {
-        if let Some(stash) = crate::pool::owner::last_stash(this.id) {
+        if let Some(stash) = owner::last_stash(this.id) {
             // SAFETY: `last_stash` returns only what `remember` stored for
             // this pool on this thread (ids are never reused): this thread's
             // stash in `this`, which keeps it alive. It is still this
@@ -99,17 +100,37 @@ impl<T: Send> Shared<T> {
     where
         T: 'static,
     {
-        if let Some(stash) = crate::pool::owner::previous_stash(this.id) {
+        if let Some(stash) = owner::previous_stash(this.id) {
             // SAFETY: as in `stash`.
             return Some(unsafe { &*stash.cast::<Stash<T>>() });
         }
         match this.stashes.get() {
             Some(stash) => {
-                crate::pool::owner::remember(this.id, stash.as_ptr().cast());
+                if stash.hooked_by.load(Ordering::Relaxed) != owner::serial() {
+                    Self::adopt(this, stash);
+                }
+                owner::remember(this.id, stash.as_ptr().cast());
                 Some(stash)
             }
             None => Self::new_stash(this),
         }
+    }
+
+    /// Registers this thread's exit hook for `stash`, which this thread
+    /// owns: one it made, or one it inherited with the `thread_local` id of
+    /// an exited thread (that thread's hook has run, so without a hook of
+    /// its own this thread's objects would not be flushed when it exits).
+    #[cold]
+    fn adopt(this: &Arc<Self>, stash: &StashBox<T>)
+    where
+        T: 'static,
+    {
+        // A thread whose hooks have run registers none (it could not).
+        if owner::ended() {
+            return;
+        }
+        crate::pool::exit::register(this, stash.as_ptr());
+        stash.hooked_by.store(owner::serial(), Ordering::Relaxed);
     }
 
     #[cold]
@@ -117,7 +138,7 @@ impl<T: Send> Shared<T> {
     where
         T: 'static,
     {
-        if crate::pool::owner::ended() {
+        if owner::ended() {
             return None;
         }
         // Under the sweep lock, so that the stash's epoch is the pool's and
@@ -144,8 +165,8 @@ impl<T: Send> Shared<T> {
             }
         }
         drop(sweeping);
-        crate::pool::exit::register(this, stash.as_ptr());
-        crate::pool::owner::remember(this.id, stash.as_ptr().cast());
+        Self::adopt(this, stash);
+        owner::remember(this.id, stash.as_ptr().cast());
         Some(stash)
     }
 

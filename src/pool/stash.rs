@@ -48,6 +48,11 @@ pub(crate) struct Stash<T> {
     local: UnsafeCell<Local<T>>,
     /// Operation counters, written by the owner alone.
     pub(crate) counters: Counters,
+    /// The serial number (`owner::serial`) of the thread that registered an
+    /// exit hook for this stash last. Read and written by the owner alone:
+    /// a thread that inherits the stash with an exited thread's id finds
+    /// another thread's number here and registers its own hook.
+    pub(crate) hooked_by: AtomicCount,
 }
 
 // SAFETY: a `Stash` is shared between its owner and sweepers. `local` is
@@ -72,6 +77,7 @@ impl<T> Stash<T> {
                 spares: Vec::new(),
             }),
             counters: Counters::default(),
+            hooked_by: AtomicCount::new(0),
         }
     }
 
