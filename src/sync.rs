@@ -21,9 +21,9 @@
 // Parts of the shim serve only the worker pool.
 #![cfg_attr(not(feature = "workers"), allow(dead_code, unused_imports))]
 
-pub(crate) use std::sync::atomic::Ordering;
 #[cfg(all(not(stashpool_loom), target_has_atomic = "64"))]
 pub(crate) use std::sync::atomic::AtomicU64;
+pub(crate) use std::sync::atomic::Ordering;
 #[cfg(not(stashpool_loom))]
 pub(crate) use std::sync::atomic::{compiler_fence, fence, AtomicBool, AtomicUsize};
 #[cfg(not(stashpool_loom))]
@@ -40,9 +40,9 @@ pub(crate) use loom::sync::{Arc, Condvar, Mutex, MutexGuard};
 #[cfg(stashpool_loom)]
 pub(crate) use loom::thread_local;
 
-pub(crate) use self::imp::{PerThread, Queue, UnsafeCell};
 #[cfg(stashpool_loom)]
 pub(crate) use self::imp::ThreadSlot;
+pub(crate) use self::imp::{PerThread, Queue, UnsafeCell};
 
 /// The atomic behind [`AtomicCount`]: 64 bits where the target has 64-bit
 /// atomics, else pointer-sized (32-bit targets such as `powerpc` and `mips`

@@ -295,7 +295,8 @@ fn background_sweeper_survives_a_payload_whose_drop_panics() {
         .build();
         bad.with(|_| ());
         assert!(
-            eventually(Duration::from_secs(20), || payloads.load(Ordering::SeqCst) > 0),
+            eventually(Duration::from_secs(20), || payloads.load(Ordering::SeqCst)
+                > 0),
             "the sweeper dropped the object and its panic's payload"
         );
         assert_eq!(drops.load(Ordering::SeqCst), 1);
@@ -306,7 +307,9 @@ fn background_sweeper_survives_a_payload_whose_drop_panics() {
             .build();
         good.with(|_| ());
         assert!(
-            eventually(Duration::from_secs(20), || good_drops.load(Ordering::SeqCst) == 1),
+            eventually(Duration::from_secs(20), || good_drops
+                .load(Ordering::SeqCst)
+                == 1),
             "the background sweeper still sweeps"
         );
         drop((bad, good));

@@ -336,10 +336,16 @@ fn a_thread_that_inherits_a_stash_flushes_it_when_it_exits() {
     // The id of a joined thread goes to the next thread that asks, unless
     // a thread of another test takes it first: try until it happened.
     for attempt in 1..=50 {
-        let pool: Arc<LocalPool<usize>> =
-            Arc::new(LocalPool::builder((|| 0) as fn() -> usize).manual_sweep().build());
-        let other: Arc<LocalPool<usize>> =
-            Arc::new(LocalPool::builder((|| 0) as fn() -> usize).manual_sweep().build());
+        let pool: Arc<LocalPool<usize>> = Arc::new(
+            LocalPool::builder((|| 0) as fn() -> usize)
+                .manual_sweep()
+                .build(),
+        );
+        let other: Arc<LocalPool<usize>> = Arc::new(
+            LocalPool::builder((|| 0) as fn() -> usize)
+                .manual_sweep()
+                .build(),
+        );
         pool.put(1);
         let p = Arc::clone(&pool);
         thread::spawn(move || {
@@ -369,7 +375,10 @@ fn a_thread_that_inherits_a_stash_flushes_it_when_it_exits() {
             break;
         }
     }
-    assert!(inherited > 0, "no thread ever inherited an id: nothing tested");
+    assert!(
+        inherited > 0,
+        "no thread ever inherited an id: nothing tested"
+    );
 }
 
 #[test]

@@ -13,8 +13,8 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use crate::pool::barrier::{self, Strategy};
 use crate::pool::node::Node;
-use crate::pool::owner;
 use crate::pool::overflow::{Batch, Overflow};
+use crate::pool::owner;
 use crate::pool::stash::{Counters, Spill, Stash, StashBox};
 use crate::sync::{lock, Arc, AtomicBool, AtomicCount, Mutex, Ordering, PerThread};
 use crate::Stats;
