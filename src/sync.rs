@@ -114,6 +114,18 @@ impl UniqueIds {
         }
     }
 
+    /// The number `next` would hand out now.
+    pub(crate) fn peek(&self) -> u64 {
+        #[cfg(target_has_atomic = "64")]
+        {
+            self.next.load(Ordering::Relaxed)
+        }
+        #[cfg(not(target_has_atomic = "64"))]
+        {
+            *self.next.lock().unwrap_or_else(|p| p.into_inner())
+        }
+    }
+
     /// A number never handed out before.
     pub(crate) fn next(&self) -> u64 {
         #[cfg(target_has_atomic = "64")]
@@ -139,6 +151,35 @@ pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// The fork gate: every section that holds a pool's sweep lock (and with
+/// it, claims on other threads' stashes) is entered through it, shared, and
+/// a `fork()` takes it exclusively first (`pool::background`'s
+/// `pthread_atfork` handlers), so that no sweep lock and no claim is held
+/// at the moment a process forks. A child has only the forking thread: a
+/// lock or a claim held by another thread then would be held forever.
+#[cfg(not(stashpool_loom))]
+pub(crate) static FORK_GATE: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+/// Held while a sweep-lock section runs: keeps a fork out (see
+/// [`FORK_GATE`]). loom models no fork, so there it is nothing.
+pub(crate) struct ForkGuard {
+    #[cfg(not(stashpool_loom))]
+    _shared: std::sync::RwLockReadGuard<'static, ()>,
+}
+
+/// Enters a sweep-lock section: call before taking a pool's sweep lock,
+/// and drop the guard after releasing it. Sections never nest (none runs
+/// user code, and none takes another pool's lock), which a lock that
+/// prefers writers needs.
+pub(crate) fn fork_gate() -> ForkGuard {
+    ForkGuard {
+        #[cfg(not(stashpool_loom))]
+        _shared: FORK_GATE
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()),
+    }
 }
 
 /// A timeout this long is "never": timers clamp to it, which also keeps the

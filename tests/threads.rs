@@ -5,6 +5,7 @@
 mod common;
 
 use std::cell::RefCell;
+use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Barrier};
 use std::thread;
@@ -540,5 +541,92 @@ fn dropping_a_pool_does_not_wait_for_the_sweepers_drops() {
             common::eventually(Duration::from_secs(20), || *registry.lock().unwrap() == 0),
             "and then finishes"
         );
+    });
+}
+
+/// Forks, runs `child` in the child process (which exits with status 0 if
+/// it returns true, 1 if it returns false or panics) and returns whether
+/// the child succeeded; a child still running after `limit` is killed and
+/// counts as failed (a hang).
+#[cfg(all(target_os = "linux", not(miri)))]
+fn in_a_forked_child(limit: Duration, child: impl FnOnce() -> bool) -> bool {
+    // SAFETY: `fork` has no preconditions; the child only runs `child` and
+    // `_exit`s, never returning into the test harness.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0, "fork failed");
+    if pid == 0 {
+        let ok = std::panic::catch_unwind(AssertUnwindSafe(child)).unwrap_or(false);
+        // SAFETY: ends the child at once, running no parent-owned cleanup.
+        unsafe { libc::_exit(if ok { 0 } else { 1 }) };
+    }
+    let give_up = std::time::Instant::now() + limit;
+    let mut status = 0;
+    loop {
+        // SAFETY: `pid` is our child; `status` is a valid out-pointer.
+        let done = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+        if done == pid {
+            return libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0;
+        }
+        if std::time::Instant::now() > give_up {
+            // SAFETY: as above; the child is reaped after the kill.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+                libc::waitpid(pid, &mut status, 0);
+            }
+            return false;
+        }
+        thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// A forked child can use a pool whatever the parent's sweeps were doing at
+/// the fork (a sweep's lock and claims are never held across it), and its
+/// pools are still swept in the background (the child gets a sweeper of
+/// its own). Forks race a busy background sweeper and manual sweeps on
+/// another thread over many stashes; a child that hangs is killed and
+/// fails the test.
+#[cfg(all(target_os = "linux", not(miri)))]
+#[test]
+fn a_forked_child_uses_and_sweeps_its_pools() {
+    common::run_with_deadline(Duration::from_secs(300), || {
+        let pool = Arc::new(
+            LocalPool::builder(|| vec![0u8; 64])
+                .sweep_every(Duration::from_millis(1))
+                .build(),
+        );
+        // Many stashes, so that a sweep holds its claims a while.
+        thread::scope(|s| {
+            for _ in 0..16 {
+                s.spawn(|| pool.with(|_| ()));
+            }
+        });
+        pool.with(|_| ());
+        let stop = Arc::new(AtomicBool::new(false));
+        let sweeper = {
+            let (pool, stop) = (Arc::clone(&pool), Arc::clone(&stop));
+            thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    pool.with(|_| ());
+                    pool.sweep();
+                }
+            })
+        };
+        let rounds = if cfg!(debug_assertions) { 100 } else { 300 };
+        for round in 0..rounds {
+            let pool = &pool;
+            let ok = in_a_forked_child(Duration::from_secs(20), || {
+                // This thread's stash is free, and so is the sweep lock.
+                pool.with(|v| v.push(1));
+                pool.sweep();
+                // The background sweeper runs here too: what is put now is
+                // trimmed by its second sweep.
+                let trimmed = pool.stats().trimmed;
+                pool.put(vec![7]);
+                common::eventually(Duration::from_secs(10), || pool.stats().trimmed > trimmed)
+            });
+            assert!(ok, "the child of fork {round} failed or hung");
+        }
+        stop.store(true, Ordering::Relaxed);
+        sweeper.join().unwrap();
     });
 }

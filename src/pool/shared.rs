@@ -16,7 +16,10 @@ use crate::pool::node::Node;
 use crate::pool::overflow::{Batch, Overflow};
 use crate::pool::owner;
 use crate::pool::stash::{Counters, Spill, Stash, StashBox};
-use crate::sync::{lock, Arc, AtomicBool, AtomicCount, Mutex, Ordering, PerThread};
+use crate::sync::{
+    fork_gate, lock, Arc, AtomicBool, AtomicCount, ForkGuard, Mutex, MutexGuard, Ordering,
+    PerThread,
+};
 use crate::Stats;
 
 /// What the sweep lock protects.
@@ -28,6 +31,27 @@ pub(super) struct Sweeping {
     /// given the same id, so this counts the most threads that used the
     /// pool at once, not every thread that ever did.)
     pub(super) stashes: usize,
+}
+
+/// The sweep lock, held (see `Shared::lock_sweep`).
+pub(super) struct SweepLock<'a> {
+    // Fields drop in order: the lock is released before the gate.
+    sweeping: MutexGuard<'a, Sweeping>,
+    _gate: ForkGuard,
+}
+
+impl std::ops::Deref for SweepLock<'_> {
+    type Target = Sweeping;
+
+    fn deref(&self) -> &Sweeping {
+        &self.sweeping
+    }
+}
+
+impl std::ops::DerefMut for SweepLock<'_> {
+    fn deref_mut(&mut self) -> &mut Sweeping {
+        &mut self.sweeping
+    }
 }
 
 pub(crate) struct Shared<T: Send> {
@@ -55,6 +79,8 @@ pub(crate) struct Shared<T: Send> {
 
 impl<T: Send> Shared<T> {
     pub(crate) fn new(local_capacity: usize, max_idle: usize, id: u64) -> Self {
+        #[cfg(not(stashpool_loom))]
+        crate::pool::background::guard_forks();
         Self {
             stashes: PerThread::new(),
             overflow: Overflow::new(max_idle),
@@ -141,22 +167,30 @@ impl<T: Send> Shared<T> {
         if owner::ended() {
             return None;
         }
-        // Under the sweep lock, so that the stash's epoch is the pool's and
-        // no sweep runs between reading one and making the other.
-        let mut sweeping = lock(&this.sweep);
+        let (epoch, capacity) = {
+            let sweeping = this.lock_sweep();
+            (sweeping.epoch, this.stash_capacity(sweeping.stashes + 1))
+        };
         let mut made = false;
-        // `thread_local` panics if this thread's thread-locals are being
-        // destroyed and its own are gone already (a thread whose first pool
-        // use is in a late thread-local destructor): go around stashes then.
+        // Outside every lock: `thread_local` panics if this thread's
+        // thread-locals are being destroyed and its own are gone already (a
+        // thread whose first pool use is in a late thread-local destructor),
+        // and a panic runs the panic hook, which is user code. Go around
+        // stashes then.
         let stash = catch_unwind(AssertUnwindSafe(|| {
             this.stashes.get_or(|| {
                 made = true;
-                let capacity = this.stash_capacity(sweeping.stashes + 1);
-                StashBox::new(Stash::new(sweeping.epoch, capacity))
+                StashBox::new(Stash::new(epoch, capacity))
             })
         }))
         .ok()?;
         if made {
+            let mut sweeping = this.lock_sweep();
+            // A sweep that ran between reading the epoch and the stash
+            // entering the table did not see it: the stash is still empty
+            // (only this thread fills it), so catching up is all it needs.
+            let epoch = sweeping.epoch;
+            stash.with_owner(this.strategy, |local| local.epoch = local.epoch.max(epoch));
             sweeping.stashes += 1;
             if this.max_idle != usize::MAX {
                 // One more stash: every other one's share shrinks.
@@ -164,10 +198,18 @@ impl<T: Send> Shared<T> {
                 this.rebalance(capacity);
             }
         }
-        drop(sweeping);
         Self::adopt(this, stash);
         owner::remember(this.id, stash.as_ptr().cast());
         Some(stash)
+    }
+
+    /// Takes the sweep lock, inside the fork gate (`sync::fork_gate`).
+    pub(super) fn lock_sweep(&self) -> SweepLock<'_> {
+        let gate = fork_gate();
+        SweepLock {
+            sweeping: lock(&self.sweep),
+            _gate: gate,
+        }
     }
 
     /// The capacity of each stash when the pool has `stashes` of them: the
@@ -247,7 +289,7 @@ impl<T: Send> Shared<T> {
             return drop(node);
         }
         // The lock gives the batch the pool's current epoch as its stamp.
-        let sweeping = lock(&self.sweep);
+        let sweeping = self.lock_sweep();
         self.overflow.push(Batch::new(vec![node], sweeping.epoch));
         self.orphans.returned.bump();
     }

@@ -152,11 +152,19 @@ impl<T> Stash<T> {
     }
 
     /// Runs `f` on a stash this thread claimed, then releases the claim.
-    pub(crate) fn with_claimed<R>(&self, f: impl FnOnce(&mut Local<T>) -> R) -> R {
+    /// `None` (the claim released, `f` not run) for the stash of a thread
+    /// that was inside its critical section when this process was forked
+    /// from its parent: that thread does not exist here, and its stash may
+    /// be half-changed, so it is left alone (`owner::died_in_fork`).
+    pub(crate) fn with_claimed<R>(&self, f: impl FnOnce(&mut Local<T>) -> R) -> Option<R> {
         let mut step = 0;
         // Acquire: pairs with the owner's release of `busy`, so we see what
         // the owner did in its last critical section.
         while self.busy.load(Ordering::Acquire) {
+            if crate::pool::owner::died_in_fork(self.hooked_by.load(Ordering::Relaxed)) {
+                self.claimed.store(false, Ordering::Release);
+                return None;
+            }
             backoff(&mut step);
         }
         // SAFETY: we claimed the stash and issued the heavy barrier before
@@ -166,7 +174,7 @@ impl<T> Stash<T> {
         let result = self.local.with_mut(|local| f(unsafe { &mut *local }));
         // Release: publishes our changes to the owner's next acquire load.
         self.claimed.store(false, Ordering::Release);
-        result
+        Some(result)
     }
 }
 
@@ -555,7 +563,7 @@ mod tests {
             .is_ok());
         stash.claim();
         crate::pool::barrier::heavy(strategy);
-        let seen = stash.with_claimed(|l| values(&l.items));
+        let seen = stash.with_claimed(|l| values(&l.items)).unwrap();
         assert_eq!(seen, [1]);
         // Released: the owner can enter again.
         assert_eq!(stash.with_owner(strategy, |l| l.items.len()), 1);

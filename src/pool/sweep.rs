@@ -38,7 +38,7 @@ use crate::pool::node::Node;
 use crate::pool::overflow::{Batch, Overflow};
 use crate::pool::shared::Shared;
 use crate::pool::stash::{Local, Stash};
-use crate::sync::{lock, Ordering};
+use crate::sync::Ordering;
 
 // === impl Shared ===
 
@@ -59,7 +59,7 @@ impl<T: Send> Shared<T> {
     fn trim(&self, how: Trim) {
         let mut dead = Vec::new();
         {
-            let mut sweeping = lock(&self.sweep);
+            let mut sweeping = self.lock_sweep();
             // Nothing idle means nothing to trim or to mark: skip the heavy
             // barrier. (An object being returned right now is returned
             // concurrently with this sweep and may count as after it.)
@@ -118,11 +118,13 @@ impl<T: Send> Shared<T> {
     pub(crate) fn close(&self) {
         let mut dead = Vec::new();
         {
-            let _sweeping = lock(&self.sweep);
+            let _sweeping = self.lock_sweep();
             if self.closed.load(Ordering::Relaxed) {
                 return;
             }
-            self.with_every_stash(|stash| stash.with_claimed(|local| local.drain(&mut dead)));
+            self.with_every_stash(|stash| {
+                stash.with_claimed(|local| local.drain(&mut dead));
+            });
             self.overflow.trim(0, true, &mut dead);
             self.closed.store(true, Ordering::Release);
         }
@@ -132,7 +134,7 @@ impl<T: Send> Shared<T> {
     /// Moves an exiting thread's objects to the overflow, so other threads
     /// can use them at once instead of after its id is reused.
     pub(crate) fn flush(&self, stash: &Stash<T>) {
-        let _sweeping = lock(&self.sweep);
+        let _sweeping = self.lock_sweep();
         if self.closed.load(Ordering::Relaxed) {
             return;
         }
@@ -140,7 +142,9 @@ impl<T: Send> Shared<T> {
         // new thread that owns this stash.
         let mut batches = Vec::new();
         self.with_claimed_stashes(&[stash], |stash| {
-            batches = stash.with_claimed(|local| local.flush(&self.overflow));
+            batches = stash
+                .with_claimed(|local| local.flush(&self.overflow))
+                .unwrap_or_default();
         });
         // Pushed under the lock, so `close` cannot miss them.
         for batch in batches {
