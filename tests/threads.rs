@@ -630,3 +630,53 @@ fn a_forked_child_uses_and_sweeps_its_pools() {
         sweeper.join().unwrap();
     });
 }
+
+static LATE_POOL: LocalPool<Vec<u8>> = LocalPool::new(Vec::new);
+
+/// Uses `LATE_POOL` when dropped: from a thread-local destructor that runs
+/// after `thread_local` has released the thread's id.
+struct Late;
+
+impl Drop for Late {
+    fn drop(&mut self) {
+        LATE_POOL.with(|v| v.push(1));
+    }
+}
+
+thread_local! {
+    static LATE: std::cell::Cell<Option<Late>> = const { std::cell::Cell::new(None) };
+}
+
+/// A thread whose first pool use is in a thread-local destructor that runs
+/// after its `thread_local` id was released: the use goes around stashes,
+/// and whatever `thread_local` does meanwhile (it panics there, which runs
+/// the panic hook) runs under none of the pool's locks. The hook here
+/// sweeps the same pool, which waited forever for the sweep lock when the
+/// panic came from under it.
+#[test]
+fn a_late_destructor_uses_a_pool_without_a_stash_and_without_a_lock() {
+    common::run_with_deadline(Duration::from_secs(60), || {
+        let previous = Arc::new(std::panic::take_hook());
+        let hooked = Arc::clone(&previous);
+        std::panic::set_hook(Box::new(move |info| {
+            if thread::current().name() == Some("late-destructor") {
+                LATE_POOL.sweep();
+            } else {
+                hooked(info);
+            }
+        }));
+        thread::Builder::new()
+            .name("late-destructor".into())
+            .spawn(|| {
+                // Registered before the id is taken, so destroyed after
+                // `thread_local` released it.
+                LATE.with(|late| late.set(Some(Late)));
+                thread_local::ThreadLocal::new().get_or(|| 1u32);
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+        let stats = LATE_POOL.stats();
+        assert_eq!((stats.created, stats.returned), (1, 1), "{stats:?}");
+    });
+}
