@@ -213,7 +213,9 @@ pub(crate) fn died_in_fork(serial: u64) -> bool {
     #[cfg(not(stashpool_loom))]
     {
         match *crate::sync::lock(&FORKED) {
-            Some((first_after, forker)) => serial != 0 && serial < first_after && serial != forker,
+            // 0: a stash whose owner never got a number (it made the stash
+            // in its teardown); the forking thread cannot be that owner.
+            Some((first_after, forker)) => serial < first_after && serial != forker,
             None => false,
         }
     }
