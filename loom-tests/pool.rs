@@ -6,67 +6,47 @@
 //! `src/sync.rs`), so these models run the pool's real code: the stash
 //! handshake, spill and steal, sweeps, thread exit and pool drop.
 //!
-//! Every model uses objects that count their drops and mark themselves held,
-//! so a model fails if an object is handed to two holders at once, dropped
-//! while held, dropped twice, or never dropped.
+//! Every model uses the tests' own tracked objects (`tests/common/ledger.rs`,
+//! built on loom's atomics here): a holder marks an object held for as long
+//! as it uses it, so a model fails if an object is handed to two holders at
+//! once (also on one thread), dropped while held, dropped twice, or never
+//! dropped.
 #![cfg(stashpool_loom)]
 
-use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use loom::sync::Arc;
 use loom::thread;
-use stashpool::{LocalPool, Pooled};
+use stashpool::LocalPool;
 
-/// Counts objects made and dropped.
-#[derive(Default)]
-struct Ledger {
-    made: AtomicUsize,
-    dropped: AtomicUsize,
+/// The primitives `ledger.rs` is written against: loom's here.
+mod sync {
+    pub use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    pub use loom::sync::Arc;
 }
 
-impl Ledger {
-    fn make(this: &Arc<Self>) -> Obj {
-        this.made.fetch_add(1, Ordering::SeqCst);
-        Obj {
-            ledger: Arc::clone(this),
-            held: AtomicBool::new(false),
-        }
-    }
+#[path = "../tests/common/ledger.rs"]
+#[allow(dead_code)]
+mod ledger;
 
-    fn live(&self) -> usize {
-        self.made.load(Ordering::SeqCst) - self.dropped.load(Ordering::SeqCst)
-    }
-}
-
-struct Obj {
-    ledger: Arc<Ledger>,
-    held: AtomicBool,
-}
-
-impl Obj {
-    /// Uses the object as its holder would; fails if someone else holds it.
-    fn hold(&self) {
-        assert!(
-            !self.held.swap(true, Ordering::SeqCst),
-            "two holders at once"
-        );
-        self.held.store(false, Ordering::SeqCst);
-    }
-}
-
-impl Drop for Obj {
-    fn drop(&mut self) {
-        assert!(!self.held.load(Ordering::SeqCst), "dropped while held");
-        self.ledger.dropped.fetch_add(1, Ordering::SeqCst);
-    }
-}
+use ledger::{Ledger, Tracked as Obj};
 
 type Maker = Box<dyn Fn() -> Obj + Send + Sync>;
 
 fn pool(ledger: &Arc<Ledger>, local_capacity: usize) -> LocalPool<Obj, Maker> {
     let ledger = Arc::clone(ledger);
-    let make: Maker = Box::new(move || Ledger::make(&ledger));
+    let make: Maker = Box::new(move || Ledger::track(&ledger));
     LocalPool::builder(make)
         .local_capacity(local_capacity)
+        .manual_sweep()
+        .build()
+}
+
+/// A pool that keeps at most `max_idle` idle objects after each sweep.
+fn bounded(ledger: &Arc<Ledger>, local_capacity: usize, max_idle: usize) -> LocalPool<Obj, Maker> {
+    let ledger = Arc::clone(ledger);
+    let make: Maker = Box::new(move || Ledger::track(&ledger));
+    LocalPool::builder(make)
+        .local_capacity(local_capacity)
+        .max_idle(max_idle)
         .manual_sweep()
         .build()
 }
@@ -88,14 +68,14 @@ fn drop_and_check(pool: LocalPool<Obj, Maker>, ledger: &Ledger) {
 #[test]
 fn get_and_return_on_two_threads() {
     loom::model(|| {
-        let ledger = Arc::new(Ledger::default());
+        let ledger = Ledger::new();
         let pool = Arc::new(pool(&ledger, 1));
-        pool.put(Ledger::make(&ledger));
-        pool.put(Ledger::make(&ledger)); // spills one to the overflow
+        pool.put(Ledger::track(&ledger));
+        pool.put(Ledger::track(&ledger)); // spills one to the overflow
         let threads: Vec<_> = (0..2)
             .map(|_| {
                 let pool = Arc::clone(&pool);
-                thread::spawn(move || pool.with(|obj| obj.hold()))
+                thread::spawn(move || pool.with(|obj| obj.hold(|_| ())))
             })
             .collect();
         for t in threads {
@@ -104,10 +84,7 @@ fn get_and_return_on_two_threads() {
         let pool = Arc::try_unwrap(pool).ok().unwrap();
         let stats = pool.stats();
         assert_eq!(stats.created + stats.reused, 2);
-        assert_eq!(
-            stats.created as usize + 2,
-            ledger.made.load(Ordering::SeqCst)
-        );
+        assert_eq!(stats.created as usize + 2, ledger.made());
         drop_and_check(pool, &ledger);
     });
 }
@@ -116,23 +93,26 @@ fn get_and_return_on_two_threads() {
 #[test]
 fn spill_races_steal() {
     loom::model(|| {
-        let ledger = Arc::new(Ledger::default());
+        let ledger = Ledger::new();
         let pool = Arc::new(pool(&ledger, 1));
         let spiller = {
             let (pool, ledger) = (Arc::clone(&pool), Arc::clone(&ledger));
             thread::spawn(move || {
                 for _ in 0..3 {
-                    pool.put(Ledger::make(&ledger)); // the second and third spill
+                    pool.put(Ledger::track(&ledger)); // the second and third spill
                 }
             })
         };
         let stealer = {
             let pool = Arc::clone(&pool);
             thread::spawn(move || {
+                // Both held at once: one object handed out twice fails.
                 let a = pool.get();
+                a.acquire();
                 let b = pool.get();
-                a.hold();
-                b.hold();
+                b.acquire();
+                a.release();
+                b.release();
             })
         };
         spiller.join().unwrap();
@@ -147,13 +127,13 @@ fn spill_races_steal() {
 #[test]
 fn sweep_races_owner() {
     loom::model(|| {
-        let ledger = Arc::new(Ledger::default());
+        let ledger = Ledger::new();
         let pool = Arc::new(pool(&ledger, 2));
         let owner = {
             let (pool, ledger) = (Arc::clone(&pool), Arc::clone(&ledger));
             thread::spawn(move || {
-                pool.put(Ledger::make(&ledger));
-                pool.with(|obj| obj.hold());
+                pool.put(Ledger::track(&ledger));
+                pool.with(|obj| obj.hold(|_| ()));
             })
         };
         let sweeper = {
@@ -180,15 +160,15 @@ fn sweep_races_owner() {
 #[test]
 fn victim_rule_with_a_busy_neighbour() {
     loom::model(|| {
-        let ledger = Arc::new(Ledger::default());
+        let ledger = Ledger::new();
         let pool = Arc::new(pool(&ledger, 2));
-        let idle = Arc::new(Ledger::default());
-        pool.put(Ledger::make(&idle));
+        let idle = Ledger::new();
+        pool.put(Ledger::track(&idle));
         let neighbour = {
             let (pool, ledger) = (Arc::clone(&pool), Arc::clone(&ledger));
             thread::spawn(move || {
-                pool.with(|obj| obj.hold());
-                pool.put(Ledger::make(&ledger));
+                pool.with(|obj| obj.hold(|_| ()));
+                pool.put(Ledger::track(&ledger));
             })
         };
         pool.sweep();
@@ -206,13 +186,13 @@ fn victim_rule_with_a_busy_neighbour() {
 #[test]
 fn two_owners_and_a_sweeper() {
     loom::model(|| {
-        let ledger = Arc::new(Ledger::default());
+        let ledger = Ledger::new();
         let pool = Arc::new(pool(&ledger, 1));
-        pool.put(Ledger::make(&ledger));
+        pool.put(Ledger::track(&ledger));
         let owners: Vec<_> = (0..2)
             .map(|_| {
                 let pool = Arc::clone(&pool);
-                thread::spawn(move || pool.with(|obj| obj.hold()))
+                thread::spawn(move || pool.with(|obj| obj.hold(|_| ())))
             })
             .collect();
         let sweeper = {
@@ -228,18 +208,43 @@ fn two_owners_and_a_sweeper() {
     });
 }
 
-/// A thread exits with a full stash while another sweeps: its objects are
-/// handed to the overflow or aged in place, reused or freed, never leaked.
+/// An idle object, waiting for one to appear: loom's `join` returns when
+/// the thread's closure does, before its thread-locals (the exit hooks) are
+/// dropped, unlike std's, so a flush on exit lands some time after it. A
+/// flush that never lands makes this spin until loom gives up on the model.
+fn wait_for_one(pool: &LocalPool<Obj, Maker>) -> stashpool::Pooled<'_, Obj, Maker> {
+    loop {
+        if let Some(obj) = pool.try_get() {
+            return obj;
+        }
+        thread::yield_now();
+    }
+}
+
+/// Makes this thread hold a thread id of its own (through another pool),
+/// so that it cannot inherit the stash of a thread that exits meanwhile.
+fn hold_thread_id() {
+    let ledger = Ledger::new();
+    let anchor = pool(&ledger, 1);
+    // A pool made and dropped here: the thread keeps the id it took.
+    drop(anchor.get());
+    drop(anchor);
+}
+
+/// A thread exits with a full stash while another sweeps: its exit hook
+/// hands both objects to the overflow (one sweep drops nothing), where a
+/// thread with an id of its own finds them.
 #[test]
 fn thread_exit_with_a_full_stash() {
     loom::model(|| {
-        let ledger = Arc::new(Ledger::default());
+        hold_thread_id();
+        let ledger = Ledger::new();
         let pool = Arc::new(pool(&ledger, 2));
         let exiting = {
             let (pool, ledger) = (Arc::clone(&pool), Arc::clone(&ledger));
             thread::spawn(move || {
-                pool.put(Ledger::make(&ledger));
-                pool.put(Ledger::make(&ledger));
+                pool.put(Ledger::track(&ledger));
+                pool.put(Ledger::track(&ledger));
             })
         };
         let sweeper = {
@@ -248,13 +253,169 @@ fn thread_exit_with_a_full_stash() {
         };
         exiting.join().unwrap();
         sweeper.join().unwrap();
-        // The exited thread's objects are reachable: taken, or swept away.
-        let got = Pooled::into_inner(pool.get());
-        got.hold();
+        assert_eq!(ledger.live(), 2, "one sweep drops nothing just returned");
+        // One batch per age: a get may come between the two.
+        let a = wait_for_one(&pool);
+        a.acquire();
+        let b = wait_for_one(&pool);
+        b.acquire();
+        assert_eq!(pool.stats().created, 0, "both were found, none made");
+        a.release();
+        b.release();
+        drop((a, b));
+        let pool = Arc::try_unwrap(pool).ok().unwrap();
+        drop_and_check(pool, &ledger);
+    });
+}
+
+/// A thread given an exited thread's id inherits its stash in every pool;
+/// what it puts there is flushed when it exits too, although it did not
+/// make that stash.
+#[test]
+fn a_thread_that_inherits_a_stash_flushes_it_on_exit() {
+    loom::model(|| {
+        let ledger = Ledger::new();
+        let pool = Arc::new(pool(&ledger, 2));
+        let other = Arc::new(self::pool(&ledger, 2));
+        pool.put(Ledger::track(&ledger)); // this thread's id and stash
+        {
+            let (pool, ledger) = (Arc::clone(&pool), Arc::clone(&ledger));
+            thread::spawn(move || pool.put(Ledger::track(&ledger)))
+                .join()
+                .unwrap();
+        }
+        // Both idle objects out (the second once the exited thread's hook
+        // has flushed it): the pool is empty. The next thread is given the
+        // exited thread's id if its hooks have given it back by then (loom
+        // also runs the interleavings where they have not).
+        let held = (pool.get(), wait_for_one(&pool));
+        held.0.acquire();
+        held.1.acquire();
+        let seven = {
+            let (pool, other, ledger) =
+                (Arc::clone(&pool), Arc::clone(&other), Arc::clone(&ledger));
+            // Given the exited thread's id: first a hook for another pool,
+            // then the exited thread's stash in this one.
+            thread::spawn(move || {
+                drop(other.get());
+                let obj = Ledger::track(&ledger);
+                let id = obj.id;
+                pool.put(obj);
+                id
+            })
+            .join()
+            .unwrap()
+        };
+        let got = wait_for_one(&pool);
+        assert_eq!(got.id, seven, "flushed when the inheriting thread exited");
+        held.0.release();
+        held.1.release();
+        drop((held, got));
+        let other = Arc::try_unwrap(other).ok().unwrap();
+        drop(other);
+        let pool = Arc::try_unwrap(pool).ok().unwrap();
+        drop_and_check(pool, &ledger);
+    });
+}
+
+/// An owner spills into the overflow while a sweep of a bounded pool trims
+/// the overflow to the bound: every object ends up pooled or dropped, once.
+#[test]
+fn spill_races_a_bounded_sweep() {
+    loom::model(|| {
+        let ledger = Ledger::new();
+        let pool = Arc::new(bounded(&ledger, 1, 2));
+        pool.put(Ledger::track(&ledger));
+        pool.sweep(); // the first object is a victim now
+        let spiller = {
+            let (pool, ledger) = (Arc::clone(&pool), Arc::clone(&ledger));
+            thread::spawn(move || {
+                pool.put(Ledger::track(&ledger)); // spills
+                pool.put(Ledger::track(&ledger)); // spills
+            })
+        };
+        pool.sweep();
+        spiller.join().unwrap();
+        let stats = pool.stats();
+        assert_eq!(stats.idle, ledger.live(), "{stats:?}");
+        assert_eq!(stats.returned, 3);
+        // The bound holds after the next sweep, whatever the order.
+        pool.sweep();
+        assert!(pool.stats().idle <= 2, "{:?}", pool.stats());
+        let pool = Arc::try_unwrap(pool).ok().unwrap();
+        drop_and_check(pool, &ledger);
+    });
+}
+
+/// A pool bounded by `max_idle`: a new stash rebalances every stash's share
+/// (moving what a stash holds beyond it to the overflow) while its owner
+/// returns objects and a sweep enforces the bound.
+#[test]
+fn rebalance_races_a_return() {
+    loom::model(|| {
+        let ledger = Ledger::new();
+        let pool = Arc::new(bounded(&ledger, 4, 2));
+        // This thread's stash takes its share, the whole bound: two.
+        pool.put(Ledger::track(&ledger));
+        pool.put(Ledger::track(&ledger));
+        let newcomer = {
+            let (pool, ledger) = (Arc::clone(&pool), Arc::clone(&ledger));
+            // Its stash halves every share.
+            thread::spawn(move || pool.put(Ledger::track(&ledger)))
+        };
+        let sweeper = {
+            let pool = Arc::clone(&pool);
+            thread::spawn(move || pool.sweep())
+        };
+        // This thread's own get and return race the rebalance.
+        let got = pool.get();
+        got.hold(|_| ());
         drop(got);
+        newcomer.join().unwrap();
+        sweeper.join().unwrap();
+        let stats = pool.stats();
+        assert_eq!(stats.idle, ledger.live(), "{stats:?}");
+        assert_eq!(ledger.made(), 3, "nothing made: an object was idle");
         pool.sweep();
-        pool.sweep();
+        assert!(pool.stats().idle <= 2, "the bound, after a sweep");
+        assert_eq!(pool.stats().idle, ledger.live());
+        let pool = Arc::try_unwrap(pool).ok().unwrap();
+        drop_and_check(pool, &ledger);
+    });
+}
+
+/// `clear` races a get and a return on another thread: what was idle when
+/// the clear reached it is dropped, the object in use is not, and it is
+/// pooled again after.
+#[test]
+fn clear_races_a_get() {
+    loom::model(|| {
+        let ledger = Ledger::new();
+        let pool = Arc::new(pool(&ledger, 1));
+        pool.put(Ledger::track(&ledger));
+        pool.put(Ledger::track(&ledger)); // one spills to the overflow
+        let user = {
+            let pool = Arc::clone(&pool);
+            thread::spawn(move || {
+                let got = pool.get();
+                got.hold(|_| ());
+                got.id
+            })
+        };
+        pool.clear();
+        let used = user.join().unwrap();
+        let stats = pool.stats();
+        assert_eq!(stats.idle, ledger.live(), "{stats:?}");
+        // The user got an object (old or new) and returned it after or
+        // during the clear; at most that one is left.
+        assert!(ledger.live() <= 1, "{stats:?}");
+        if ledger.live() == 1 {
+            // In the user's stash until its exit hook flushes it.
+            assert_eq!(wait_for_one(&pool).id, used, "the one left is the one used");
+        }
+        pool.clear();
         assert_eq!(ledger.live(), 0);
+        assert_eq!(pool.stats().idle, 0);
         let pool = Arc::try_unwrap(pool).ok().unwrap();
         drop_and_check(pool, &ledger);
     });
@@ -265,23 +426,23 @@ fn thread_exit_with_a_full_stash() {
 #[test]
 fn pool_drop_after_threads() {
     loom::model(|| {
-        let ledger = Arc::new(Ledger::default());
+        let ledger = Ledger::new();
         let pool = Arc::new(pool(&ledger, 1));
         let threads: Vec<_> = (0..2)
             .map(|_| {
                 let (pool, ledger) = (Arc::clone(&pool), Arc::clone(&ledger));
                 thread::spawn(move || {
-                    pool.put(Ledger::make(&ledger));
-                    pool.put(Ledger::make(&ledger)); // one spills
+                    pool.put(Ledger::track(&ledger));
+                    pool.put(Ledger::track(&ledger)); // one spills
                 })
             })
             .collect();
-        pool.put(Ledger::make(&ledger));
+        pool.put(Ledger::track(&ledger));
         for t in threads {
             t.join().unwrap();
         }
         let pool = Arc::try_unwrap(pool).ok().unwrap();
-        assert_eq!(ledger.made.load(Ordering::SeqCst), 5);
+        assert_eq!(ledger.made(), 5);
         drop_and_check(pool, &ledger);
     });
 }
@@ -291,14 +452,14 @@ fn pool_drop_after_threads() {
 #[test]
 fn owned_guard_dropped_on_another_thread() {
     loom::model(|| {
-        let ledger = Arc::new(Ledger::default());
+        let ledger = Ledger::new();
         let pool = std::sync::Arc::new(pool(&ledger, 1));
         let guard = pool.get_owned();
         let other = thread::spawn(move || {
-            guard.hold();
+            guard.hold(|_| ());
             drop(guard);
         });
-        pool.with(|obj| obj.hold());
+        pool.with(|obj| obj.hold(|_| ()));
         other.join().unwrap();
         let pool = std::sync::Arc::try_unwrap(pool).ok().unwrap();
         assert_eq!(pool.stats().returned, 2);

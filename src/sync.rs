@@ -21,9 +21,11 @@
 // Parts of the shim serve only the worker pool.
 #![cfg_attr(not(feature = "workers"), allow(dead_code, unused_imports))]
 
+#[cfg(all(not(stashpool_loom), target_has_atomic = "64"))]
+pub(crate) use std::sync::atomic::AtomicU64;
 pub(crate) use std::sync::atomic::Ordering;
 #[cfg(not(stashpool_loom))]
-pub(crate) use std::sync::atomic::{compiler_fence, fence, AtomicBool, AtomicU64, AtomicUsize};
+pub(crate) use std::sync::atomic::{compiler_fence, fence, AtomicBool, AtomicUsize};
 #[cfg(not(stashpool_loom))]
 pub(crate) use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 #[cfg(not(stashpool_loom))]
@@ -38,7 +40,107 @@ pub(crate) use loom::sync::{Arc, Condvar, Mutex, MutexGuard};
 #[cfg(stashpool_loom)]
 pub(crate) use loom::thread_local;
 
+#[cfg(stashpool_loom)]
+pub(crate) use self::imp::ThreadSlot;
 pub(crate) use self::imp::{PerThread, Queue, UnsafeCell};
+
+/// The atomic behind [`AtomicCount`]: 64 bits where the target has 64-bit
+/// atomics, else pointer-sized (32-bit targets such as `powerpc` and `mips`
+/// have no `AtomicU64`).
+#[cfg(target_has_atomic = "64")]
+type CountWord = AtomicU64;
+#[cfg(not(target_has_atomic = "64"))]
+type CountWord = AtomicUsize;
+
+/// A statistics counter read as a `u64`. On targets without 64-bit atomics
+/// it is pointer-sized and wraps at 2^32: counts there are exact modulo
+/// 2^32, which is what a counter that must stay lock-free can give.
+pub(crate) struct AtomicCount(CountWord);
+
+impl Default for AtomicCount {
+    fn default() -> Self {
+        Self::new(0)
+    }
+}
+
+impl AtomicCount {
+    pub(crate) fn new(value: u64) -> Self {
+        // Truncation is the documented wrap on narrow targets.
+        #[allow(clippy::unnecessary_cast, clippy::cast_possible_truncation)]
+        Self(CountWord::new(value as _))
+    }
+
+    #[inline(always)]
+    pub(crate) fn load(&self, order: Ordering) -> u64 {
+        #[allow(clippy::unnecessary_cast)]
+        let value = self.0.load(order) as u64;
+        value
+    }
+
+    #[inline(always)]
+    pub(crate) fn store(&self, value: u64, order: Ordering) {
+        #[allow(clippy::unnecessary_cast, clippy::cast_possible_truncation)]
+        self.0.store(value as _, order)
+    }
+
+    #[inline(always)]
+    pub(crate) fn fetch_add(&self, value: u64, order: Ordering) {
+        #[allow(clippy::unnecessary_cast, clippy::cast_possible_truncation)]
+        self.0.fetch_add(value as _, order);
+    }
+}
+
+/// A source of distinct numbers for the life of the process (pool ids,
+/// owner tokens), which must never repeat: a 64-bit atomic where the target
+/// has one, else a lock around a `u64` (these numbers are taken once per
+/// pool or per thread, never on a hot path). Plain std even under loom: it
+/// is not part of any protocol loom checks, only a counter.
+#[derive(Debug)]
+pub(crate) struct UniqueIds {
+    #[cfg(target_has_atomic = "64")]
+    next: std::sync::atomic::AtomicU64,
+    #[cfg(not(target_has_atomic = "64"))]
+    next: std::sync::Mutex<u64>,
+}
+
+impl UniqueIds {
+    /// Numbers from 1 up (0 is left for "none").
+    pub(crate) const fn new() -> Self {
+        Self {
+            #[cfg(target_has_atomic = "64")]
+            next: std::sync::atomic::AtomicU64::new(1),
+            #[cfg(not(target_has_atomic = "64"))]
+            next: std::sync::Mutex::new(1),
+        }
+    }
+
+    /// The number `next` would hand out now.
+    pub(crate) fn peek(&self) -> u64 {
+        #[cfg(target_has_atomic = "64")]
+        {
+            self.next.load(Ordering::Relaxed)
+        }
+        #[cfg(not(target_has_atomic = "64"))]
+        {
+            *self.next.lock().unwrap_or_else(|p| p.into_inner())
+        }
+    }
+
+    /// A number never handed out before.
+    pub(crate) fn next(&self) -> u64 {
+        #[cfg(target_has_atomic = "64")]
+        {
+            self.next.fetch_add(1, Ordering::Relaxed)
+        }
+        #[cfg(not(target_has_atomic = "64"))]
+        {
+            let mut next = self.next.lock().unwrap_or_else(|p| p.into_inner());
+            let id = *next;
+            *next += 1;
+            id
+        }
+    }
+}
 
 /// Locks `mutex`, ignoring poisoning.
 ///
@@ -49,6 +151,35 @@ pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// The fork gate: every section that holds a pool's sweep lock (and with
+/// it, claims on other threads' stashes) is entered through it, shared, and
+/// a `fork()` takes it exclusively first (`pool::background`'s
+/// `pthread_atfork` handlers), so that no sweep lock and no claim is held
+/// at the moment a process forks. A child has only the forking thread: a
+/// lock or a claim held by another thread then would be held forever.
+#[cfg(not(stashpool_loom))]
+pub(crate) static FORK_GATE: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+/// Held while a sweep-lock section runs: keeps a fork out (see
+/// [`FORK_GATE`]). loom models no fork, so there it is nothing.
+pub(crate) struct ForkGuard {
+    #[cfg(not(stashpool_loom))]
+    _shared: std::sync::RwLockReadGuard<'static, ()>,
+}
+
+/// Enters a sweep-lock section: call before taking a pool's sweep lock,
+/// and drop the guard after releasing it. Sections never nest (none runs
+/// user code, and none takes another pool's lock), which a lock that
+/// prefers writers needs.
+pub(crate) fn fork_gate() -> ForkGuard {
+    ForkGuard {
+        #[cfg(not(stashpool_loom))]
+        _shared: FORK_GATE
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()),
+    }
 }
 
 /// A timeout this long is "never": timers clamp to it, which also keeps the
@@ -97,10 +228,10 @@ pub(crate) fn wait_timeout<'a, T>(
 /// Threads: spawning, joining and identity, from std or from loom's model.
 pub(crate) mod thread {
     #[cfg(not(stashpool_loom))]
-    pub(crate) use std::thread::{current, Builder, JoinHandle, ThreadId};
+    pub(crate) use std::thread::{current, Builder, JoinHandle};
 
     #[cfg(stashpool_loom)]
-    pub(crate) use loom::thread::{current, Builder, JoinHandle, ThreadId};
+    pub(crate) use loom::thread::{current, Builder, JoinHandle};
 
     /// Whether `handle`'s thread has finished running. loom's handles cannot
     /// tell; there the answer is always no, which only means the handle is
@@ -230,14 +361,84 @@ mod imp {
     pub(crate) use loom::cell::UnsafeCell;
 
     use loom::sync::Mutex;
-    use loom::thread::ThreadId;
     use std::collections::VecDeque;
 
+    /// The model's `thread_local` ids. A thread takes the lowest free one
+    /// at its first `PerThread::get_or` and gives it back once its exit
+    /// hooks have run ([`ThreadSlot::release`], called by them), as
+    /// `thread_local` gives an id back from a destructor registered before
+    /// the pool's hooks. A thread that starts later is then given the exited
+    /// thread's id and inherits its value in every `PerThread`, as with the
+    /// real crate, so the models see threads inherit stashes.
+    struct Slots {
+        next: usize,
+        free: Vec<usize>,
+    }
+
+    // In a std `Arc`, so that a thread's hooks can give its id back while
+    // the model shuts down, after loom has dropped its lazy statics.
+    loom::lazy_static! {
+        static ref SLOTS: std::sync::Arc<Mutex<Slots>> =
+            std::sync::Arc::new(Mutex::new(Slots { next: 0, free: Vec::new() }));
+    }
+
+    loom::thread_local! {
+        static SLOT: std::cell::Cell<Option<usize>> = std::cell::Cell::new(None);
+    }
+
+    /// This thread's id, if it holds one (none once its thread-locals are
+    /// being destroyed).
+    fn thread_slot() -> Option<usize> {
+        SLOT.try_with(|slot| slot.get()).ok().flatten()
+    }
+
+    /// A thread's hold on its id, for its exit hooks to give back.
+    pub(crate) struct ThreadSlot {
+        id: usize,
+        slots: std::sync::Arc<Mutex<Slots>>,
+    }
+
+    impl ThreadSlot {
+        /// This thread's hold on its id, if it has one.
+        pub(crate) fn this_thread() -> Option<Self> {
+            Some(Self {
+                id: thread_slot()?,
+                slots: std::sync::Arc::clone(&SLOTS),
+            })
+        }
+
+        /// Gives an exited thread's id back, for the next thread.
+        pub(crate) fn release(self) {
+            self.slots.lock().unwrap().free.push(self.id);
+        }
+    }
+
+    /// This thread's id, taken now if it has none; panics once its
+    /// thread-locals are being destroyed, as `ThreadLocal::get_or` does.
+    fn take_thread_slot() -> usize {
+        SLOT.with(|slot| {
+            if let Some(id) = slot.get() {
+                return id;
+            }
+            let mut slots = SLOTS.lock().unwrap();
+            let id = match slots.free.iter().enumerate().min_by_key(|(_, id)| **id) {
+                Some((at, _)) => slots.free.swap_remove(at),
+                None => {
+                    slots.next += 1;
+                    slots.next - 1
+                }
+            };
+            slot.set(Some(id));
+            id
+        })
+    }
+
     /// loom stand-in for `thread_local::ThreadLocal`: a locked registry keyed
-    /// by loom's thread id. Values are boxed and never removed before the
-    /// registry drops, so references to them stay valid, as in the original.
+    /// by the model's thread ids (above), which are reused as the real ones
+    /// are. Values are boxed and never removed before the registry drops, so
+    /// references to them stay valid, as in the original.
     pub(crate) struct PerThread<T: Send> {
-        values: Mutex<Vec<(ThreadId, Box<T>)>>,
+        values: Mutex<Vec<(usize, Box<T>)>>,
     }
 
     impl<T: Send> PerThread<T> {
@@ -247,7 +448,7 @@ mod imp {
             }
         }
 
-        fn lookup(&self, id: ThreadId) -> Option<&T> {
+        fn lookup(&self, id: usize) -> Option<&T> {
             let values = self.values.lock().unwrap();
             let found = values.iter().find(|(owner, _)| *owner == id)?;
             let ptr: *const T = &*found.1;
@@ -256,11 +457,11 @@ mod imp {
         }
 
         pub(crate) fn get(&self) -> Option<&T> {
-            self.lookup(loom::thread::current().id())
+            self.lookup(thread_slot()?)
         }
 
         pub(crate) fn get_or(&self, create: impl FnOnce() -> T) -> &T {
-            let id = loom::thread::current().id();
+            let id = take_thread_slot();
             if let Some(value) = self.lookup(id) {
                 return value;
             }

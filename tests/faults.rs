@@ -257,6 +257,90 @@ fn background_sweeper_survives_panicking_drops() {
     assert_eq!(good_drops.load(Ordering::SeqCst), 1, "and sweeping went on");
 }
 
+/// A panic payload whose own `Drop` panics, counting its drops.
+struct NastyPayload(Arc<AtomicUsize>);
+
+impl Drop for NastyPayload {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        panic!("the payload's drop panicked too");
+    }
+}
+
+/// An object whose `Drop` panics with a [`NastyPayload`].
+struct NastyDrop {
+    drops: Arc<AtomicUsize>,
+    payloads: Arc<AtomicUsize>,
+}
+
+impl Drop for NastyDrop {
+    fn drop(&mut self) {
+        self.drops.fetch_add(1, Ordering::SeqCst);
+        std::panic::panic_any(NastyPayload(Arc::clone(&self.payloads)));
+    }
+}
+
+#[test]
+fn background_sweeper_survives_a_payload_whose_drop_panics() {
+    common::run_with_deadline(Duration::from_secs(60), || {
+        let (drops, payloads) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        let bad = LocalPool::builder({
+            let (drops, payloads) = (Arc::clone(&drops), Arc::clone(&payloads));
+            move || NastyDrop {
+                drops: Arc::clone(&drops),
+                payloads: Arc::clone(&payloads),
+            }
+        })
+        .sweep_every(Duration::from_millis(2))
+        .build();
+        bad.with(|_| ());
+        assert!(
+            eventually(Duration::from_secs(20), || payloads.load(Ordering::SeqCst)
+                > 0),
+            "the sweeper dropped the object and its panic's payload"
+        );
+        assert_eq!(drops.load(Ordering::SeqCst), 1);
+        // A pool registered afterwards is still swept: the sweeper lives.
+        let good_drops = Arc::new(AtomicUsize::new(0));
+        let good = bomb_pool(&good_drops)
+            .sweep_every(Duration::from_millis(2))
+            .build();
+        good.with(|_| ());
+        assert!(
+            eventually(Duration::from_secs(20), || good_drops
+                .load(Ordering::SeqCst)
+                == 1),
+            "the background sweeper still sweeps"
+        );
+        drop((bad, good));
+    });
+}
+
+#[test]
+fn pool_drop_survives_payloads_whose_drop_panics() {
+    let (drops, payloads) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let nasty = LocalPool::builder({
+        let (drops, payloads) = (Arc::clone(&drops), Arc::clone(&payloads));
+        move || NastyDrop {
+            drops: Arc::clone(&drops),
+            payloads: Arc::clone(&payloads),
+        }
+    })
+    .manual_sweep()
+    .build();
+    let held: Vec<_> = (0..3).map(|_| nasty.get()).collect();
+    drop(held);
+    // Three panicking drops: the first panic is resumed, the other two
+    // payloads (whose drops panic as well) are dropped on the way.
+    let resumed = quiet(move || drop(nasty)).expect_err("the first panic is resumed");
+    assert!(resumed.is::<NastyPayload>());
+    assert_eq!(drops.load(Ordering::SeqCst), 3, "every object was dropped");
+    assert_eq!(payloads.load(Ordering::SeqCst), 2, "the other payloads too");
+    // The resumed payload is the caller's: dropping it panics as well.
+    assert!(quiet(move || drop(resumed)).is_err());
+    assert_eq!(payloads.load(Ordering::SeqCst), 3);
+}
+
 #[test]
 fn extreme_configurations_work() {
     let huge = LocalPool::builder(|| 0u8)

@@ -10,12 +10,11 @@
 //! one bad object cannot stop the sweeping of every pool in the process.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::sync::{lock, wait, wait_timeout, NEVER};
+use crate::sync::{lock, wait, wait_timeout, UniqueIds, NEVER};
 
 /// Something the sweeper can sweep: a pool's shared state.
 pub(crate) trait Sweep: Send + Sync {
@@ -39,11 +38,11 @@ static REGISTRY: Mutex<Registry> = Mutex::new(Registry {
     started: false,
 });
 static WAKE: Condvar = Condvar::new();
-static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+static NEXT_ID: UniqueIds = UniqueIds::new();
 
 /// A fresh key for `register` and `deregister`.
 pub(crate) fn next_id() -> u64 {
-    NEXT_ID.fetch_add(1, Ordering::Relaxed)
+    NEXT_ID.next()
 }
 
 /// Sweeps `target` every `interval` until it drops or is deregistered.
@@ -55,15 +54,21 @@ pub(crate) fn register(id: u64, target: Weak<dyn Sweep>, interval: Duration) {
         interval,
         due: after(Instant::now(), interval),
     });
-    if !registry.started {
-        // If the thread cannot be made (the process is out of threads), pools
-        // still work and `sweep()` still trims; the next registration retries.
+    // If the thread cannot be made (the process is out of threads), pools
+    // still work and `sweep()` still trims; the next registration retries.
+    start(&mut registry);
+    WAKE.notify_one();
+}
+
+/// Starts the sweeper thread if pools are registered and it is not running.
+/// Call with the registry locked.
+fn start(registry: &mut Registry) {
+    if !registry.started && !registry.entries.is_empty() {
         registry.started = thread::Builder::new()
             .name("stashpool-sweeper".into())
             .spawn(run)
             .is_ok();
     }
-    WAKE.notify_one();
 }
 
 /// Stops sweeping the pool registered as `id`.
@@ -78,7 +83,11 @@ fn run() {
         for target in due.drain(..) {
             // A panicking `Drop` of a trimmed object propagates out of
             // `sweep`; the other objects of that sweep were still dropped.
-            let _ = catch_unwind(AssertUnwindSafe(|| target.sweep()));
+            if let Err(payload) = catch_unwind(AssertUnwindSafe(|| target.sweep())) {
+                // Under a guard: a payload whose `Drop` panics must not
+                // end the thread that sweeps every pool in the process.
+                crate::pool::sweep::drop_payload(payload);
+            }
         }
     }
 }
@@ -117,4 +126,85 @@ fn collect_due(due: &mut Vec<Arc<dyn Sweep>>) {
 /// sum cannot overflow.
 fn after(now: Instant, interval: Duration) -> Instant {
     now + interval.min(NEVER)
+}
+
+// === fork ===
+//
+// A forked child has one thread, the one that called `fork()`. Three things
+// of the parent's other threads would outlive them there: a pool's sweep
+// lock and the claims a sweep holds on stashes (the child's next get or
+// sweep would wait for them forever), the `busy` flag of a thread caught
+// inside its critical section (a sweep would wait for it forever), and this
+// module's sweeper thread (the registry would say it runs, and nothing would
+// be swept in the background again). So, with `pthread_atfork`:
+//
+// * before a fork, the forking thread takes the fork gate exclusively
+//   (`sync::FORK_GATE`: every sweep-lock section holds it shared, so this
+//   waits for sweeps in progress, which run no user code and are short) and
+//   the registry's lock;
+// * after it, the parent releases both; the child records which threads
+//   were left behind (`owner::forked`: sweeps skip a stash whose owner was
+//   caught in its critical section, `owner::died_in_fork`), starts a
+//   sweeper of its own for the pools registered, and releases both.
+
+#[cfg(target_os = "linux")]
+mod fork {
+    use std::cell::RefCell;
+    use std::sync::{MutexGuard, Once, RwLockWriteGuard};
+
+    use super::{start, Registry, REGISTRY};
+    use crate::sync::{lock, FORK_GATE};
+
+    /// What the forking thread holds across a fork.
+    type Held = (RwLockWriteGuard<'static, ()>, MutexGuard<'static, Registry>);
+
+    thread_local! {
+        static FORKING: RefCell<Option<Held>> = const { RefCell::new(None) };
+    }
+
+    /// Installs the fork handlers, once per process.
+    pub(crate) fn install() {
+        static INSTALL: Once = Once::new();
+        INSTALL.call_once(|| {
+            // SAFETY: the three handlers are `extern "C" fn()` without
+            // arguments that never unwind (nothing in them panics: poisoned
+            // locks are taken anyway and thread-local access is fallible).
+            // If registration fails (out of memory) forks are simply not
+            // guarded, as before.
+            let _ = unsafe { libc::pthread_atfork(Some(prepare), Some(parent), Some(child)) };
+        });
+    }
+
+    extern "C" fn prepare() {
+        let gate = FORK_GATE
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let registry = lock(&REGISTRY);
+        // Fails only in a thread-local destructor of this thread: the fork
+        // is then unguarded (the guards are released at once).
+        let _ = FORKING.try_with(|forking| *forking.borrow_mut() = Some((gate, registry)));
+    }
+
+    extern "C" fn parent() {
+        let _ = FORKING.try_with(|forking| drop(forking.borrow_mut().take()));
+    }
+
+    extern "C" fn child() {
+        let _ = FORKING.try_with(|forking| {
+            if let Some((gate, mut registry)) = forking.borrow_mut().take() {
+                crate::pool::owner::forked();
+                // The parent's sweeper is not in this process.
+                registry.started = false;
+                start(&mut registry);
+                drop((registry, gate));
+            }
+        });
+    }
+}
+
+/// Makes `fork()` safe for every pool (see above). Called when a pool's
+/// shared state is made.
+pub(crate) fn guard_forks() {
+    #[cfg(target_os = "linux")]
+    fork::install();
 }

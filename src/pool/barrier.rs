@@ -84,11 +84,11 @@ mod linux {
     use super::Strategy;
 
     // From <linux/membarrier.h>; stable kernel ABI since Linux 4.14.
-    const MEMBARRIER_CMD_QUERY: libc::c_long = 0;
-    const MEMBARRIER_CMD_PRIVATE_EXPEDITED: libc::c_long = 1 << 3;
+    pub(super) const MEMBARRIER_CMD_QUERY: libc::c_long = 0;
+    pub(super) const MEMBARRIER_CMD_PRIVATE_EXPEDITED: libc::c_long = 1 << 3;
     const MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED: libc::c_long = 1 << 4;
 
-    fn call(cmd: libc::c_long) -> libc::c_long {
+    pub(super) fn call(cmd: libc::c_long) -> libc::c_long {
         // SAFETY: `membarrier(cmd, flags)` takes two integers and touches no
         // user memory; unknown commands fail with EINVAL.
         unsafe { libc::syscall(libc::SYS_membarrier, cmd, 0 as libc::c_long) }
@@ -137,9 +137,28 @@ mod tests {
     use super::*;
 
     #[test]
-    fn strategy_is_stable() {
+    fn strategy_is_stable_and_matches_the_kernel() {
         let first = strategy();
-        assert_eq!(first, strategy());
+        assert_eq!(first, strategy(), "decided once for the process");
+        #[cfg(all(target_os = "linux", not(stashpool_loom), not(miri)))]
+        {
+            use linux::{call, MEMBARRIER_CMD_PRIVATE_EXPEDITED, MEMBARRIER_CMD_QUERY};
+            let supported = call(MEMBARRIER_CMD_QUERY);
+            let expedited = supported >= 0 && supported & MEMBARRIER_CMD_PRIVATE_EXPEDITED != 0;
+            // A kernel with expedited private membarriers gets them (the
+            // registration cannot fail for a process that may use them).
+            let expected = if expedited {
+                Strategy::Membarrier
+            } else {
+                Strategy::Fence
+            };
+            assert_eq!(first, expected, "membarrier query: {supported:#x}");
+            if first == Strategy::Membarrier {
+                assert_eq!(call(MEMBARRIER_CMD_PRIVATE_EXPEDITED), 0, "registered");
+            }
+        }
+        #[cfg(not(all(target_os = "linux", not(stashpool_loom), not(miri))))]
+        assert_eq!(first, Strategy::Fence);
         // Both barriers must be callable with the chosen strategy.
         light(first);
         heavy(first);

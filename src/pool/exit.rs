@@ -58,6 +58,10 @@ impl<T: Send> Flush for Hook<T> {
 #[derive(Default)]
 struct Hooks {
     hooks: RefCell<Vec<Box<dyn Flush>>>,
+    /// Under loom: this thread's model id, given back once the hooks have
+    /// run (`sync::ThreadSlot`), the order `thread_local` keeps.
+    #[cfg(stashpool_loom)]
+    slot: RefCell<Option<crate::sync::ThreadSlot>>,
 }
 
 impl Drop for Hooks {
@@ -82,6 +86,10 @@ impl Drop for Hooks {
         for hook in self.hooks.get_mut().drain(..) {
             hook.flush();
         }
+        #[cfg(stashpool_loom)]
+        if let Some(slot) = self.slot.get_mut().take() {
+            slot.release();
+        }
     }
 }
 
@@ -97,8 +105,12 @@ pub(crate) fn register<T: Send + 'static>(shared: &Arc<Shared<T>>, stash: *const
     });
     // Fails only while this thread's thread-locals are being destroyed; the
     // stash is then simply left for sweeps.
-    let _ = HOOKS.try_with(|hooks| {
-        let mut hooks = hooks.hooks.borrow_mut();
+    let _ = HOOKS.try_with(|all| {
+        #[cfg(stashpool_loom)]
+        if all.slot.borrow().is_none() {
+            *all.slot.borrow_mut() = crate::sync::ThreadSlot::this_thread();
+        }
+        let mut hooks = all.hooks.borrow_mut();
         // Prune hooks of dropped pools whenever the list doubles, keeping
         // the amortised cost constant and the list as long as the live ones.
         if hooks.len() >= 8 && hooks.len().is_power_of_two() {

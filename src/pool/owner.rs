@@ -30,9 +30,8 @@
 //! ([`SHORTCUTS`]), and every get and return looks its stash up.
 
 use std::cell::Cell;
-use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::sync::thread_local;
+use crate::sync::{thread_local, UniqueIds};
 
 /// Whether owner tokens and the stash cache are used: only on targets where
 /// std keeps thread-local destructors in a last-in-first-out list (native
@@ -49,7 +48,7 @@ pub(crate) const SHORTCUTS: bool = cfg!(any(
 
 /// The next owner token. Not part of the concurrency protocol (it only has
 /// to hand out distinct numbers), so a plain atomic even under loom.
-static NEXT_TOKEN: AtomicU64 = AtomicU64::new(1);
+static NEXT_TOKEN: UniqueIds = UniqueIds::new();
 
 /// A stash this thread found: its pool's id and its address.
 type Found = (u64, *const ());
@@ -62,6 +61,9 @@ struct Owner {
     ended: Cell<bool>,
     /// The owner token; 0 for none.
     token: Cell<u64>,
+    /// This thread's number, never another thread's: taken with its first
+    /// exit hook, and unlike the token kept to the end (see [`serial`]).
+    serial: Cell<u64>,
     /// The stash cache, most recent first.
     last: Cell<Found>,
     previous: Cell<Found>,
@@ -72,6 +74,7 @@ impl Owner {
         Self {
             ended: Cell::new(false),
             token: Cell::new(0),
+            serial: Cell::new(0),
             last: Cell::new(FORGOTTEN),
             previous: Cell::new(FORGOTTEN),
         }
@@ -89,16 +92,27 @@ thread_local! {
     static OWNER: Owner = Owner::new();
 }
 
-/// Gives this thread its owner token, if it has none yet. Called when it
-/// registers an exit hook, which will take the token back.
+/// Gives this thread its serial number and its owner token, if it has none
+/// yet. Called when it registers an exit hook, which will take the token
+/// back.
 pub(crate) fn begin() {
-    if SHORTCUTS {
-        let _ = OWNER.try_with(|owner| {
-            if owner.token.get() == 0 {
-                owner.token.set(NEXT_TOKEN.fetch_add(1, Ordering::Relaxed));
-            }
-        });
-    }
+    let _ = OWNER.try_with(|owner| {
+        if owner.serial.get() == 0 {
+            owner.serial.set(NEXT_TOKEN.next());
+        }
+        if SHORTCUTS && owner.token.get() == 0 && !owner.ended.get() {
+            owner.token.set(owner.serial.get());
+        }
+    });
+}
+
+/// This thread's serial number: nonzero once it has registered an exit
+/// hook, and never the same for two threads. A stash records the serial of
+/// the thread that registered a hook for it (`Stash::hooked_by`), so that a
+/// thread given an exited thread's `thread_local` id, and with it that
+/// thread's stashes, sees that it has no hook for them yet.
+pub(crate) fn serial() -> u64 {
+    OWNER.try_with(|owner| owner.serial.get()).unwrap_or(0)
 }
 
 /// Ends this thread's claim, from its exit hooks: no new stashes, no token,
@@ -172,5 +186,42 @@ pub(crate) fn remember(pool: u64, stash: *const ()) {
             owner.previous.set(owner.last.get());
             owner.last.set((pool, stash));
         });
+    }
+}
+
+/// What a forked child knows of its parent's threads: the serial numbers
+/// handed out before the fork (`first_after`: all below it), and the one of
+/// them that is alive here, the forking thread's. `None` in a process that
+/// was not forked (or whose fork was not seen, see `pool::background`).
+#[cfg(not(stashpool_loom))]
+static FORKED: std::sync::Mutex<Option<(u64, u64)>> = std::sync::Mutex::new(None);
+
+/// Records, in a forked child, which threads did not come along: called
+/// once the fork has happened, on the child's only thread.
+#[cfg(not(stashpool_loom))]
+pub(crate) fn forked() {
+    let me = serial();
+    let first_after = NEXT_TOKEN.peek();
+    *crate::sync::lock(&FORKED) = Some((first_after, me));
+}
+
+/// Whether the thread with serial number `serial` (a stash's `hooked_by`)
+/// was a thread of the parent that this process was forked from, other
+/// than the forking one: it does not exist here and never will. Asked only
+/// by a sweeper waiting for a stash's owner, inside the fork gate.
+pub(crate) fn died_in_fork(serial: u64) -> bool {
+    #[cfg(not(stashpool_loom))]
+    {
+        match *crate::sync::lock(&FORKED) {
+            // 0: a stash whose owner never got a number (it made the stash
+            // in its teardown); the forking thread cannot be that owner.
+            Some((first_after, forker)) => serial < first_after && serial != forker,
+            None => false,
+        }
+    }
+    #[cfg(stashpool_loom)]
+    {
+        let _ = serial;
+        false
     }
 }

@@ -14,9 +14,12 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use crate::pool::barrier::{self, Strategy};
 use crate::pool::node::Node;
 use crate::pool::overflow::{Batch, Overflow};
+use crate::pool::owner;
 use crate::pool::stash::{Counters, Spill, Stash, StashBox};
-use crate::sync::thread::ThreadId;
-use crate::sync::{lock, Arc, AtomicBool, AtomicU64, Condvar, Mutex, Ordering, PerThread};
+use crate::sync::{
+    fork_gate, lock, Arc, AtomicBool, AtomicCount, ForkGuard, Mutex, MutexGuard, Ordering,
+    PerThread,
+};
 use crate::Stats;
 
 /// What the sweep lock protects.
@@ -28,22 +31,39 @@ pub(super) struct Sweeping {
     /// given the same id, so this counts the most threads that used the
     /// pool at once, not every thread that ever did.)
     pub(super) stashes: usize,
-    /// The threads whose sweeps are dropping what they trimmed.
-    pub(super) droppers: Vec<ThreadId>,
+}
+
+/// The sweep lock, held (see `Shared::lock_sweep`).
+pub(super) struct SweepLock<'a> {
+    // Fields drop in order: the lock is released before the gate.
+    sweeping: MutexGuard<'a, Sweeping>,
+    _gate: ForkGuard,
+}
+
+impl std::ops::Deref for SweepLock<'_> {
+    type Target = Sweeping;
+
+    fn deref(&self) -> &Sweeping {
+        &self.sweeping
+    }
+}
+
+impl std::ops::DerefMut for SweepLock<'_> {
+    fn deref_mut(&mut self) -> &mut Sweeping {
+        &mut self.sweeping
+    }
 }
 
 pub(crate) struct Shared<T: Send> {
     pub(super) stashes: PerThread<StashBox<T>>,
     pub(super) overflow: Overflow<T>,
-    /// The sweep count and the sweeps dropping objects, under the lock that
-    /// sweeps hold (see the module docs).
+    /// The sweep count and the stash count, under the lock that sweeps
+    /// hold (see the module docs).
     pub(super) sweep: Mutex<Sweeping>,
-    /// Signalled when a sweep has finished dropping what it trimmed.
-    pub(super) dropped: Condvar,
     /// Set (under the sweep lock) once the pool has dropped.
     pub(super) closed: AtomicBool,
     /// Objects dropped by sweeps.
-    pub(super) trimmed: AtomicU64,
+    pub(super) trimmed: AtomicCount,
     /// Counts for threads without a stash (see `exit.rs`); shared by them
     /// all, so bumped with atomic read-modify-writes.
     pub(crate) orphans: Counters<true>,
@@ -59,17 +79,17 @@ pub(crate) struct Shared<T: Send> {
 
 impl<T: Send> Shared<T> {
     pub(crate) fn new(local_capacity: usize, max_idle: usize, id: u64) -> Self {
+        #[cfg(not(stashpool_loom))]
+        crate::pool::background::guard_forks();
         Self {
             stashes: PerThread::new(),
             overflow: Overflow::new(max_idle),
             sweep: Mutex::new(Sweeping {
                 epoch: 0,
                 stashes: 0,
-                droppers: Vec::new(),
             }),
-            dropped: Condvar::new(),
             closed: AtomicBool::new(false),
-            trimmed: AtomicU64::new(0),
+            trimmed: AtomicCount::new(0),
             orphans: Counters::default(),
             local_capacity,
             max_idle,
@@ -87,7 +107,7 @@ impl<T: Send> Shared<T> {
     where
         T: 'static,
     {
-        if let Some(stash) = crate::pool::owner::last_stash(this.id) {
+        if let Some(stash) = owner::last_stash(this.id) {
             // SAFETY: `last_stash` returns only what `remember` stored for
             // this pool on this thread (ids are never reused): this thread's
             // stash in `this`, which keeps it alive. It is still this
@@ -106,17 +126,37 @@ impl<T: Send> Shared<T> {
     where
         T: 'static,
     {
-        if let Some(stash) = crate::pool::owner::previous_stash(this.id) {
+        if let Some(stash) = owner::previous_stash(this.id) {
             // SAFETY: as in `stash`.
             return Some(unsafe { &*stash.cast::<Stash<T>>() });
         }
         match this.stashes.get() {
             Some(stash) => {
-                crate::pool::owner::remember(this.id, stash.as_ptr().cast());
+                if stash.hooked_by.load(Ordering::Relaxed) != owner::serial() {
+                    Self::adopt(this, stash);
+                }
+                owner::remember(this.id, stash.as_ptr().cast());
                 Some(stash)
             }
             None => Self::new_stash(this),
         }
+    }
+
+    /// Registers this thread's exit hook for `stash`, which this thread
+    /// owns: one it made, or one it inherited with the `thread_local` id of
+    /// an exited thread (that thread's hook has run, so without a hook of
+    /// its own this thread's objects would not be flushed when it exits).
+    #[cold]
+    fn adopt(this: &Arc<Self>, stash: &StashBox<T>)
+    where
+        T: 'static,
+    {
+        // A thread whose hooks have run registers none (it could not).
+        if owner::ended() {
+            return;
+        }
+        crate::pool::exit::register(this, stash.as_ptr());
+        stash.hooked_by.store(owner::serial(), Ordering::Relaxed);
     }
 
     #[cold]
@@ -124,25 +164,33 @@ impl<T: Send> Shared<T> {
     where
         T: 'static,
     {
-        if crate::pool::owner::ended() {
+        if owner::ended() {
             return None;
         }
-        // Under the sweep lock, so that the stash's epoch is the pool's and
-        // no sweep runs between reading one and making the other.
-        let mut sweeping = lock(&this.sweep);
+        let (epoch, capacity) = {
+            let sweeping = this.lock_sweep();
+            (sweeping.epoch, this.stash_capacity(sweeping.stashes + 1))
+        };
         let mut made = false;
-        // `thread_local` panics if this thread's thread-locals are being
-        // destroyed and its own are gone already (a thread whose first pool
-        // use is in a late thread-local destructor): go around stashes then.
+        // Outside every lock: `thread_local` panics if this thread's
+        // thread-locals are being destroyed and its own are gone already (a
+        // thread whose first pool use is in a late thread-local destructor),
+        // and a panic runs the panic hook, which is user code. Go around
+        // stashes then.
         let stash = catch_unwind(AssertUnwindSafe(|| {
             this.stashes.get_or(|| {
                 made = true;
-                let capacity = this.stash_capacity(sweeping.stashes + 1);
-                StashBox::new(Stash::new(sweeping.epoch, capacity))
+                StashBox::new(Stash::new(epoch, capacity))
             })
         }))
         .ok()?;
         if made {
+            let mut sweeping = this.lock_sweep();
+            // A sweep that ran between reading the epoch and the stash
+            // entering the table did not see it: the stash is still empty
+            // (only this thread fills it), so catching up is all it needs.
+            let epoch = sweeping.epoch;
+            stash.with_owner(this.strategy, |local| local.epoch = local.epoch.max(epoch));
             sweeping.stashes += 1;
             if this.max_idle != usize::MAX {
                 // One more stash: every other one's share shrinks.
@@ -150,10 +198,18 @@ impl<T: Send> Shared<T> {
                 this.rebalance(capacity);
             }
         }
-        drop(sweeping);
-        crate::pool::exit::register(this, stash.as_ptr());
-        crate::pool::owner::remember(this.id, stash.as_ptr().cast());
+        Self::adopt(this, stash);
+        owner::remember(this.id, stash.as_ptr().cast());
         Some(stash)
+    }
+
+    /// Takes the sweep lock, inside the fork gate (`sync::fork_gate`).
+    pub(super) fn lock_sweep(&self) -> SweepLock<'_> {
+        let gate = fork_gate();
+        SweepLock {
+            sweeping: lock(&self.sweep),
+            _gate: gate,
+        }
     }
 
     /// The capacity of each stash when the pool has `stashes` of them: the
@@ -233,7 +289,7 @@ impl<T: Send> Shared<T> {
             return drop(node);
         }
         // The lock gives the batch the pool's current epoch as its stamp.
-        let sweeping = lock(&self.sweep);
+        let sweeping = self.lock_sweep();
         self.overflow.push(Batch::new(vec![node], sweeping.epoch));
         self.orphans.returned.bump();
     }

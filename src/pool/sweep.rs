@@ -24,10 +24,12 @@
 //! the pool's sweep lock: sweeps, `clear`, pool close, the flush of an
 //! exiting thread's stash, and making a stash (so a new stash starts at the
 //! pool's epoch). None of them runs user code under the lock: the objects
-//! they take are dropped after it is released, and `close` waits for the
-//! drops of sweeps still in progress, so that "dropped before `drop`
-//! returns" holds for a pool dropped while the background sweeper works on
-//! it.
+//! they take are dropped after it is released, each by the thread that took
+//! it. `close` (pool drop) drops what the pool holds and does not wait for a
+//! concurrent sweep's drops: an object a sweep has taken out of the pool is
+//! that sweep's to drop, on its own thread, and waiting for it would make
+//! pool drop wait on user code that may need a lock the dropping thread
+//! holds.
 
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 
@@ -36,8 +38,7 @@ use crate::pool::node::Node;
 use crate::pool::overflow::{Batch, Overflow};
 use crate::pool::shared::Shared;
 use crate::pool::stash::{Local, Stash};
-use crate::sync::thread;
-use crate::sync::{lock, wait, Ordering};
+use crate::sync::Ordering;
 
 // === impl Shared ===
 
@@ -57,9 +58,8 @@ impl<T: Send> Shared<T> {
 
     fn trim(&self, how: Trim) {
         let mut dead = Vec::new();
-        let me = thread::current().id();
         {
-            let mut sweeping = lock(&self.sweep);
+            let mut sweeping = self.lock_sweep();
             // Nothing idle means nothing to trim or to mark: skip the heavy
             // barrier. (An object being returned right now is returned
             // concurrently with this sweep and may count as after it.)
@@ -103,43 +103,30 @@ impl<T: Send> Shared<T> {
                 }
             }
             self.trimmed.fetch_add(dead.len() as u64, Ordering::Relaxed);
-            // Until these are dropped, `close` waits for them.
-            sweeping.droppers.push(me);
         }
         // Dropped outside the lock: user `Drop` code may use the pool.
-        let dropped = catch_unwind(AssertUnwindSafe(|| drop_all(dead)));
-        {
-            let mut sweeping = lock(&self.sweep);
-            let at = sweeping.droppers.iter().position(|&id| id == me);
-            sweeping
-                .droppers
-                .swap_remove(at.expect("this sweep is listed"));
-            self.dropped.notify_all();
-        }
-        if let Err(panic) = dropped {
-            resume_unwind(panic);
-        }
+        drop_all(dead);
     }
 
     /// Drops every pooled object and refuses further flushes (pool drop).
-    /// Returns once every object is dropped, also those a concurrent sweep
-    /// (on the background sweeper, say) trimmed and is dropping.
+    ///
+    /// Returns once every object the pool holds is dropped. It does not
+    /// wait for objects a concurrent sweep (the background sweeper's) took
+    /// out of the pool before: those are that sweep's, and it drops them on
+    /// its own thread. Waiting for them would wait on user `Drop` code on
+    /// another thread, which may need a lock the dropping thread holds.
     pub(crate) fn close(&self) {
         let mut dead = Vec::new();
         {
-            let me = thread::current().id();
-            let mut sweeping = lock(&self.sweep);
+            let _sweeping = self.lock_sweep();
             if self.closed.load(Ordering::Relaxed) {
                 return;
             }
-            self.with_every_stash(|stash| stash.with_claimed(|local| local.drain(&mut dead)));
+            self.with_every_stash(|stash| {
+                stash.with_claimed(|local| local.drain(&mut dead));
+            });
             self.overflow.trim(0, true, &mut dead);
             self.closed.store(true, Ordering::Release);
-            // Not for a sweep of this very thread: the pool can be dropped by
-            // the `Drop` of an object that sweep is dropping.
-            while sweeping.droppers.iter().any(|&id| id != me) {
-                sweeping = wait(&self.dropped, sweeping);
-            }
         }
         drop_all(dead);
     }
@@ -147,7 +134,7 @@ impl<T: Send> Shared<T> {
     /// Moves an exiting thread's objects to the overflow, so other threads
     /// can use them at once instead of after its id is reused.
     pub(crate) fn flush(&self, stash: &Stash<T>) {
-        let _sweeping = lock(&self.sweep);
+        let _sweeping = self.lock_sweep();
         if self.closed.load(Ordering::Relaxed) {
             return;
         }
@@ -155,7 +142,9 @@ impl<T: Send> Shared<T> {
         // new thread that owns this stash.
         let mut batches = Vec::new();
         self.with_claimed_stashes(&[stash], |stash| {
-            batches = stash.with_claimed(|local| local.flush(&self.overflow));
+            batches = stash
+                .with_claimed(|local| local.flush(&self.overflow))
+                .unwrap_or_default();
         });
         // Pushed under the lock, so `close` cannot miss them.
         for batch in batches {
@@ -221,17 +210,34 @@ enum Trim {
 
 /// Drops every object, even if some `Drop` impls panic; then re-raises the
 /// first panic. (Dropping the `Vec` would abort the process at a second
-/// panicking `Drop`.)
+/// panicking `Drop`.) The payloads of the other panics are dropped under a
+/// guard ([`drop_payload`]): a payload whose own `Drop` panics would
+/// otherwise unwind out of here with the first payload still held.
 fn drop_all<T>(dead: Vec<Box<Node<T>>>) {
     let mut first = None;
     for node in dead {
         if let Err(panic) = catch_unwind(AssertUnwindSafe(|| drop(node))) {
-            first.get_or_insert(panic);
+            match first {
+                None => first = Some(panic),
+                Some(_) => drop_payload(panic),
+            }
         }
     }
     if let Some(panic) = first {
         resume_unwind(panic);
     }
+}
+
+/// Drops a panic payload that nobody will look at, even if its own `Drop`
+/// panics: that panic's payload is dropped the same way, and one whose
+/// drop panics yet again is leaked rather than chased forever.
+pub(crate) fn drop_payload(payload: Box<dyn std::any::Any + Send>) {
+    let mut payload = Some(payload);
+    for _ in 0..2 {
+        let Some(next) = payload.take() else { return };
+        payload = catch_unwind(AssertUnwindSafe(|| drop(next))).err();
+    }
+    std::mem::forget(payload);
 }
 
 // === impl Local ===

@@ -3,7 +3,6 @@
 
 pub mod alloc;
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -43,6 +42,32 @@ pub fn run_with_deadline(limit: Duration, body: impl FnOnce() + Send + 'static) 
     }
 }
 
+/// Makes this thread hold a `thread_local` id (the crate stashpool keys
+/// its per-thread stashes with) until it exits, so that a thread spawned
+/// and joined meanwhile cannot hand its id, and its stashes, to this one.
+/// Tests of what an exiting thread leaves behind need that: a test thread
+/// that took the exited thread's id would find its stash and pass without
+/// any flush.
+pub fn hold_thread_id() {
+    static IDS: thread_local::ThreadLocal<()> = thread_local::ThreadLocal::new();
+    IDS.get_or(|| ());
+}
+
+/// Whether this thread holds the `thread_local` id that the thread that
+/// called `mark_thread_id(tag)` last held (the ids of exited threads are
+/// given to new ones). Takes an id if this thread has none.
+pub fn inherited_thread_id(tag: usize) -> bool {
+    MARKS.get_or(|| std::cell::Cell::new(0)).get() == tag
+}
+
+/// Marks this thread's `thread_local` id with `tag` (see
+/// `inherited_thread_id`).
+pub fn mark_thread_id(tag: usize) {
+    MARKS.get_or(|| std::cell::Cell::new(0)).set(tag);
+}
+
+static MARKS: thread_local::ThreadLocal<std::cell::Cell<usize>> = thread_local::ThreadLocal::new();
+
 /// This process's resident set in bytes (Linux); `None` elsewhere.
 pub fn rss() -> Option<usize> {
     let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
@@ -50,74 +75,20 @@ pub fn rss() -> Option<usize> {
     Some(pages * 4096)
 }
 
-/// Counts how many `Tracked` objects were made and dropped, and catches an
-/// object handed to two holders at once or dropped twice.
-#[derive(Default, Debug)]
-pub struct Ledger {
-    pub made: AtomicUsize,
-    pub dropped: AtomicUsize,
+/// The primitives `ledger.rs` is written against: std's here, loom's in
+/// `loom-tests`.
+mod sync {
+    pub use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    pub use std::sync::Arc;
 }
+
+mod ledger;
+
+pub use ledger::{Ledger, Tracked};
 
 impl Ledger {
-    pub fn new() -> Arc<Self> {
-        Arc::new(Self::default())
-    }
-
+    /// A new object counted here (`Ledger::track`, as a method).
     pub fn make(self: &Arc<Self>) -> Tracked {
-        let id = self.made.fetch_add(1, Ordering::Relaxed);
-        Tracked {
-            id,
-            ledger: Arc::clone(self),
-            in_use: Arc::new(AtomicBool::new(false)),
-        }
-    }
-
-    pub fn made(&self) -> usize {
-        self.made.load(Ordering::SeqCst)
-    }
-
-    pub fn dropped(&self) -> usize {
-        self.dropped.load(Ordering::SeqCst)
-    }
-
-    /// Objects made and not yet dropped.
-    pub fn live(&self) -> usize {
-        self.made() - self.dropped()
-    }
-}
-
-/// An object that knows whether someone holds it.
-#[derive(Debug)]
-pub struct Tracked {
-    pub id: usize,
-    ledger: Arc<Ledger>,
-    in_use: Arc<AtomicBool>,
-}
-
-impl Tracked {
-    /// Marks the object held; panics if it already was (two holders).
-    pub fn acquire(&self) {
-        assert!(
-            !self.in_use.swap(true, Ordering::SeqCst),
-            "object {} handed to two holders at once",
-            self.id
-        );
-    }
-
-    /// Marks the object free again.
-    pub fn release(&self) {
-        assert!(self.in_use.swap(false, Ordering::SeqCst));
-    }
-}
-
-impl Drop for Tracked {
-    fn drop(&mut self) {
-        assert!(
-            !self.in_use.load(Ordering::SeqCst),
-            "object {} dropped while held",
-            self.id
-        );
-        let dropped = self.ledger.dropped.fetch_add(1, Ordering::SeqCst) + 1;
-        assert!(dropped <= self.ledger.made(), "more drops than objects");
+        Ledger::track(self)
     }
 }
