@@ -115,6 +115,7 @@ impl UniqueIds {
     }
 
     /// The number `next` would hand out now.
+    #[cfg_attr(stashpool_loom, allow(dead_code))]
     pub(crate) fn peek(&self) -> u64 {
         #[cfg(target_has_atomic = "64")]
         {
