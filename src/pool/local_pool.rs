@@ -568,6 +568,12 @@ impl<T: Send + 'static> crate::pool::background::Sweep for Shared<T> {
 /// and in the overflow, before `drop` returns. If some objects' `Drop`
 /// panics, every other object is still dropped and the first panic is then
 /// resumed.
+///
+/// Objects that a concurrent sweep (the background sweeper's) has already
+/// taken out of the pool are that sweep's: it drops them on its own thread,
+/// possibly just after `drop` returns. Pool drop does not wait for them,
+/// since that would wait on user `Drop` code running on another thread,
+/// which deadlocks if that code needs a lock the dropping thread holds.
 impl<T: Send + 'static, R: Recycle<T>> Drop for LocalPool<T, R> {
     fn drop(&mut self) {
         if let Some(shared) = self.shared.get() {

@@ -11,6 +11,13 @@ use std::ops::{Add, AddAssign};
 /// moving counters; `idle` is exact whenever no other thread is using the
 /// pool (for example after the threads that used it were joined).
 ///
+/// "The threads were joined" means `JoinHandle::join`: `std::thread::scope`
+/// returns when the scoped threads' closures have returned, which can be
+/// before their thread-local destructors (and so their exit hooks, which
+/// move their stashes to the overflow) have run. Right after a scope, the
+/// counters are exact, but an object a scoped thread returned may still sit
+/// in that thread's stash rather than in the overflow.
+///
 /// The counters obey `idle == returned - reused - trimmed`: an object enters
 /// the pool when it is returned and leaves it when a `get` reuses it or a
 /// sweep trims it. Objects never accepted (`rejected`) are not counted as
