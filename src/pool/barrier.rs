@@ -5,8 +5,8 @@
 //! stores `busy` then loads `claimed`; the sweeper stores `claimed` then loads
 //! `busy`. Both sides need a full fence between their store and their load,
 //! or each can miss the other's store (store buffering) and both would touch
-//! the stash at once. A `SeqCst` fence costs the owner 5-10 ns on every get
-//! and put, as much again as the rest of the hot path.
+//! the stash at once. A `SeqCst` fence on every get and put would cost the
+//! owner about as much again as the rest of the hot path.
 //!
 //! Linux's `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)` moves that cost to
 //! the sweeper: the call returns only after every running thread of the
