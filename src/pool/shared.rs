@@ -243,7 +243,11 @@ impl<T: Send> Shared<T> {
         let mut batch = self.overflow.pop()?;
         // Batches are never empty (see `Overflow::push`).
         let node = batch.items.pop()?;
-        if !batch.items.is_empty() {
+        if batch.items.is_empty() {
+            // A batch of one (a stash with no room spills objects one by
+            // one): its buffer serves this stash's next spill.
+            stash.with_owner(self.strategy, |local| local.keep_spare(batch.items));
+        } else {
             stash.with_owner(self.strategy, |local| local.install(batch));
         }
         stash.counters.reused.bump();

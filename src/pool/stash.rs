@@ -319,7 +319,14 @@ impl<T> Local<T> {
                 // No private stash at all: the object itself goes over.
                 return match overflow.reserve(1) {
                     0 => Spill::Rejected(value),
-                    _ => Spill::Batch(Batch::new(vec![value], self.epoch)),
+                    _ => {
+                        // In a spare buffer: a pool with no room in its
+                        // stashes moves every object this way, and must not
+                        // allocate for each.
+                        let mut items = self.spares.pop().unwrap_or_default();
+                        items.push(value);
+                        Spill::Batch(Batch::new(items, self.epoch))
+                    }
                 };
             }
             // One batch holds objects of one age: victims first, since they
@@ -367,6 +374,15 @@ impl<T> Local<T> {
         self.items.append(&mut batch.items);
         if self.spares.len() < MAX_SPARES {
             self.spares.push(batch.items);
+        }
+    }
+
+    /// Keeps the emptied buffer of a batch taken from the overflow for the
+    /// next spill.
+    pub(crate) fn keep_spare(&mut self, items: Vec<Box<Node<T>>>) {
+        debug_assert!(items.is_empty());
+        if self.spares.len() < MAX_SPARES {
+            self.spares.push(items);
         }
     }
 

@@ -10,11 +10,13 @@ use std::sync::atomic::{AtomicIsize, Ordering};
 pub struct Counting;
 
 static HEAP: AtomicIsize = AtomicIsize::new(0);
+static ALLOCATIONS: AtomicIsize = AtomicIsize::new(0);
 
 // SAFETY: forwards to the system allocator, only counting bytes.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         HEAP.fetch_add(layout.size() as isize, Ordering::Relaxed);
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
         // SAFETY: same contract as ours.
         unsafe { System.alloc(layout) }
     }
@@ -30,4 +32,10 @@ unsafe impl GlobalAlloc for Counting {
 /// `Counting`).
 pub fn heap() -> isize {
     HEAP.load(Ordering::Relaxed)
+}
+
+/// Allocations made since the process started (through `Counting`; a
+/// `realloc` counts as one, through `GlobalAlloc`'s default).
+pub fn allocations() -> isize {
+    ALLOCATIONS.load(Ordering::Relaxed)
 }
