@@ -10,6 +10,7 @@
 //! one bad object cannot stop the sweeping of every pool in the process.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -144,16 +145,18 @@ fn after(now: Instant, interval: Duration) -> Instant {
 //   the registry's lock;
 // * after it, the parent releases both; the child records which threads
 //   were left behind (`owner::forked`: sweeps skip a stash whose owner was
-//   caught in its critical section, `owner::died_in_fork`), starts a
-//   sweeper of its own for the pools registered, and releases both.
+//   caught in its critical section, `owner::died_in_fork`), releases both,
+//   and starts a sweeper of its own for the pools registered at its next
+//   pool operation off the hot path (`resume`).
 
 #[cfg(target_os = "linux")]
 mod fork {
     use std::cell::RefCell;
     use std::sync::{MutexGuard, Once, RwLockWriteGuard};
 
-    use super::{start, Registry, REGISTRY};
+    use super::{Registry, REGISTRY, RESUME};
     use crate::sync::{lock, FORK_GATE};
+    use std::sync::atomic::Ordering;
 
     /// What the forking thread holds across a fork.
     type Held = (RwLockWriteGuard<'static, ()>, MutexGuard<'static, Registry>);
@@ -193,12 +196,30 @@ mod fork {
         let _ = FORKING.try_with(|forking| {
             if let Some((gate, mut registry)) = forking.borrow_mut().take() {
                 crate::pool::owner::forked();
-                // The parent's sweeper is not in this process.
+                // The parent's sweeper is not in this process. A new one is
+                // started by the child's next pool operation off the hot
+                // path (`resume`), not here: a child handler should not
+                // make threads, and a child that goes on to `exec` needs
+                // none.
                 registry.started = false;
-                start(&mut registry);
+                RESUME.store(!registry.entries.is_empty(), Ordering::Relaxed);
                 drop((registry, gate));
             }
         });
+    }
+}
+
+/// Set in a forked child whose parent swept pools in the background: the
+/// child's sweeper is yet to be started.
+static RESUME: AtomicBool = AtomicBool::new(false);
+
+/// Starts the background sweeper in a forked child, once, if its parent had
+/// one. Called on the pool's slower paths (a new object, a spill or a steal,
+/// `sweep` and `clear`): a relaxed load when there is nothing to do.
+#[inline]
+pub(crate) fn resume() {
+    if RESUME.load(Ordering::Relaxed) && RESUME.swap(false, Ordering::Relaxed) {
+        start(&mut lock(&REGISTRY));
     }
 }
 

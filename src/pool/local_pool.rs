@@ -300,6 +300,7 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
     /// assert_eq!(pool.stats().trimmed, 1);
     /// ```
     pub fn sweep(&self) {
+        after_fork();
         if let Some(shared) = self.shared.get() {
             shared.sweep();
         }
@@ -333,6 +334,7 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
     /// assert_eq!(pool.stats().idle, 1);
     /// ```
     pub fn clear(&self) {
+        after_fork();
         if let Some(shared) = self.shared.get() {
             shared.clear();
         }
@@ -423,6 +425,7 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
     /// A new object, counted in `counters`.
     #[cold]
     fn create<const S: bool>(&self, counters: &Counters<S>) -> Box<Node<T>> {
+        after_fork();
         let node = Node::boxed(self.recycler.create());
         counters.created.bump();
         node
@@ -516,6 +519,14 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
         self.recycle_into_overflow(shared, node);
         out
     }
+}
+
+/// In a forked child, starts the background sweeper its parent had (see
+/// `background.rs`); nothing otherwise. Called off the hot path.
+#[inline]
+pub(super) fn after_fork() {
+    #[cfg(not(stashpool_loom))]
+    crate::pool::background::resume();
 }
 
 /// Calls `f` out of line: keeps a rare path from growing an inlined caller.

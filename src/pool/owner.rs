@@ -214,8 +214,12 @@ pub(crate) fn died_in_fork(serial: u64) -> bool {
     {
         match *crate::sync::lock(&FORKED) {
             // 0: a stash whose owner never got a number (it made the stash
-            // in its teardown); the forking thread cannot be that owner.
-            Some((first_after, forker)) => serial < first_after && serial != forker,
+            // in its teardown). That is never the forking thread, which is
+            // in `fork()`, not in a teardown: count it as left behind (the
+            // answer only makes a sweep skip the stash).
+            Some((first_after, forker)) => {
+                serial == 0 || (serial < first_after && serial != forker)
+            }
             None => false,
         }
     }

@@ -240,6 +240,7 @@ impl<T: Send> Shared<T> {
     /// An object from the overflow, taking its whole batch into the stash.
     #[cold]
     pub(crate) fn pop_overflow(&self, stash: &Stash<T>) -> Option<Box<Node<T>>> {
+        crate::pool::local_pool::after_fork();
         let mut batch = self.overflow.pop()?;
         // Batches are never empty (see `Overflow::push`).
         let node = batch.items.pop()?;
@@ -265,6 +266,7 @@ impl<T: Send> Shared<T> {
 
     #[cold]
     fn push_full(&self, stash: &Stash<T>, node: Box<Node<T>>) {
+        crate::pool::local_pool::after_fork();
         let spill = stash.with_owner(self.strategy, |local| {
             local.spill(node, local.capacity, &self.overflow)
         });

@@ -87,12 +87,22 @@ impl<T: Send> Shared<T> {
                     });
                     self.overflow.trim(epoch, false, &mut dead);
                     if bounded {
-                        shed.into_iter()
-                            .for_each(|batch| self.overflow.put_back(batch));
                         // The bound: stashes and overflow together keep at
-                        // most `max_idle`, the overflow's oldest go first.
-                        self.overflow
-                            .cut(self.max_idle.saturating_sub(kept), &mut dead);
+                        // most `max_idle`. What was shed is victims only, so
+                        // it goes first, then the overflow's oldest.
+                        let queued = self.overflow.len.load(Ordering::Relaxed);
+                        let shed_len: usize = shed.iter().map(|b| b.items.len()).sum();
+                        let room = self.max_idle.saturating_sub(kept);
+                        let mut excess = (queued + shed_len).saturating_sub(room);
+                        for mut batch in shed {
+                            let n = excess.min(batch.items.len());
+                            dead.extend(batch.items.drain(..n));
+                            excess -= n;
+                            if !batch.items.is_empty() {
+                                self.overflow.put_back(batch);
+                            }
+                        }
+                        self.overflow.cut(excess, &mut dead);
                     }
                 }
                 Trim::All => {
@@ -298,19 +308,24 @@ impl<T> Local<T> {
 // === impl Overflow ===
 
 impl<T> Overflow<T> {
-    /// Moves objects into `dead`, oldest batches first, until at most
-    /// `limit` are left (`max_idle` applied to the whole pool by a sweep).
-    pub(crate) fn cut(&self, limit: usize, dead: &mut Vec<Box<Node<T>>>) {
-        while self.len.load(Ordering::Relaxed) > limit {
-            // Whatever is left over the limit is in transit: not ours to cut.
+    /// Moves up to `excess` objects into `dead`, oldest batches first
+    /// (`max_idle` applied to the whole pool by a sweep).
+    ///
+    /// Looks at each batch queued when it starts at most once, as `trim`
+    /// does, so returns racing the sweep cannot keep it going; a batch cut
+    /// in part is queued again behind the others.
+    pub(crate) fn cut(&self, mut excess: usize, dead: &mut Vec<Box<Node<T>>>) {
+        for _ in 0..self.queue.len() {
+            if excess == 0 {
+                break;
+            }
             let Some(mut batch) = self.pop() else { break };
-            let over = self.len.load(Ordering::Relaxed) + batch.items.len();
-            let cut = (over - limit.min(over)).min(batch.items.len());
             // The batch's oldest objects are at its front.
-            dead.extend(batch.items.drain(..cut));
+            let n = excess.min(batch.items.len());
+            dead.extend(batch.items.drain(..n));
+            excess -= n;
             if !batch.items.is_empty() {
                 self.put_back(batch);
-                break;
             }
         }
     }

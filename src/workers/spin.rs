@@ -13,6 +13,7 @@
 //! one being waited for.
 
 /// The longest round, in `spin_loop` hints: past it, rounds stop doubling.
+#[cfg_attr(stashpool_loom, allow(dead_code))]
 const MAX_SHIFT: u32 = 6;
 /// Rounds of `spin_or_yield` before it starts yielding.
 const YIELD_AFTER: u32 = 32;
