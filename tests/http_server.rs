@@ -647,3 +647,45 @@ fn sigterm_prints_the_final_counters() {
     let status = server.child.wait().unwrap();
     assert!(status.success(), "{status}");
 }
+
+/// The heap the server holds (`live_bytes`) after `n` more requests of
+/// each route on one kept-alive connection, less what it held before them.
+fn heap_growth(server: &Server, n: u64) -> i64 {
+    let mut client = server.client();
+    let body = vec![b'x'; 1024];
+    let round = |client: &mut Client| {
+        assert_eq!(client.get("/").status, 200);
+        assert_eq!(client.get("/json").status, 200);
+        let echo = client.post("/echo", &body);
+        assert_eq!((echo.status, echo.body.len()), (200, body.len()));
+    };
+    round(&mut client); // this connection and its buffers are set up
+    let before = server.stats();
+    for _ in 0..n {
+        round(&mut client);
+    }
+    let after = server.stats();
+    assert!(after["live_bytes"] > 0, "{after:?}");
+    assert!(after["live_bytes"] <= after["allocated_bytes"], "{after:?}");
+    after["live_bytes"] as i64 - before["live_bytes"] as i64
+}
+
+#[test]
+fn requests_leave_no_heap_behind() {
+    // Both modes keep a connection's buffers for its life and free (plain)
+    // or pool (pooled) each request's. What a request leaves behind would
+    // add up over 3 * 300 requests; the margin covers one connection's
+    // buffers and thread, the /stats connection before the last one, which
+    // the server may not have closed yet.
+    let n = 300;
+    let margin = 16 * 1024;
+    // Two workers: the client's connection and the /stats one, so the
+    // pooled server starts no new worker (with its stashes) meanwhile.
+    for args in [&["--workers", "2"][..], &["--plain"][..]] {
+        let growth = heap_growth(&Server::start(args), n);
+        assert!(
+            growth < margin,
+            "{args:?}: the heap grew by {growth} bytes over {n} rounds of requests"
+        );
+    }
+}

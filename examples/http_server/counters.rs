@@ -1,6 +1,7 @@
 //! What the server counts: requests, connections, refusals, and every heap
 //! allocation in the process (a counting global allocator), so that the
-//! pooled and the plain server can be compared by what they allocate.
+//! pooled and the plain server can be compared by what they allocate and
+//! by the heap they hold.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
@@ -31,9 +32,19 @@ impl Counter {
         self.shards[shard()].fetch_add(n, Ordering::Relaxed);
     }
 
+    /// Takes `n` back off a count that [`add`](Counter::add) raised,
+    /// maybe on another shard: shards wrap, and only the total means
+    /// anything.
+    #[inline]
+    pub fn sub(&self, n: usize) {
+        self.shards[shard()].fetch_sub(n, Ordering::Relaxed);
+    }
+
     /// The total; exact once the threads that bump it are quiet.
     pub fn get(&self) -> usize {
-        self.shards.iter().map(|s| s.load(Ordering::Relaxed)).sum()
+        self.shards
+            .iter()
+            .fold(0, |sum, s| sum.wrapping_add(s.load(Ordering::Relaxed)))
     }
 }
 
@@ -60,6 +71,9 @@ fn shard() -> usize {
 pub static ALLOCATIONS: Counter = Counter::new();
 /// Bytes those allocations asked for.
 pub static ALLOCATED_BYTES: Counter = Counter::new();
+/// Bytes allocated and not yet freed: the heap in use, as the program sees
+/// it (the allocator's own overhead and free lists not included).
+pub static LIVE_BYTES: Counter = Counter::new();
 
 /// The system allocator, counting.
 pub struct Counting;
@@ -73,17 +87,26 @@ unsafe impl GlobalAlloc for Counting {
         ALLOCATED_BYTES.add(layout.size());
         // SAFETY: the caller upholds `alloc`'s contract, which `System`
         // shares.
-        unsafe { System.alloc(layout) }
+        let ptr = unsafe { System.alloc(layout) };
+        if !ptr.is_null() {
+            LIVE_BYTES.add(layout.size());
+        }
+        ptr
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         ALLOCATIONS.add(1);
         ALLOCATED_BYTES.add(layout.size());
         // SAFETY: as for `alloc`.
-        unsafe { System.alloc_zeroed(layout) }
+        let ptr = unsafe { System.alloc_zeroed(layout) };
+        if !ptr.is_null() {
+            LIVE_BYTES.add(layout.size());
+        }
+        ptr
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        LIVE_BYTES.sub(layout.size());
         // SAFETY: `ptr` came from `System` (every method forwards to it),
         // with this layout.
         unsafe { System.dealloc(ptr, layout) }
@@ -94,7 +117,13 @@ unsafe impl GlobalAlloc for Counting {
         ALLOCATED_BYTES.add(new_size);
         // SAFETY: `ptr` came from `System` with `layout`; the caller upholds
         // the rest of `realloc`'s contract.
-        unsafe { System.realloc(ptr, layout, new_size) }
+        let moved = unsafe { System.realloc(ptr, layout, new_size) };
+        if !moved.is_null() {
+            // On failure the old block stays, and so does its count.
+            LIVE_BYTES.sub(layout.size());
+            LIVE_BYTES.add(new_size);
+        }
+        moved
     }
 }
 
@@ -114,7 +143,7 @@ pub static TIMEOUTS: Counter = Counter::new();
 pub fn write_counters(out: &mut impl Write) -> std::io::Result<()> {
     write!(
         out,
-        "requests={} connections={} refused={} errors={} timeouts={} allocations={} allocated_bytes={}",
+        "requests={} connections={} refused={} errors={} timeouts={} allocations={} allocated_bytes={} live_bytes={}",
         REQUESTS.get(),
         CONNECTIONS.get(),
         REFUSED.get(),
@@ -122,5 +151,6 @@ pub fn write_counters(out: &mut impl Write) -> std::io::Result<()> {
         TIMEOUTS.get(),
         ALLOCATIONS.get(),
         ALLOCATED_BYTES.get(),
+        LIVE_BYTES.get(),
     )
 }

@@ -73,9 +73,9 @@
 //! marked `final`, when it stops: on SIGINT or SIGTERM (Linux), or after
 //! `--duration` seconds. Connections still open then are cut. The
 //! counters: requests answered, connections served and refused, error
-//! answers, read timeouts, heap allocations and bytes allocated in the
-//! whole process (a counting global allocator), the pools' statistics and
-//! the worker pool's.
+//! answers, read timeouts, heap allocations, bytes allocated and bytes
+//! still in use (`live_bytes`) in the whole process (a counting global
+//! allocator), the pools' statistics and the worker pool's.
 
 mod conn;
 mod counters;
