@@ -1,19 +1,24 @@
 #!/usr/bin/env bash
 # The example HTTP server (examples/http_server), pooled and --plain, under
-# wrk on 127.0.0.1: requests per second, p99 latency, peak RSS and heap
-# allocations per request, for a few connection counts. Writes the table to
+# wrk on 127.0.0.1: requests per second, p99 latency, peak RSS, peak
+# anonymous RSS and heap allocations per request, for a few connection
+# counts. Writes the table to
 # benches/results/http.md (included in benches/RESULTS.md by report.py).
 #
 #   benches/http.sh                                   # the defaults below
 #   CONNECTIONS="1 16" DURATION=2 REPS=1 benches/http.sh   # a quick look
 #
 # Every run starts a fresh server process, so each peak RSS (VmHWM, read
-# from /proc/PID/status before the server is stopped) and each allocation
+# from /proc/PID/status before the server is stopped), each peak of its
+# anonymous part (RssAnon, sampled from the same file while wrk runs: VmHWM
+# also counts the pages of the binary and of libc that each mode's code
+# happens to touch, which vary from run to run by more than the pools'
+# own memory) and each allocation
 # count (the server's counting allocator, printed when it stops) belong to
 # that run alone. The two modes alternate within each repetition, in an
 # order that flips every repetition, and the table keeps the best
-# throughput and the best p99 of the repetitions, the highest RSS and the
-# most allocations: best case for speed, worst case for memory, in both
+# throughput and the best p99 of the repetitions, the highest RSS figures
+# and the most allocations: best case for speed, worst case for memory, in both
 # modes alike. wrk gets half the cores (at least one thread, at most one
 # per connection), the server the rest.
 #
@@ -56,6 +61,8 @@ cleanup() {
     rm -rf "$tmp"
 }
 trap cleanup EXIT
+# Read with a timeout, a FIFO nobody writes to is a sleep without a process.
+mkfifo "$tmp/tick"
 
 # POST /echo with a 1 KiB body.
 cat >"$tmp/echo.lua" <<'LUA'
@@ -93,8 +100,22 @@ run_one() {
     done
     local threads=$((conns < wrk_threads_max ? conns : wrk_threads_max))
     wrk -t"$threads" -c"$conns" -d"${DURATION}s" --latency "${script[@]}" \
-        "http://127.0.0.1:$port$path" >"$tmp/wrk.out" 2>&1 ||
-        die "wrk failed: $(cat "$tmp/wrk.out")"
+        "http://127.0.0.1:$port$path" >"$tmp/wrk.out" 2>&1 &
+    local wrk_pid=$!
+    # The kernel keeps no peak of the private (anonymous) part of RSS, so
+    # it is sampled while wrk runs, with shell builtins only (a process
+    # started per sample would load the machine being measured).
+    local anon=0 key value _
+    while kill -0 "$wrk_pid" 2>/dev/null; do
+        while read -r key value _; do
+            if [ "$key" = RssAnon: ]; then
+                [ "$value" -gt "$anon" ] && anon=$value
+                break
+            fi
+        done <"/proc/$server_pid/status" || die "the server stopped under wrk: $(cat "$tmp/server.err")"
+        read -r -t 0.05 <>"$tmp/tick" || true
+    done
+    wait "$wrk_pid" || die "wrk failed: $(cat "$tmp/wrk.out")"
     local rss
     rss=$(awk '/^VmHWM:/ { print $2 }' "/proc/$server_pid/status")
     kill -TERM "$server_pid"
@@ -115,11 +136,11 @@ run_one() {
     final=$(grep '^http_server: final ' "$tmp/server.out") || die "no final counters from the server"
     requests=$(tr ' ' '\n' <<<"$final" | sed -n 's/^requests=//p')
     allocations=$(tr ' ' '\n' <<<"$final" | sed -n 's/^allocations=//p')
-    [ -n "$rps" ] && [ -n "$p99" ] && [ -n "$rss" ] && [ -n "$requests" ] && [ "$requests" -gt 0 ] ||
+    [ -n "$rps" ] && [ -n "$p99" ] && [ -n "$rss" ] && [ "$anon" -gt 0 ] && [ -n "$requests" ] && [ "$requests" -gt 0 ] ||
         die "could not read the results of a run: $(cat "$tmp/wrk.out") / $final"
-    echo "$route $conns $mode $rep $rps $p99 $rss $allocations $requests" >>"$tmp/raw"
-    printf '  %-5s %3s connections %-6s rep %s: %10.0f req/s  p99 %8.0f us  VmHWM %6s KiB  %s allocations / %s requests\n' \
-        "$route" "$conns" "$mode" "$rep" "$rps" "$p99" "$rss" "$allocations" "$requests"
+    echo "$route $conns $mode $rep $rps $p99 $rss $allocations $requests $anon" >>"$tmp/raw"
+    printf '  %-5s %3s connections %-6s rep %s: %10.0f req/s  p99 %8.0f us  VmHWM %6s KiB  anon %6s KiB  %s allocations / %s requests\n' \
+        "$route" "$conns" "$mode" "$rep" "$rps" "$p99" "$rss" "$anon" "$allocations" "$requests"
 }
 
 started=$(date -u +"%Y-%m-%d %H:%M UTC")
@@ -152,12 +173,16 @@ mkdir -p "$(dirname "$OUT")"
     echo "Routes: \`hello\` is \`GET /\` (a static body), \`json\` is \`GET /json\` (a"
     echo "document built per request), \`echo\` is \`POST /echo\` with a 1 KiB body."
     echo "Best requests/s and best p99 of $REPS interleaved runs; highest peak RSS"
-    echo "(VmHWM) and most allocations per request (the whole process's heap"
-    echo "allocations over the requests it served, start-up included). Ratios are"
-    echo "pooled / plain: above 1 is faster for requests/s, below 1 is better for the rest."
+    echo "(VmHWM), highest peak anonymous RSS (RssAnon, sampled every 50 ms under"
+    echo "load: heap, stacks and other private memory, without the pages of the"
+    echo "binary and of libc that VmHWM also counts, and that differ between the"
+    echo "modes by which code runs) and most allocations per request (the whole"
+    echo "process's heap allocations over the requests it served, start-up"
+    echo "included). Ratios are pooled / plain: above 1 is faster for requests/s,"
+    echo "below 1 is better for the rest."
     echo
-    echo "| route | conns | req/s pooled | req/s plain | ratio | p99 pooled | p99 plain | peak RSS pooled | peak RSS plain | ratio | allocs/req pooled | allocs/req plain |"
-    echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+    echo "| route | conns | req/s pooled | req/s plain | ratio | p99 pooled | p99 plain | peak RSS pooled | peak RSS plain | ratio | peak anon pooled | peak anon plain | ratio | allocs/req pooled | allocs/req plain |"
+    echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
     for route in $ROUTES; do
         for conns in $CONNECTIONS; do
             awk -v route="$route" -v conns="$conns" '
@@ -166,16 +191,18 @@ mkdir -p "$(dirname "$OUT")"
                     if (!(m in rps) || $5 > rps[m]) rps[m] = $5
                     if (!(m in p99) || $6 < p99[m]) p99[m] = $6
                     if (!(m in rss) || $7 > rss[m]) rss[m] = $7
+                    if (!(m in anon) || $10 > anon[m]) anon[m] = $10
                     a = $8 / $9
                     if (!(m in apr) || a > apr[m]) apr[m] = a
                 }
                 function lat(us) { return us >= 1000 ? sprintf("%.2f ms", us / 1000) : sprintf("%.0f us", us) }
-                function mib(kib) { return sprintf("%.1f MiB", kib / 1024) }
+                function mib(kib) { return sprintf("%.2f MiB", kib / 1024) }
                 END {
-                    printf "| %s | %s | %.0f | %.0f | %.2f | %s | %s | %s | %s | %.2f | %.3f | %.2f |\n",
+                    printf "| %s | %s | %.0f | %.0f | %.2f | %s | %s | %s | %s | %.2f | %s | %s | %.2f | %.3f | %.2f |\n",
                         route, conns, rps["pooled"], rps["plain"], rps["pooled"] / rps["plain"],
                         lat(p99["pooled"]), lat(p99["plain"]), mib(rss["pooled"]), mib(rss["plain"]),
-                        rss["pooled"] / rss["plain"], apr["pooled"], apr["plain"]
+                        rss["pooled"] / rss["plain"], mib(anon["pooled"]), mib(anon["plain"]),
+                        anon["pooled"] / anon["plain"], apr["pooled"], apr["plain"]
                 }' "$tmp/raw"
         done
     done
