@@ -33,6 +33,13 @@ pub const IO_BUFFER: usize = 4 * 1024;
 /// JSON document and the benchmark's bodies fit without growing. Small,
 /// because the pooled server keeps an idle one in each worker's stash, and
 /// it runs a worker per open connection.
+///
+/// That idle buffer per worker is most of the memory the pooled server
+/// holds beyond the plain one once connections far outnumber cores. The
+/// plain server frees its buffer after each request, and glibc makes at
+/// most eight arenas per core: past that many threads, threads share an
+/// arena and reuse each other's freed buffers, so the plain server keeps
+/// about as many as requests are in flight at once, not one per thread.
 pub const BUFFER: usize = 2 * 1024;
 
 /// Read buffers of the pooled server's connections.
@@ -42,6 +49,13 @@ pub static WRITERS: BufWriterPool = BufWriterPool::new(IO_BUFFER);
 /// Per-request buffers of the pooled server. A body that grew one past the
 /// pool's `max_capacity` is dropped on return, not pooled, so a large
 /// upload does not pin its memory.
+///
+/// The default knobs, although with many workers each stash pins an idle
+/// buffer (see [`BUFFER`]): `local_capacity(0)` or a small `max_idle`
+/// would send every return through the shared overflow instead, which
+/// allocates a block of its own every few dozen pushes and leaves spare
+/// batch buffers in each worker's stash; that costs about as much resident
+/// memory as the buffers it saves with many workers, and more with few.
 pub static BUFFERS: BytePool = BytePool::new(BUFFER);
 
 /// What a connection may send and how long it may take.
