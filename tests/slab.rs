@@ -196,9 +196,13 @@ fn bad_sizes_are_refused_and_huge_requests_panic_instead_of_aborting() {
     assert!(catch_unwind(|| SlabPool::builder(0).build()).is_err());
     let pool = pool(4096);
     assert!(catch_unwind(|| pool.alloc(usize::MAX)).is_err());
-    assert!(catch_unwind(|| pool.alloc(isize::MAX as usize)).is_err());
-    // A valid slab size no allocator can serve fails on first use.
-    let huge = SlabPool::new(isize::MAX as usize);
-    assert!(catch_unwind(|| huge.alloc(1)).is_err());
+    // These reach the allocator, which refuses them (Miri cannot model that
+    // refusal: it stops, so it runs the size check above only).
+    if !cfg!(miri) {
+        assert!(catch_unwind(|| pool.alloc(isize::MAX as usize)).is_err());
+        // A valid slab size no allocator can serve fails on first use.
+        let huge = SlabPool::new(isize::MAX as usize);
+        assert!(catch_unwind(|| huge.alloc(1)).is_err());
+    }
     assert!(format!("{pool:?}").contains("slab_size: 4096"));
 }
