@@ -429,6 +429,9 @@ fn mmap(g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>)
 }
 
 fn slab(g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>) {
+    // Small pieces, one at a time: the sizes glibc serves from its
+    // per-thread cache without a lock or a search, and slabs pay `bytes`'
+    // reference count on top of finding this thread's slab.
     let pool = SlabPool::new(8 * 1024);
     for len in [64, 1024] {
         g.bench_function(format!("slab_{len}/stashpool"), |b| {
@@ -460,6 +463,48 @@ fn slab(g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>)
     g.bench_function("slab_batch_100x64/bytesmut_with_capacity", |b| {
         b.iter(|| {
             live.extend((0..100).map(|_| BytesMut::with_capacity(black_box(64))));
+            black_box(&live);
+            live.clear();
+        })
+    });
+
+    // Packet buffers (an Ethernet frame's 1500 bytes, above the sizes
+    // glibc caches per thread) from 64 KiB slabs, each with a header
+    // written: one at a time, and a batch of 32 alive at once (a burst
+    // of datagrams read before they are handled).
+    let packets = SlabPool::new(64 * 1024);
+    g.bench_function("slab_1500/stashpool", |b| {
+        b.iter(|| {
+            let mut buf = packets.alloc(black_box(1500));
+            buf.put_slice(MESSAGE);
+            black_box(buf.as_ptr());
+        })
+    });
+    g.bench_function("slab_1500/bytesmut_with_capacity", |b| {
+        b.iter(|| {
+            let mut buf = BytesMut::with_capacity(black_box(1500));
+            buf.put_slice(MESSAGE);
+            black_box(buf.as_ptr());
+        })
+    });
+    g.bench_function("slab_batch_32x1500/stashpool", |b| {
+        b.iter(|| {
+            live.extend((0..32).map(|_| {
+                let mut buf = packets.alloc(black_box(1500));
+                buf.put_slice(MESSAGE);
+                buf
+            }));
+            black_box(&live);
+            live.clear();
+        })
+    });
+    g.bench_function("slab_batch_32x1500/bytesmut_with_capacity", |b| {
+        b.iter(|| {
+            live.extend((0..32).map(|_| {
+                let mut buf = BytesMut::with_capacity(black_box(1500));
+                buf.put_slice(MESSAGE);
+                buf
+            }));
             black_box(&live);
             live.clear();
         })
@@ -508,27 +553,31 @@ mod memory {
         unsafe { libc::mallinfo2() }.uordblks
     }
 
-    /// Heap bytes taken by 10 000 buffers of 64 bytes made by `make`, all
-    /// alive at once.
-    fn measure(make: impl Fn() -> BytesMut) -> usize {
-        let mut live = Vec::with_capacity(10_000);
+    /// Heap bytes taken by `count` buffers made by `make`, all alive at
+    /// once.
+    fn measure(count: usize, make: impl Fn() -> BytesMut) -> usize {
+        let mut live = Vec::with_capacity(count);
         let before = heap_in_use();
-        live.extend((0..10_000).map(|_| make()));
+        live.extend((0..count).map(|_| make()));
         let bytes = heap_in_use().saturating_sub(before);
         drop(live);
         bytes
     }
 
     pub fn report() {
-        let pool = SlabPool::builder(8 * 1024).manual_sweep().build();
-        let slab = measure(|| pool.alloc(64));
-        let alone = measure(|| BytesMut::with_capacity(64));
-        println!("\n10 000 live 64-byte buffers, heap bytes in use (glibc):");
-        println!(
-            "  SlabPool, 8 KiB slabs: {slab:>8} ({} slabs)",
-            pool.stats().created
-        );
-        println!("  BytesMut::with_capacity: {alone:>8} (one allocation each)");
+        println!("\nLive buffers, heap bytes in use (glibc):");
+        for (count, len, slab_size) in [(10_000, 64, 8 * 1024), (1_000, 1500, 64 * 1024)] {
+            let pool = SlabPool::builder(slab_size).manual_sweep().build();
+            let slab = measure(count, || pool.alloc(len));
+            let alone = measure(count, || BytesMut::with_capacity(len));
+            println!("  {count} x {len} B:");
+            println!(
+                "    SlabPool, {} KiB slabs: {slab:>8} ({} slabs)",
+                slab_size / 1024,
+                pool.stats().created
+            );
+            println!("    BytesMut::with_capacity: {alone:>8} (one allocation each)");
+        }
     }
 }
 

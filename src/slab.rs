@@ -12,7 +12,10 @@
 //! Each thread carves from its own current slab: the remainder of a slab
 //! is the object this pool keeps in a [`LocalPool`], so carving takes no
 //! lock and slabs idle since the previous sweep are let go by the next one,
-//! as for any other pooled object.
+//! as for any other pooled object. A slab whose room has run out is used
+//! again from the front, where it is, once every piece cut from it has
+//! dropped (`BytesMut::try_reclaim`); only a slab still held by live
+//! pieces is given up for a new one.
 //!
 //! Unlike `allocUnsafe`, nothing here exposes uninitialised memory: a piece
 //! starts with `len() == 0`, and `BytesMut` only lets safe code read what
@@ -57,8 +60,9 @@ const ALIGN: usize = 8;
 /// bytes; larger ones allocated alone.
 ///
 /// [`alloc`](Self::alloc)`(len)` with `len < slab_size / 2` cuts a piece of
-/// at least `len` bytes from this thread's current slab, starting a new
-/// slab when the current one has too little room left. Larger requests get
+/// at least `len` bytes from this thread's current slab. When the slab has
+/// too little room left, it starts over from its front if every piece cut
+/// from it has dropped, else a new slab is started. Larger requests get
 /// a `BytesMut` of their own. Either way the caller owns the result
 /// outright: it can grow it, freeze it into [`Bytes`], or send it to
 /// another thread, and the slab's memory is freed once every piece of it
@@ -66,15 +70,20 @@ const ALIGN: usize = 8;
 ///
 /// [`stats`](crate::Pool::stats) counts slabs: `created` slabs were allocated,
 /// `reused` pieces were cut from a slab already started, `rejected` slabs
-/// were used up.
+/// were given up, used up while pieces of them were still alive.
 ///
 /// What slabs save is allocator calls and per-allocation overhead: one
 /// allocation per slab (and one for its shared reference count) instead of
 /// one per buffer, so many small live buffers take fewer calls and less
-/// heap. They are not faster than a thread-caching `malloc` for one small
-/// buffer at a time: cutting a piece and dropping it update the slab's
-/// atomic reference count, which costs more than `malloc` and `free` of a
-/// small block from a thread cache.
+/// heap. For small buffers they are not faster than a thread-caching
+/// `malloc`, one at a time or in a batch: `BytesMut` can share memory only
+/// through `bytes`' reference count, so cutting a piece and dropping it
+/// are two atomic read-modify-writes on it, where `malloc` and `free` of
+/// a small block from a thread cache take none; and finding this thread's
+/// slab in its stash costs what any pooled object's `get` and return cost.
+/// Pieces larger than such a cache keeps (glibc's: up to 1032 bytes), say
+/// 1500-byte packets from 64 KiB slabs, cost what small ones do, while
+/// `malloc` searches its bins for them: there carving is the faster path.
 ///
 /// # Examples
 ///
@@ -90,8 +99,8 @@ const ALIGN: usize = 8;
 /// assert_eq!(pool.stats().created, 1); // both from one slab
 /// ```
 pub struct SlabPool {
-    /// The unused remainders of slabs.
-    slabs: LocalPool<BytesMut, SlabRecycler>,
+    /// The slabs threads carve from.
+    slabs: LocalPool<Slab, SlabRecycler>,
 }
 
 impl SlabPool {
@@ -166,18 +175,16 @@ impl SlabPool {
             // The piece is cut off the front and the remainder stays in
             // place, in this thread's stash: one stash lookup per piece.
             let piece = self.slabs.with(|slab| {
-                if slab.capacity() >= room {
-                    let rest = slab.split_off(room);
-                    Some(mem::replace(slab, rest))
-                } else {
-                    // Too little left for this piece: leave an empty
-                    // remainder, which `recycle` refuses, so this slab is
-                    // let go (and freed with the last piece cut from it).
-                    // The next round takes another remainder, or a fresh
-                    // slab, counted as created.
-                    mem::take(slab);
-                    None
+                if slab.rest.capacity() < room && !slab.reclaim(slab_size) {
+                    // Too little left, and pieces still hold the slab: let
+                    // it go (it is freed with the last piece cut from it).
+                    // `recycle` refuses a spent slab, so the next round
+                    // takes another one, or a fresh one, counted created.
+                    slab.spend();
+                    return None;
                 }
+                let rest = slab.rest.split_off(room);
+                Some(mem::replace(&mut slab.rest, rest))
             });
             if let Some(piece) = piece {
                 return piece;
@@ -226,18 +233,56 @@ impl Resource for SlabPool {
     }
 }
 
-/// Makes slabs; keeps a returned remainder while a piece still fits in it.
+/// What a thread carves from: the unused end of a slab.
+struct Slab {
+    /// The part of the slab no piece has been cut from, always empty
+    /// (`len() == 0`); pieces are cut off its front.
+    rest: BytesMut,
+    /// Set when this thread gave the slab up: it is not pooled again.
+    spent: bool,
+}
+
+impl Slab {
+    /// Makes the slab whole again if every piece cut from it has dropped:
+    /// it is then reused where it is, with no allocation and no trip
+    /// through the pool. `false` while a piece is alive.
+    ///
+    /// `try_reclaim` checks that `rest` is the last handle with an
+    /// acquiring load of the slab's reference count, which every piece's
+    /// drop released, so whatever a piece's owner wrote, on any thread,
+    /// happens before the memory is handed out again.
+    #[cold]
+    fn reclaim(&mut self, slab_size: usize) -> bool {
+        self.rest.try_reclaim(slab_size)
+    }
+
+    /// Gives the slab up: its memory goes with its last piece.
+    #[cold]
+    fn spend(&mut self) {
+        self.rest = BytesMut::new();
+        self.spent = true;
+    }
+}
+
+/// Makes slabs; keeps them until they are spent.
 struct SlabRecycler {
     slab_size: usize,
 }
 
-impl Recycle<BytesMut> for SlabRecycler {
-    fn create(&self) -> BytesMut {
-        bytes_mut(self.slab_size)
+impl Recycle<Slab> for SlabRecycler {
+    fn create(&self) -> Slab {
+        let mut rest = bytes_mut(self.slab_size);
+        // Turn the slab into `bytes`' shared form (a reference-counted
+        // header beside the memory) now, rather than in the first
+        // `split_off`, so that every piece takes the same path.
+        drop(rest.split_off(self.slab_size));
+        Slab { rest, spent: false }
     }
 
-    fn recycle(&self, rest: &mut BytesMut) -> bool {
-        rest.capacity() >= ALIGN
+    /// Keeps a slab even when it has no room left: once its pieces have
+    /// dropped, the next `alloc` on this thread reclaims it whole.
+    fn recycle(&self, slab: &mut Slab) -> bool {
+        !slab.spent
     }
 }
 

@@ -245,6 +245,30 @@ fn a_request_gets_the_smallest_class_that_holds_it() {
 }
 
 #[test]
+fn requests_cycling_through_many_classes_each_reuse_their_own_buffer() {
+    // More classes in turn than a thread keeps stashes at hand for, and
+    // fewer: every class keeps serving its own one buffer either way.
+    for cycle in [4, 12] {
+        let pool = classes(64, 64 << 11);
+        let mut seen = vec![None; cycle];
+        for round in 0..50 {
+            for (class, first) in seen.iter_mut().enumerate() {
+                let mut buf = pool.get(64 << class);
+                assert!(buf.is_empty());
+                assert_eq!(buf.capacity(), 64 << class);
+                buf.push(round as u8);
+                let ptr = buf.as_ptr();
+                assert_eq!(*first.get_or_insert(ptr), ptr, "class {class}");
+            }
+        }
+        let stats = pool.stats();
+        assert_eq!(stats.created, cycle as u64, "cycle {cycle}: {stats:?}");
+        assert_eq!(stats.reused, 49 * cycle as u64);
+        assert_eq!(stats.idle, cycle);
+    }
+}
+
+#[test]
 fn a_buffer_returns_to_its_own_class_cleared() {
     let pool = classes(64, 4096);
     let mut buf = pool.get(300);

@@ -10,9 +10,9 @@
 //!   dropped on the thread that got it and can go straight back to the stash
 //!   it came from (`node::Home`). Tokens come from a global counter and are
 //!   never reused;
-//! * the *stash cache*, the two stashes this thread found last, keyed by
-//!   pool id. Pool ids are never reused (and never 0), so an entry of a
-//!   dropped pool matches nothing.
+//! * the *stash cache*, the [`CACHED`] stashes this thread found last,
+//!   keyed by pool id, most recent first. Pool ids are never reused (and
+//!   never 0), so an entry of a dropped pool matches nothing.
 //!
 //! A thread gets its token when it registers its first exit hook
 //! (`exit::register`), the cache is filled only while the thread has one, and
@@ -55,6 +55,14 @@ type Found = (u64, *const ());
 
 const FORGOTTEN: Found = (0, std::ptr::null());
 
+/// How many stashes the cache remembers. A multi-size pool is one pool per
+/// size class, so a thread whose requests cycle through a few classes
+/// (and uses another pool or two in between) uses that many pools in turn:
+/// with room for all of them, each get finds its stash here rather than in
+/// the pool's table. Only the first entry is on the hit path; the others
+/// are searched after a miss there, before the table.
+const CACHED: usize = 8;
+
 /// This thread's side of its claim on its stashes.
 struct Owner {
     /// Set when the thread's exit hooks run: it then makes no new stash.
@@ -65,8 +73,7 @@ struct Owner {
     /// exit hook, and unlike the token kept to the end (see [`serial`]).
     serial: Cell<u64>,
     /// The stash cache, most recent first.
-    last: Cell<Found>,
-    previous: Cell<Found>,
+    cache: [Cell<Found>; CACHED],
 }
 
 impl Owner {
@@ -75,8 +82,7 @@ impl Owner {
             ended: Cell::new(false),
             token: Cell::new(0),
             serial: Cell::new(0),
-            last: Cell::new(FORGOTTEN),
-            previous: Cell::new(FORGOTTEN),
+            cache: [const { Cell::new(FORGOTTEN) }; CACHED],
         }
     }
 }
@@ -121,8 +127,9 @@ pub(crate) fn end() {
     let _ = OWNER.try_with(|owner| {
         owner.ended.set(true);
         owner.token.set(0);
-        owner.last.set(FORGOTTEN);
-        owner.previous.set(FORGOTTEN);
+        for entry in &owner.cache {
+            entry.set(FORGOTTEN);
+        }
     });
 }
 
@@ -152,40 +159,46 @@ pub(crate) fn last_stash(pool: u64) -> Option<*const ()> {
         return None;
     }
     let (id, stash) = OWNER
-        .try_with(|owner| owner.last.get())
+        .try_with(|owner| owner.cache[0].get())
         .unwrap_or(FORGOTTEN);
     (id == pool && !stash.is_null()).then_some(stash)
 }
 
 /// After a miss in `last_stash`: this thread's stash in the pool with id
-/// `pool`, if it is the one found before the last; it becomes the last (so
-/// a thread that uses two pools in turn hits one entry or the other).
+/// `pool`, if the cache's other entries have it; it moves to the front (so
+/// a thread that uses a few pools in turn finds each one here).
 pub(crate) fn previous_stash(pool: u64) -> Option<*const ()> {
     if !SHORTCUTS {
         return None;
     }
     OWNER
         .try_with(|owner| {
-            let previous = owner.previous.get();
-            if previous.0 != pool || previous.1.is_null() {
-                return None;
-            }
-            owner.previous.set(owner.last.get());
-            owner.last.set(previous);
-            Some(previous.1)
+            let at = (1..CACHED).find(|&i| {
+                let (id, stash) = owner.cache[i].get();
+                id == pool && !stash.is_null()
+            })?;
+            let found = owner.cache[at].get();
+            push_front(&owner.cache[..=at], found);
+            Some(found.1)
         })
         .ok()
         .flatten()
+}
+
+/// Puts `found` first in `entries`, moving the others one place back; the
+/// last one falls out.
+fn push_front(entries: &[Cell<Found>], found: Found) {
+    for i in (1..entries.len()).rev() {
+        entries[i].set(entries[i - 1].get());
+    }
+    entries[0].set(found);
 }
 
 /// Remembers `stash`, this thread's stash in the pool with id `pool`, as
 /// the last one found; only while this thread has a token.
 pub(crate) fn remember(pool: u64, stash: *const ()) {
     if token() != 0 {
-        let _ = OWNER.try_with(|owner| {
-            owner.previous.set(owner.last.get());
-            owner.last.set((pool, stash));
-        });
+        let _ = OWNER.try_with(|owner| push_front(&owner.cache, (pool, stash)));
     }
 }
 
@@ -227,5 +240,45 @@ pub(crate) fn died_in_fork(serial: u64) -> bool {
     {
         let _ = serial;
         false
+    }
+}
+
+#[cfg(all(test, not(stashpool_loom)))]
+mod tests {
+    use super::*;
+
+    /// A stand-in for a stash's address: the cache never dereferences it.
+    fn stash(n: usize) -> *const () {
+        std::ptr::without_provenance(n * 64)
+    }
+
+    #[test]
+    fn the_cache_finds_its_last_stashes_most_recent_first() {
+        // On a thread of its own, so no pool's entries are in its cache.
+        std::thread::spawn(|| {
+            begin();
+            if !SHORTCUTS {
+                return;
+            }
+            for pool in 1..=CACHED as u64 {
+                remember(pool, stash(pool as usize));
+            }
+            assert_eq!(last_stash(CACHED as u64), Some(stash(CACHED)));
+            assert_eq!(last_stash(1), None, "only the first entry is checked");
+            // Every remembered stash is found, and moves to the front.
+            for pool in 1..CACHED as u64 {
+                assert_eq!(previous_stash(pool), Some(stash(pool as usize)));
+                assert_eq!(last_stash(pool), Some(stash(pool as usize)));
+            }
+            // Pool CACHED is now the least recent: a new one pushes it out.
+            remember(100, stash(100));
+            assert_eq!(previous_stash(CACHED as u64), None);
+            assert_eq!(previous_stash(1), Some(stash(1)));
+            end();
+            assert_eq!(last_stash(1), None);
+            assert_eq!(previous_stash(100), None);
+        })
+        .join()
+        .unwrap();
     }
 }
