@@ -95,9 +95,16 @@ impl Ids {
 
 static IDS: Mutex<Ids> = Mutex::new(Ids::new());
 
-/// Locks the process's ids, ignoring poisoning (nothing panics under it).
-fn ids() -> std::sync::MutexGuard<'static, Ids> {
-    IDS.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+/// Runs `f` on the process's ids, under their lock (poisoning ignored:
+/// nothing panics under it) and inside the fork gate (`sync::fork_gate`), so
+/// that a `fork()` never leaves the lock held in the child, whose new
+/// threads would then wait forever for an id. Never called from within
+/// another fork-gate section (ids are taken outside the sweep lock, and
+/// given back at thread exit).
+fn with_ids<R>(f: impl FnOnce(&mut Ids) -> R) -> R {
+    let _gate = crate::sync::fork_gate();
+    let mut ids = IDS.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    f(&mut ids)
 }
 
 /// Gives the thread's id back when the thread-local is destroyed.
@@ -114,7 +121,7 @@ impl Drop for IdGuard {
         // no entry of its own, and once the id is free another thread may be
         // given it.
         let _ = THREAD.try_with(|thread| thread.set(None));
-        ids().give_back(id);
+        with_ids(|ids| ids.give_back(id));
         #[cfg(test)]
         tests::log_release(id);
     }
@@ -158,7 +165,7 @@ pub(crate) fn current_or_take() -> Option<Slot> {
 fn take(thread: &Cell<Option<Slot>>) -> Option<Slot> {
     GUARD
         .try_with(|guard| {
-            let id = ids().take();
+            let id = with_ids(Ids::take);
             guard.id.set(Some(id));
             let slot = Slot::new(id);
             thread.set(Some(slot));
