@@ -184,6 +184,19 @@ impl<T: Send> PerThread<T> {
     }
 }
 
+impl<T: Send> std::fmt::Debug for PerThread<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let buckets = self
+            .buckets
+            .iter()
+            .filter(|first| !first.load(Ordering::Relaxed).is_null())
+            .count();
+        f.debug_struct("PerThread")
+            .field("buckets", &buckets)
+            .finish_non_exhaustive()
+    }
+}
+
 impl<T: Send> Drop for PerThread<T> {
     fn drop(&mut self) {
         for (bucket, first) in self.buckets.iter_mut().enumerate() {
@@ -284,7 +297,7 @@ mod tests {
         assert_eq!(outer, Some(&1), "the first value stays where it is");
     }
 
-    /// Sets `LATE` to run `f` when this thread's thread-locals are destroyed.
+    /// Runs its closure when dropped.
     struct Late(Option<Box<dyn FnOnce()>>);
 
     impl Drop for Late {
@@ -299,6 +312,11 @@ mod tests {
         static LATE: Cell<Option<Late>> = const { Cell::new(None) };
     }
 
+    /// Runs `f` in a thread-local destructor of this thread, registered now.
+    fn on_teardown(f: impl FnOnce() + 'static) {
+        LATE.with(|late| late.set(Some(Late(Some(Box::new(f))))));
+    }
+
     /// A thread whose only use of an id is in a thread-local destructor
     /// takes an id there, and gives it back at exit like any other thread.
     #[test]
@@ -307,12 +325,11 @@ mod tests {
         let got = Arc::new(Mutex::new(None));
         let g = Arc::clone(&got);
         thread::spawn(move || {
+            static TABLE: PerThread<u32> = PerThread::new();
             TAG.with(|tag| tag.set(TAG_HERE));
-            let table: &'static PerThread<u32> = Box::leak(Box::new(PerThread::new()));
-            LATE.with(|late| {
-                late.set(Some(Late(Some(Box::new(move || {
-                    *g.lock().unwrap() = Some((thread_id::current(), table.get_or(|| 5).copied()));
-                })))))
+            on_teardown(move || {
+                let found = (thread_id::current(), TABLE.get_or(|| 5).copied());
+                *g.lock().unwrap() = Some(found);
             });
         })
         .join()
@@ -331,15 +348,14 @@ mod tests {
         let got = Arc::new(Mutex::new(None));
         let g = Arc::clone(&got);
         let id = thread::spawn(move || {
+            static TABLE: PerThread<u32> = PerThread::new();
             TAG.with(|tag| tag.set(TAG_HERE));
-            let table: &'static PerThread<u32> = Box::leak(Box::new(PerThread::new()));
             // Registered before the id guard, so destroyed after it.
-            LATE.with(|late| {
-                late.set(Some(Late(Some(Box::new(move || {
-                    *g.lock().unwrap() = Some((table.get().copied(), table.get_or(|| 6).copied()));
-                })))))
+            on_teardown(move || {
+                let found = (TABLE.get().copied(), TABLE.get_or(|| 6).copied());
+                *g.lock().unwrap() = Some(found);
             });
-            table.get_or(|| 4);
+            TABLE.get_or(|| 4);
             thread_id::current().unwrap()
         })
         .join()
