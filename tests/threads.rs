@@ -63,7 +63,7 @@ fn a_guard_dropped_on_another_thread_returns_to_that_threads_stash() {
 /// Thread-local destructors run in the reverse order of their registration:
 /// a guard returns straight to its stash only while its thread's exit hooks
 /// have not run, and that is sound because the hooks (registered after the
-/// thread takes its `thread_local` id) run before the id is released. The
+/// thread takes its id) run before the id is given back. The
 /// targets are those on which stashpool relies on it (`owner::SHORTCUTS`).
 #[cfg(any(
     target_os = "linux",
@@ -324,7 +324,7 @@ fn guards_dropped_before_the_exit_hooks_go_back_to_the_stash() {
     });
 }
 
-/// A guard dropped after its thread gave up its `thread_local` id must not
+/// A guard dropped after its thread gave up its thread id must not
 /// go back to the stash it came from (another thread may own it by then):
 /// the exit hooks end the thread's claim, and the guard goes to the
 /// overflow.
