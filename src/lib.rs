@@ -77,6 +77,8 @@ pub mod image;
 pub mod io;
 #[cfg(all(feature = "mmap", not(stashpool_loom)))]
 pub mod mmap;
+#[cfg(not(stashpool_loom))]
+mod per_thread;
 mod pool;
 #[cfg(not(stashpool_loom))]
 mod reset;

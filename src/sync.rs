@@ -3,18 +3,21 @@
 //! The pool's protocol is model-checked with [loom]. loom can only explore the
 //! interleavings of operations it can see, so every atomic, cell, lock and
 //! thread-local the protocol touches is imported from here, and under
-//! `--cfg stashpool_loom` this module swaps in loom's versions. Two of our building
-//! blocks are third-party data structures whose atomics loom cannot see:
+//! `--cfg stashpool_loom` this module swaps in loom's versions. Two of our
+//! building blocks are data structures loom does not model:
 //!
-//! * [`PerThread`] wraps `thread_local::ThreadLocal` (one stash per thread);
+//! * [`PerThread`] is `crate::per_thread`'s table (one stash per thread,
+//!   indexed by stashpool's thread ids), built on std's atomics and
+//!   thread-locals;
 //! * [`Queue`] wraps `crossbeam_deque::Injector` (the shared overflow).
 //!
 //! Under loom they become small stand-ins built from loom primitives with the
-//! same interface (a registry keyed by loom's thread id, a locked `VecDeque`),
-//! so the models check *our* protocol around them: the stash handshake, spill
-//! and steal, sweeps, thread exit and pool drop. The real structures are
-//! well tested by their own authors; what loom checks here is that we use
-//! them correctly.
+//! same interface (a registry keyed by model thread ids that are reused as
+//! the real ones are, a locked `VecDeque`), so the models check *our*
+//! protocol around them: the stash handshake, spill and steal, sweeps,
+//! thread exit and pool drop. The table has unit tests of its own (run
+//! under Miri too), and the injector is well tested by its authors; what
+//! loom checks here is that the pool uses them correctly.
 //!
 //! [loom]: https://docs.rs/loom
 
@@ -277,7 +280,8 @@ pub(crate) fn backoff(step: &mut u32) {
 #[cfg(not(stashpool_loom))]
 mod imp {
     use crossbeam_deque::{Injector, Steal};
-    use thread_local::ThreadLocal;
+
+    pub(crate) use crate::per_thread::PerThread;
 
     /// `std::cell::UnsafeCell` with loom's closure-based access API.
     #[derive(Debug, Default)]
@@ -291,39 +295,6 @@ mod imp {
         #[inline]
         pub(crate) fn with_mut<R>(&self, f: impl FnOnce(*mut T) -> R) -> R {
             f(self.0.get())
-        }
-    }
-
-    /// One value per thread, owned by a pool (`thread_local::ThreadLocal`).
-    ///
-    /// Unlike a `thread_local!` static, many of these can exist at once and
-    /// each one, with every thread's value in it, is dropped with its owner.
-    /// Values of exited threads stay in place (and are handed to the next
-    /// thread that gets the exited thread's id), so a sweep still reaches them.
-    pub(crate) struct PerThread<T: Send>(ThreadLocal<T>);
-
-    impl<T: Send> PerThread<T> {
-        pub(crate) const fn new() -> Self {
-            Self(ThreadLocal::new())
-        }
-
-        /// This thread's value, if it has one.
-        #[inline]
-        pub(crate) fn get(&self) -> Option<&T> {
-            self.0.get()
-        }
-
-        /// This thread's value, made by `create` on first use.
-        pub(crate) fn get_or(&self, create: impl FnOnce() -> T) -> &T {
-            self.0.get_or(create)
-        }
-
-        /// Every thread's value (live and exited threads alike).
-        pub(crate) fn for_each<'a>(&'a self, f: impl FnMut(&'a T))
-        where
-            T: Sync,
-        {
-            self.0.iter().for_each(f)
         }
     }
 
@@ -364,13 +335,13 @@ mod imp {
     use loom::sync::Mutex;
     use std::collections::VecDeque;
 
-    /// The model's `thread_local` ids. A thread takes the lowest free one
-    /// at its first `PerThread::get_or` and gives it back once its exit
-    /// hooks have run ([`ThreadSlot::release`], called by them), as
-    /// `thread_local` gives an id back from a destructor registered before
-    /// the pool's hooks. A thread that starts later is then given the exited
-    /// thread's id and inherits its value in every `PerThread`, as with the
-    /// real crate, so the models see threads inherit stashes.
+    /// The model's thread ids. A thread takes the lowest free one at its
+    /// first `PerThread::get_or` and gives it back once its exit hooks have
+    /// run ([`ThreadSlot::release`], called by them), as the real id guard
+    /// (`per_thread::thread_id`) gives it back from a destructor registered
+    /// before the pool's hooks. A thread that starts later is then given the
+    /// exited thread's id and inherits its value in every `PerThread`, as
+    /// with the real table, so the models see threads inherit stashes.
     struct Slots {
         next: usize,
         free: Vec<usize>,
@@ -414,10 +385,11 @@ mod imp {
         }
     }
 
-    /// This thread's id, taken now if it has none; panics once its
-    /// thread-locals are being destroyed, as `ThreadLocal::get_or` does.
-    fn take_thread_slot() -> usize {
-        SLOT.with(|slot| {
+    /// This thread's id, taken now if it has none; `None` once its
+    /// thread-locals are being destroyed, as the real `get_or` answers past
+    /// the destruction of its id guard.
+    fn take_thread_slot() -> Option<usize> {
+        SLOT.try_with(|slot| {
             if let Some(id) = slot.get() {
                 return id;
             }
@@ -432,10 +404,11 @@ mod imp {
             slot.set(Some(id));
             id
         })
+        .ok()
     }
 
-    /// loom stand-in for `thread_local::ThreadLocal`: a locked registry keyed
-    /// by the model's thread ids (above), which are reused as the real ones
+    /// loom stand-in for `per_thread::PerThread`: a locked registry keyed by
+    /// the model's thread ids (above), which are reused as the real ones
     /// are. Values are boxed and never removed before the registry drops, so
     /// references to them stay valid, as in the original.
     pub(crate) struct PerThread<T: Send> {
@@ -461,16 +434,16 @@ mod imp {
             self.lookup(thread_slot()?)
         }
 
-        pub(crate) fn get_or(&self, create: impl FnOnce() -> T) -> &T {
-            let id = take_thread_slot();
+        pub(crate) fn get_or(&self, create: impl FnOnce() -> T) -> Option<&T> {
+            let id = take_thread_slot()?;
             if let Some(value) = self.lookup(id) {
-                return value;
+                return Some(value);
             }
             let boxed = Box::new(create());
             let ptr: *const T = &*boxed;
             self.values.lock().unwrap().push((id, boxed));
             // SAFETY: as in `lookup`.
-            unsafe { &*ptr }
+            Some(unsafe { &*ptr })
         }
 
         pub(crate) fn for_each<'a>(&'a self, mut f: impl FnMut(&'a T))

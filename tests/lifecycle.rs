@@ -6,13 +6,15 @@
 //! test` runs it, and CI also runs it under `valgrind --leak-check=full`
 //! (`.ci/nightly leaks`): a pool must free everything it allocated, in every
 //! thread's stash, in the overflow and in its bookkeeping, whatever the order
-//! in which pools, threads and guards go away.
+//! in which pools, threads and guards go away, threads that use a pool only
+//! in their teardown included.
 //!
 //! ```text
 //! cargo test --release --test lifecycle            # 20 rounds
 //! target/release/deps/lifecycle-<hash> 10          # any number of rounds
 //! ```
 
+use std::cell::Cell;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread;
@@ -40,6 +42,27 @@ impl Drop for Counted {
 }
 
 static SHARED: LocalPool<Vec<u8>> = LocalPool::new(Vec::new);
+
+/// Runs its closure when dropped: from a thread-local destructor.
+struct Late(Option<Box<dyn FnOnce()>>);
+
+impl Drop for Late {
+    fn drop(&mut self) {
+        if let Some(f) = self.0.take() {
+            f();
+        }
+    }
+}
+
+thread_local! {
+    static LATE: Cell<Option<Late>> = const { Cell::new(None) };
+}
+
+/// Runs `f` late in this thread's teardown: its destructor is registered
+/// now, before anything the pool registers, so it runs after all of that.
+fn on_teardown(f: impl FnOnce() + 'static) {
+    LATE.with(|late| late.set(Some(Late(Some(Box::new(f))))));
+}
 
 fn main() {
     let rounds = std::env::args()
@@ -77,9 +100,27 @@ fn main() {
                 })
             })
             .collect();
+        // Threads that use the pool only in their teardown: the first takes
+        // its thread id there (and gives it back, after its exit hook ran),
+        // the second after it gave its id back (it used `SHARED` first), so
+        // it goes around stashes.
+        let late: Vec<_> = (0..2)
+            .map(|t| {
+                let pool = Arc::clone(&pool);
+                thread::spawn(move || {
+                    on_teardown(move || pool.with(|buf| buf.0[1] = 1));
+                    if t == 1 {
+                        SHARED.with(|buf| buf.push(1));
+                    }
+                })
+            })
+            .collect();
         let mut outlived = Vec::new();
         for worker in workers {
             outlived.extend(worker.join().unwrap());
+        }
+        for thread in late {
+            thread.join().unwrap();
         }
         // Keep a few objects out of the pool for good, return the rest.
         if let Some(guard) = outlived.pop() {

@@ -63,7 +63,7 @@ fn a_guard_dropped_on_another_thread_returns_to_that_threads_stash() {
 /// Thread-local destructors run in the reverse order of their registration:
 /// a guard returns straight to its stash only while its thread's exit hooks
 /// have not run, and that is sound because the hooks (registered after the
-/// thread takes its `thread_local` id) run before the id is released. The
+/// thread takes its id) run before the id is given back. The
 /// targets are those on which stashpool relies on it (`owner::SHORTCUTS`).
 #[cfg(any(
     target_os = "linux",
@@ -324,7 +324,7 @@ fn guards_dropped_before_the_exit_hooks_go_back_to_the_stash() {
     });
 }
 
-/// A guard dropped after its thread gave up its `thread_local` id must not
+/// A guard dropped after its thread gave up its thread id must not
 /// go back to the stash it came from (another thread may own it by then):
 /// the exit hooks end the thread's claim, and the guard goes to the
 /// overflow.
@@ -371,10 +371,11 @@ fn a_thread_that_inherits_a_stash_flushes_it_when_it_exits() {
                     .manual_sweep()
                     .build(),
             );
+            let marker = Arc::new(common::IdMarker::new());
             pool.put(1);
-            let p = Arc::clone(&pool);
+            let (p, m) = (Arc::clone(&pool), Arc::clone(&marker));
             thread::spawn(move || {
-                common::mark_thread_id(attempt);
+                m.mark(attempt);
                 p.put(2);
             })
             .join()
@@ -382,9 +383,9 @@ fn a_thread_that_inherits_a_stash_flushes_it_when_it_exits() {
             // Both idle objects out of the pool (the other thread's flushed).
             let held = (pool.get(), pool.get());
             assert_eq!((*held.0, *held.1), (1, 2));
-            let (p, o) = (Arc::clone(&pool), Arc::clone(&other));
+            let (p, o, m) = (Arc::clone(&pool), Arc::clone(&other), marker);
             let reused = thread::spawn(move || {
-                let reused = common::inherited_thread_id(attempt);
+                let reused = m.inherited(attempt);
                 // A hook for the other pool first: this thread is no newcomer.
                 drop(o.get());
                 p.put(7);
@@ -676,15 +677,18 @@ fn a_forked_child_uses_and_sweeps_its_pools() {
     });
 }
 
-static LATE_POOL: LocalPool<Vec<u8>> = LocalPool::new(Vec::new);
+/// The pools of the two late-destructor tests (one each: they run in
+/// parallel and compare counts).
+static LATE_FOREIGN: LocalPool<Vec<u8>> = LocalPool::new(Vec::new);
+static LATE_OWN: LocalPool<Vec<u8>> = LocalPool::new(Vec::new);
 
-/// Uses `LATE_POOL` when dropped: from a thread-local destructor that runs
-/// after `thread_local` has released the thread's id.
-struct Late;
+/// Uses its pool when dropped: from a thread-local destructor that runs
+/// late in its thread's teardown.
+struct Late(&'static LocalPool<Vec<u8>>);
 
 impl Drop for Late {
     fn drop(&mut self) {
-        LATE_POOL.with(|v| v.push(1));
+        self.0.with(|v| v.push(1));
     }
 }
 
@@ -692,36 +696,84 @@ thread_local! {
     static LATE: std::cell::Cell<Option<Late>> = const { std::cell::Cell::new(None) };
 }
 
-/// A thread whose first pool use is in a thread-local destructor that runs
-/// after its `thread_local` id was released: the use goes around stashes,
-/// and whatever `thread_local` does meanwhile (it panics there, which runs
-/// the panic hook) runs under none of the pool's locks. The hook here
-/// sweeps the same pool, which waited forever for the sweep lock when the
-/// panic came from under it.
+/// Runs `body` on a thread named `name` and returns how many panics that
+/// thread raised, its teardown included. The counting hook also sweeps
+/// both late pools: a panic raised under the pool's sweep lock (user code under
+/// a lock) then deadlocks, which the deadline turns into a failure.
+fn panics_on_a_thread(name: &'static str, body: impl FnOnce() + Send + 'static) -> usize {
+    /// The names of the threads that panicked, one entry per panic.
+    static PANICKED: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+    static HOOK: std::sync::Once = std::sync::Once::new();
+    HOOK.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let current = thread::current();
+            if let Some(name) = current.name().filter(|n| n.starts_with("late-")) {
+                PANICKED.lock().unwrap().push(name.to_owned());
+                LATE_FOREIGN.sweep();
+                LATE_OWN.sweep();
+            }
+            previous(info);
+        }));
+    });
+    thread::Builder::new()
+        .name(name.into())
+        .spawn(body)
+        .unwrap()
+        .join()
+        .unwrap();
+    let panicked = PANICKED.lock().unwrap();
+    panicked.iter().filter(|n| *n == name).count()
+}
+
+/// A thread that holds an id of another per-thread table (here
+/// `thread_local`'s, as tracing's or sharded-slab's would give it) and
+/// first uses a pool in a thread-local destructor that runs after that id
+/// was released: no panic (no abort under `panic = "abort"`), and the
+/// object is made and pooled. Pools keep their own thread ids, which such a
+/// thread can still take in its teardown and gives back at exit
+/// (`per_thread` unit tests).
+#[test]
+fn a_late_destructor_on_a_thread_with_another_crates_id_uses_a_pool() {
+    common::run_with_deadline(Duration::from_secs(60), || {
+        let before = LATE_FOREIGN.stats();
+        let panics = panics_on_a_thread("late-foreign-id", || {
+            // Registered before `thread_local`'s id guard, so destroyed
+            // after it released the id.
+            LATE.with(|late| late.set(Some(Late(&LATE_FOREIGN))));
+            thread_local::ThreadLocal::new().get_or(|| 1u32);
+        });
+        assert_eq!(panics, 0, "a pool used late must not panic");
+        let stats = LATE_FOREIGN.stats();
+        assert_eq!(
+            (stats.created, stats.returned),
+            (before.created + 1, before.returned + 1),
+            "{stats:?}"
+        );
+    });
+}
+
+/// A thread whose first use of a pool is in a thread-local destructor that
+/// runs after its stashpool id was given back (it used another pool first):
+/// it takes no new id and goes around stashes, without a panic and without
+/// running user code under a lock.
 #[test]
 fn a_late_destructor_uses_a_pool_without_a_stash_and_without_a_lock() {
     common::run_with_deadline(Duration::from_secs(60), || {
-        let previous = Arc::new(std::panic::take_hook());
-        let hooked = Arc::clone(&previous);
-        std::panic::set_hook(Box::new(move |info| {
-            if thread::current().name() == Some("late-destructor") {
-                LATE_POOL.sweep();
-            } else {
-                hooked(info);
-            }
-        }));
-        thread::Builder::new()
-            .name("late-destructor".into())
-            .spawn(|| {
-                // Registered before the id is taken, so destroyed after
-                // `thread_local` released it.
-                LATE.with(|late| late.set(Some(Late)));
-                thread_local::ThreadLocal::new().get_or(|| 1u32);
-            })
-            .unwrap()
-            .join()
-            .unwrap();
-        let stats = LATE_POOL.stats();
-        assert_eq!((stats.created, stats.returned), (1, 1), "{stats:?}");
+        static OTHER: LocalPool<u32> = LocalPool::new(|| 0);
+        let before = LATE_OWN.stats();
+        let panics = panics_on_a_thread("late-own-id", || {
+            // Registered before this thread takes its id (with `OTHER`'s
+            // first use), so destroyed after the id went back.
+            LATE.with(|late| late.set(Some(Late(&LATE_OWN))));
+            OTHER.with(|n| *n += 1);
+        });
+        assert_eq!(panics, 0);
+        let stats = LATE_OWN.stats();
+        assert_eq!(
+            (stats.created, stats.returned),
+            (before.created + 1, before.returned + 1),
+            "{stats:?}"
+        );
     });
 }

@@ -2,13 +2,13 @@
 //! overflow of each pool it used.
 //!
 //! Without this, objects in the stash of an exited thread would wait for the
-//! next thread that is given the exited thread's id (`thread_local` reuses
-//! ids), or for two sweeps to drop them. With it, a value put on a thread
+//! next thread that is given the exited thread's id (thread ids are reused,
+//! `per_thread::thread_id`), or for two sweeps to drop them. With it, a value put on a thread
 //! that was then joined can be got on any other thread at once, as in Go.
 //!
 //! The hooks also end this thread's claim on its stashes as the thread
 //! itself sees it (`owner.rs`): its owner token and stash cache, which must
-//! not outlive its `thread_local` id.
+//! not outlive its thread id.
 //!
 //! Each hook holds its pool's shared state strongly, so the stash it points
 //! to stays valid; a hook whose pool has dropped does nothing and is pruned
@@ -59,7 +59,7 @@ impl<T: Send> Flush for Hook<T> {
 struct Hooks {
     hooks: RefCell<Vec<Box<dyn Flush>>>,
     /// Under loom: this thread's model id, given back once the hooks have
-    /// run (`sync::ThreadSlot`), the order `thread_local` keeps.
+    /// run (`sync::ThreadSlot`), the order the real id guard keeps.
     #[cfg(stashpool_loom)]
     slot: RefCell<Option<crate::sync::ThreadSlot>>,
 }
@@ -77,7 +77,7 @@ impl Drop for Hooks {
             for hook in self.hooks.get_mut().iter() {
                 debug_assert!(
                     hook.is_closed() || hook.still_owned(),
-                    "stashpool: a thread gave up its `thread_local` id before its exit hooks ran"
+                    "stashpool: a thread gave up its thread id before its exit hooks ran"
                 );
             }
         }

@@ -64,8 +64,8 @@ impl<T> Node<T> {
 /// thread's token is the one recorded here, the recorded stash is this
 /// thread's own. Tokens are never reused, so a guard that moved to another
 /// thread never matches, and a thread's token is withdrawn (set to 0) by its
-/// thread-exit hook, which runs before the thread gives up its
-/// `thread_local` id and so its stashes (see `owner.rs`). Any other case
+/// thread-exit hook, which runs before the thread gives up its thread id
+/// and so its stashes (see `owner.rs`). Any other case
 /// looks the stash up as usual.
 ///
 /// The stash's type is erased (`Home` is not generic), so that a pool keeps
@@ -110,7 +110,7 @@ impl Home {
         // until their pool's shared state drops (`StashBox`), which the
         // caller guarantees has not happened. The token matches, so this is
         // the thread that took the node and its exit hooks have not run; it
-        // therefore still holds the `thread_local` id through which it found
+        // therefore still holds the thread id through which it found
         // the stash (`owner.rs`), and the stash is still this thread's own.
         Some(unsafe { &*self.stash.cast::<Stash<T>>() })
     }

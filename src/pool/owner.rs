@@ -2,9 +2,9 @@
 //! owner token and the stash cache, and the flag that says the claim has
 //! ended.
 //!
-//! A stash belongs to a thread through the thread's `thread_local` id (see
-//! `shared.rs`), and asking `ThreadLocal` for it is a chain of dependent
-//! loads. Two shortcuts skip it:
+//! A stash belongs to a thread through the thread's id (stashpool's own,
+//! `per_thread::thread_id`; see `shared.rs`), and asking the pool's table
+//! for it is a chain of dependent loads. Two shortcuts skip it:
 //!
 //! * the *owner token*, the number by which a guard recognises that it is
 //!   dropped on the thread that got it and can go straight back to the stash
@@ -17,16 +17,17 @@
 //! A thread gets its token when it registers its first exit hook
 //! (`exit::register`), the cache is filled only while the thread has one, and
 //! the hooks end all of it ([`end`]) before doing anything else. That is
-//! before the thread releases its `thread_local` id, after which another
-//! thread may be given the same stashes: the hooks are registered after the
-//! thread took its id (a stash is made through the id first), and where std
+//! before the thread gives its id back, after which another thread may be
+//! given the same stashes: the hooks are registered after the id guard (a
+//! stash is made through the id, which registers the guard), and where std
 //! has native thread-locals their destructors run in the reverse order of
 //! registration (the C++ ABI rule that glibc's `__cxa_thread_atexit_impl`,
 //! macOS's `_tlv_atexit` and std's own destructor list all follow; a test
 //! checks it, and debug builds assert it in every hook). Where std falls back
 //! to one pthread key per thread-local (Android, OpenBSD, illumos, ...), keys
 //! are destroyed in the order they were created in the process, which puts
-//! `thread_local`'s id release first; the shortcuts are off there
+//! the id guard's key (made with the process's first id, before the hooks'
+//! key) first; the shortcuts are off there
 //! ([`SHORTCUTS`]), and every get and return looks its stash up.
 
 use std::cell::Cell;
@@ -35,8 +36,8 @@ use crate::sync::{thread_local, UniqueIds};
 
 /// Whether owner tokens and the stash cache are used: only on targets where
 /// std keeps thread-local destructors in a last-in-first-out list (native
-/// thread-locals), so that the hooks run before `thread_local` releases the
-/// thread's id (module docs). Elsewhere every return and every get looks
+/// thread-locals), so that the hooks run before the thread gives its id
+/// back (module docs). Elsewhere every return and every get looks
 /// its stash up in the pool's table, which is always sound.
 pub(crate) const SHORTCUTS: bool = cfg!(any(
     target_os = "linux",
@@ -115,7 +116,7 @@ pub(crate) fn begin() {
 /// This thread's serial number: nonzero once it has registered an exit
 /// hook, and never the same for two threads. A stash records the serial of
 /// the thread that registered a hook for it (`Stash::hooked_by`), so that a
-/// thread given an exited thread's `thread_local` id, and with it that
+/// thread given an exited thread's id, and with it that
 /// thread's stashes, sees that it has no hook for them yet.
 pub(crate) fn serial() -> u64 {
     OWNER.try_with(|owner| owner.serial.get()).unwrap_or(0)

@@ -9,8 +9,6 @@
 //! of an exiting thread, and closing the pool. None of them runs user code
 //! while holding it: the objects they drop are dropped after it is released.
 
-use std::panic::{catch_unwind, AssertUnwindSafe};
-
 use crate::pool::barrier::{self, Strategy};
 use crate::pool::node::Node;
 use crate::pool::overflow::{Batch, Overflow};
@@ -113,7 +111,7 @@ impl<T: Send> Shared<T> {
             // stash in `this`, which keeps it alive. It is still this
             // thread's: `remember` stores only while the thread has an owner
             // token, and the thread's exit hooks empty the cache before it
-            // gives up its `thread_local` id (`owner.rs`).
+            // gives up its thread id (`owner.rs`).
             return Some(unsafe { &*stash.cast::<Stash<T>>() });
         }
         Self::find_stash(this)
@@ -143,7 +141,7 @@ impl<T: Send> Shared<T> {
     }
 
     /// Registers this thread's exit hook for `stash`, which this thread
-    /// owns: one it made, or one it inherited with the `thread_local` id of
+    /// owns: one it made, or one it inherited with the thread id of
     /// an exited thread (that thread's hook has run, so without a hook of
     /// its own this thread's objects would not be flushed when it exits).
     #[cold]
@@ -172,18 +170,12 @@ impl<T: Send> Shared<T> {
             (sweeping.epoch, this.stash_capacity(sweeping.stashes + 1))
         };
         let mut made = false;
-        // Outside every lock: `thread_local` panics if this thread's
-        // thread-locals are being destroyed and its own are gone already (a
-        // thread whose first pool use is in a late thread-local destructor),
-        // and a panic runs the panic hook, which is user code. Go around
-        // stashes then.
-        let stash = catch_unwind(AssertUnwindSafe(|| {
-            this.stashes.get_or(|| {
-                made = true;
-                StashBox::new(Stash::new(epoch, capacity))
-            })
-        }))
-        .ok()?;
+        // `None` once this thread is too far into its teardown to hold a
+        // thread id (its id guard is destroyed): go around stashes then.
+        let stash = this.stashes.get_or(|| {
+            made = true;
+            StashBox::new(Stash::new(epoch, capacity))
+        })?;
         if made {
             let mut sweeping = this.lock_sweep();
             // A sweep that ran between reading the epoch and the stash

@@ -42,31 +42,53 @@ pub fn run_with_deadline(limit: Duration, body: impl FnOnce() + Send + 'static) 
     }
 }
 
-/// Makes this thread hold a `thread_local` id (the crate stashpool keys
-/// its per-thread stashes with) until it exits, so that a thread spawned
-/// and joined meanwhile cannot hand its id, and its stashes, to this one.
-/// Tests of what an exiting thread leaves behind need that: a test thread
-/// that took the exited thread's id would find its stash and pass without
-/// any flush.
+/// Makes this thread hold a stashpool thread id until it exits (it uses a
+/// pool), so that a thread spawned and joined meanwhile cannot hand its id,
+/// and its stashes, to this one. Tests of what an exiting thread leaves
+/// behind need that: a test thread that took the exited thread's id would
+/// find its stash and pass without any flush.
 pub fn hold_thread_id() {
-    static IDS: thread_local::ThreadLocal<()> = thread_local::ThreadLocal::new();
-    IDS.get_or(|| ());
+    static IDS: stashpool::LocalPool<u8> = stashpool::LocalPool::new(|| 0);
+    IDS.with(|_| ());
 }
 
-/// Whether this thread holds the `thread_local` id that the thread that
-/// called `mark_thread_id(tag)` last held (the ids of exited threads are
-/// given to new ones). Takes an id if this thread has none.
-pub fn inherited_thread_id(tag: usize) -> bool {
-    MARKS.get_or(|| std::cell::Cell::new(0)).get() == tag
-}
+/// Tells whether a thread was given the stashpool thread id (and with it the
+/// stashes) of a thread that exited, by what it finds in a stash: the marked
+/// thread leaves a tag in its stash in a pool whose overflow is full, so
+/// that its exit flush cannot move it, and only the next owner of that
+/// stash gets the tag back.
+pub struct IdMarker(stashpool::LocalPool<usize, fn() -> usize>);
 
-/// Marks this thread's `thread_local` id with `tag` (see
-/// `inherited_thread_id`).
-pub fn mark_thread_id(tag: usize) {
-    MARKS.get_or(|| std::cell::Cell::new(0)).set(tag);
-}
+impl IdMarker {
+    /// A marker whose pool's overflow is full; call on a thread that holds
+    /// its own id (`hold_thread_id`) and keeps it while the marker is used.
+    pub fn new() -> Self {
+        // A stash of one, with room for one whatever the number of stashes
+        // (up to four threads use it), beside an overflow of four.
+        let pool = stashpool::LocalPool::builder((|| 0) as fn() -> usize)
+            .local_capacity(1)
+            .max_idle(4)
+            .manual_sweep()
+            .build();
+        // Fill this thread's stash, then the overflow, until it rejects.
+        while pool.stats().rejected == 0 {
+            pool.put(0);
+        }
+        Self(pool)
+    }
 
-static MARKS: thread_local::ThreadLocal<std::cell::Cell<usize>> = thread_local::ThreadLocal::new();
+    /// Leaves `tag` (not 0) in this thread's stash, for good.
+    pub fn mark(&self, tag: usize) {
+        assert_ne!(tag, 0);
+        self.0.put(tag);
+    }
+
+    /// Whether this thread owns the stash that the thread that called
+    /// `mark(tag)` left (it took no object from the pool before).
+    pub fn inherited(&self, tag: usize) -> bool {
+        *self.0.get() == tag
+    }
+}
 
 /// This process's resident set in bytes (Linux); `None` elsewhere.
 pub fn rss() -> Option<usize> {

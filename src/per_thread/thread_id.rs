@@ -1,0 +1,266 @@
+//! stashpool's thread ids: small numbers, one per live thread that uses a
+//! pool, given back when the thread exits and reused lowest first.
+//!
+//! A thread's id is the index of its entry in every [`PerThread`] table, so
+//! reusing ids keeps the tables as small as the most threads alive at once;
+//! lowest first keeps them dense. The scheme is `thread_local`'s (a free
+//! list behind a lock, and two thread-locals: one read on every lookup, one
+//! whose destructor gives the id back). It is ours so that a thread in its
+//! teardown can ask whether it still holds an id without taking one, and be
+//! told "no, and you get none" instead of a panic.
+//!
+//! [`PerThread`]: super::PerThread
+
+use std::cell::Cell;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::sync::Mutex;
+
+/// Where a thread's entry lives in a [`PerThread`](super::PerThread) table:
+/// bucket `b` holds `2^b` entries, for ids `2^b - 1 ..= 2^(b+1) - 2`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Slot {
+    /// Which bucket: always below `usize::BITS`.
+    pub(crate) bucket: usize,
+    /// The entry within the bucket: always below `2^bucket`.
+    pub(crate) index: usize,
+}
+
+impl Slot {
+    /// The slot of thread id `id` (any id up to `usize::MAX - 1`).
+    pub(crate) const fn new(id: usize) -> Self {
+        let bucket = (usize::BITS - 1 - (id + 1).leading_zeros()) as usize;
+        Self {
+            bucket,
+            index: id + 1 - (1 << bucket),
+        }
+    }
+
+    /// The number of entries in this slot's bucket.
+    pub(crate) const fn bucket_len(self) -> usize {
+        1 << self.bucket
+    }
+
+    /// The thread id this slot belongs to.
+    #[cfg(test)]
+    pub(crate) const fn id(self) -> usize {
+        self.index + self.bucket_len() - 1
+    }
+}
+
+/// The ids in use and the free ones.
+#[derive(Debug)]
+pub(crate) struct Ids {
+    /// Every id from here up has never been handed out.
+    next: usize,
+    /// Ids given back, lowest on top.
+    free: BinaryHeap<Reverse<usize>>,
+}
+
+impl Ids {
+    pub(crate) const fn new() -> Self {
+        Self {
+            next: 0,
+            free: BinaryHeap::new(),
+        }
+    }
+
+    /// The lowest id not in use.
+    pub(crate) fn take(&mut self) -> usize {
+        match self.free.pop() {
+            Some(Reverse(id)) => id,
+            None => {
+                // Cannot overflow: every thread that holds an id has a stack
+                // and a thread-local block, so fewer than `usize::MAX / 2`
+                // threads can exist at once.
+                let id = self.next;
+                self.next += 1;
+                id
+            }
+        }
+    }
+
+    /// Makes `id` available again.
+    pub(crate) fn give_back(&mut self, id: usize) {
+        debug_assert!(id < self.next, "stashpool: an id that was never taken");
+        self.free.push(Reverse(id));
+    }
+
+    /// How many ids are held now.
+    #[cfg(test)]
+    pub(crate) fn in_use(&self) -> usize {
+        self.next - self.free.len()
+    }
+}
+
+static IDS: Mutex<Ids> = Mutex::new(Ids::new());
+
+/// Runs `f` on the process's ids, under their lock (poisoning ignored:
+/// nothing panics under it) and inside the fork gate (`sync::fork_gate`), so
+/// that a `fork()` never leaves the lock held in the child, whose new
+/// threads would then wait forever for an id. Never called from within
+/// another fork-gate section (ids are taken outside the sweep lock, and
+/// given back at thread exit).
+fn with_ids<R>(f: impl FnOnce(&mut Ids) -> R) -> R {
+    let _gate = crate::sync::fork_gate();
+    let mut ids = IDS.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    f(&mut ids)
+}
+
+/// Gives the thread's id back when the thread-local is destroyed.
+struct IdGuard {
+    /// A copy of the id: the guard cannot count on reading `THREAD` in its
+    /// destructor on every target.
+    id: Cell<Option<usize>>,
+}
+
+impl Drop for IdGuard {
+    fn drop(&mut self) {
+        let Some(id) = self.id.take() else { return };
+        // First forget the id, then free it: from here on this thread finds
+        // no entry of its own, and once the id is free another thread may be
+        // given it.
+        let _ = THREAD.try_with(|thread| thread.set(None));
+        with_ids(|ids| ids.give_back(id));
+        #[cfg(test)]
+        tests::log_release(id);
+    }
+}
+
+// Two thread-locals, as in `thread_local`: `THREAD` has no destructor, so
+// reading it costs no "is it still alive" check and it is readable through
+// the whole teardown; `GUARD` has one, registered when the thread takes its
+// id, which is therefore before anything the thread registers with the id
+// in hand (exit hooks, `exit.rs`): where thread-local destructors run last
+// in, first out, the id is given back after those have run. (std's own:
+// this module is the real structure, which loom never sees; see `sync.rs`.)
+std::thread_local! {
+    static THREAD: Cell<Option<Slot>> = const { Cell::new(None) };
+    static GUARD: IdGuard = const { IdGuard { id: Cell::new(None) } };
+}
+
+/// This thread's slot, if it holds an id. Never takes one.
+#[inline(always)]
+pub(crate) fn current() -> Option<Slot> {
+    THREAD.try_with(Cell::get).ok().flatten()
+}
+
+/// This thread's slot, taking an id if it holds none; `None` only if the
+/// thread is past the destruction of its id guard (it has given its id back,
+/// or never had one and is too far into its teardown to take one).
+///
+/// A thread whose first use of an id is in its teardown, before the guard is
+/// destroyed, takes an id here: the guard's destructor is then registered
+/// during the teardown, and std runs destructors registered during the
+/// teardown too, so the id is given back like any other.
+#[inline]
+pub(crate) fn current_or_take() -> Option<Slot> {
+    THREAD
+        .try_with(|thread| thread.get().or_else(|| take(thread)))
+        .ok()
+        .flatten()
+}
+
+#[cold]
+fn take(thread: &Cell<Option<Slot>>) -> Option<Slot> {
+    GUARD
+        .try_with(|guard| {
+            let id = with_ids(Ids::take);
+            guard.id.set(Some(id));
+            let slot = Slot::new(id);
+            thread.set(Some(slot));
+            slot
+        })
+        .ok()
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// Every id given back by a thread that set a tag, with the tag: lets a
+    /// test see its own thread's id go back while other tests take and give
+    /// back ids in parallel.
+    static RELEASED: Mutex<Vec<(u64, usize)>> = Mutex::new(Vec::new());
+
+    std::thread_local! {
+        /// No destructor: readable when the id guard is destroyed.
+        pub(crate) static TAG: Cell<u64> = const { Cell::new(0) };
+    }
+
+    pub(super) fn log_release(id: usize) {
+        let tag = TAG.try_with(Cell::get).unwrap_or(0);
+        if tag != 0 {
+            RELEASED.lock().unwrap().push((tag, id));
+        }
+    }
+
+    /// The ids that threads tagged `tag` gave back.
+    pub(crate) fn released_by(tag: u64) -> Vec<usize> {
+        let released = RELEASED.lock().unwrap();
+        released
+            .iter()
+            .filter(|(t, _)| *t == tag)
+            .map(|(_, id)| *id)
+            .collect()
+    }
+
+    #[test]
+    fn slots_follow_the_doubling_buckets() {
+        let slots: Vec<_> = (0..8).map(Slot::new).map(|s| (s.bucket, s.index)).collect();
+        assert_eq!(
+            slots,
+            [
+                (0, 0),
+                (1, 0),
+                (1, 1),
+                (2, 0),
+                (2, 1),
+                (2, 2),
+                (2, 3),
+                (3, 0)
+            ]
+        );
+        for id in (0..5000).chain([usize::MAX / 2, usize::MAX - 1]) {
+            let slot = Slot::new(id);
+            assert!(slot.bucket < usize::BITS as usize);
+            assert!(slot.index < slot.bucket_len(), "{id}");
+            assert_eq!(slot.id(), id);
+        }
+    }
+
+    #[test]
+    fn ids_are_reused_lowest_first() {
+        let mut ids = Ids::new();
+        assert_eq!(
+            [ids.take(), ids.take(), ids.take(), ids.take()],
+            [0, 1, 2, 3]
+        );
+        ids.give_back(2);
+        ids.give_back(0);
+        ids.give_back(3);
+        assert_eq!(ids.in_use(), 1);
+        assert_eq!(
+            [ids.take(), ids.take(), ids.take(), ids.take()],
+            [0, 2, 3, 4]
+        );
+        assert_eq!(ids.in_use(), 5);
+    }
+
+    #[test]
+    fn a_thread_keeps_its_id_and_gives_it_back_at_exit() {
+        const TAG: u64 = 1;
+        let (before, during, after) = std::thread::spawn(|| {
+            tests::TAG.with(|tag| tag.set(TAG));
+            let before = current();
+            let during = current_or_take();
+            (before, during, current_or_take())
+        })
+        .join()
+        .unwrap();
+        assert_eq!(before, None, "looking never takes an id");
+        assert!(during.is_some());
+        assert_eq!(during, after, "one id for the thread's life");
+        assert_eq!(released_by(TAG), [during.unwrap().id()]);
+    }
+}
