@@ -22,9 +22,9 @@
 //!   short-lived program would. It pays the pool's thread starts and every
 //!   first touch of memory (queues and task boxes growing into new pages).
 //!   Memory and system calls are this run's.
-//! * *warm*: the same pool runs one batch untimed, then the timed one: the
-//!   steady state of a long-lived program, and what `benches/workers.rs`
-//!   (criterion, pools made once and reused) measures.
+//! * *warm*: the same pool runs untimed batches for a while, then the
+//!   timed one: the steady state of a long-lived program, and what
+//!   `benches/workers.rs` (criterion, pools made once and reused) measures.
 //!
 //! Neither includes dropping the pool: `WorkerPool`'s drop joins its
 //! workers, `rayon`'s and `threadpool`'s return without waiting for theirs,
@@ -60,6 +60,9 @@ use peers::{Peer, NAMES};
 
 /// Processes per peer and workload.
 const RUNS: usize = 5;
+
+/// How long a warm run runs untimed batches before the timed one.
+const WARM_UP: Duration = Duration::from_millis(300);
 
 /// A field of `/proc/self/status`, in KiB.
 fn status_kib(field: &str) -> u64 {
@@ -117,7 +120,14 @@ fn run_one(peer: &str, workload: &str, warm: bool) {
         (0.0, None)
     } else if warm {
         let peer = Peer::new(peer, workers);
+        // One batch is not enough to reach a steady state for every peer
+        // (`rayon`'s second batch is still slow): warm up for a while, as
+        // criterion does, and at least once.
+        let warm_until = Instant::now() + WARM_UP;
         batch(&peer);
+        while Instant::now() < warm_until {
+            batch(&peer);
+        }
         let start = Instant::now();
         batch(&peer);
         (start.elapsed().as_secs_f64() * 1e3, Some(peer))
@@ -239,7 +249,7 @@ fn measure(me: &Path, counter: Counter, peer: &str, workload: &str) -> Run {
 }
 
 /// The time of a warm run, in a fresh process (not counted: its system
-/// calls would include the untimed batch).
+/// calls would include the untimed batches).
 fn measure_warm(me: &Path, peer: &str, workload: &str) -> f64 {
     let out = Command::new(me)
         .args([peer, workload, "warm"])
@@ -266,7 +276,7 @@ fn table() {
         "{RUNS} runs per peer, interleaved, a fresh process each; best time, medians of the rest"
     );
     println!("system calls counted by {}", counter.name());
-    println!("cold: make the pool, run one batch; warm: a second batch on the same pool");
+    println!("cold: make the pool, run one batch; warm: a batch on a pool already warmed up");
     println!(
         "workload peer                  cold (ms)  warm (ms)  VmHWM (KiB)  peak anon (KiB)  ctx switches  sched_yield      futex"
     );
