@@ -5,7 +5,7 @@
 //! * `tiny`: 100 000 tasks of one multiply each, one worker per core, every
 //!   pool with its default settings (and `WorkerPool` with no queue, every
 //!   task a hand-off).
-//! * `queue_capacity`: the same with queues of 0 to 2048 tasks: what the
+//! * `queue_capacity`: the same with queues of 0 to 32 768 tasks: what the
 //!   default, `DEFAULT_QUEUE_CAPACITY`, is chosen from.
 //! * `spawn`: 10 000 tiny tasks whose results come back through a handle:
 //!   `WorkerPool::spawn` and `scope` beside `rayon`'s scope and
@@ -15,8 +15,12 @@
 //!   `WorkerPool` uses) against a lock-free Treiber stack reclaimed with
 //!   `crossbeam-epoch`, beside what parking and waking a thread costs.
 //!
-//! Peak memory and system calls (`sched_yield`, `futex`) per peer, one
-//! process per run: `benches/workers_rss.rs`.
+//! Every pool here is made once and reused across iterations, so these are
+//! warm times: a long-lived program's steady state. `benches/workers_rss.rs`
+//! gives, one process per run, both these and the cold times of a fresh
+//! process (the pool's thread starts and first touches of memory
+//! included), with each peer's peak memory and system calls (`sched_yield`,
+//! `futex`).
 //!
 //! `cargo bench --bench workers -- --warm-up-time 1 --measurement-time 3`
 
@@ -49,7 +53,7 @@ fn tiny(c: &mut Criterion) {
 fn queue_capacity(c: &mut Criterion) {
     let mut group = c.benchmark_group("queue_capacity");
     group.sample_size(10).sampling_mode(SamplingMode::Flat);
-    for n in [0, 8, 32, 128, 512, 2048] {
+    for n in [0, 32, 512, 2048, 4096, 8192, 32768] {
         let name = peers::queue(n);
         let peer = Peer::new(&name, peers::cores());
         group.bench_function(&name, |b| {

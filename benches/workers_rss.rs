@@ -4,7 +4,8 @@
 //!
 //! ```text
 //! cargo bench --bench workers_rss                             # the table
-//! cargo bench --bench workers_rss -- rayon sleepy             # one run
+//! cargo bench --bench workers_rss -- rayon sleepy             # one cold run
+//! cargo bench --bench workers_rss -- rayon sleepy warm        # one warm run
 //! cargo bench --bench workers_rss -- stashpool_queue_64 tiny  # one setting
 //! ```
 //!
@@ -14,6 +15,20 @@
 //! peer once, then every peer again), so a burst of load on the machine
 //! hits all peers alike; the table gives the best time of the runs and the
 //! medians of the rest.
+//!
+//! Two times are reported, each from its own processes:
+//!
+//! * *cold*: making the pool and running one batch in a fresh process, as a
+//!   short-lived program would. It pays the pool's thread starts and every
+//!   first touch of memory (queues and task boxes growing into new pages).
+//!   Memory and system calls are this run's.
+//! * *warm*: the same pool runs untimed batches for a while, then the
+//!   timed one: the steady state of a long-lived program, and what
+//!   `benches/workers.rs` (criterion, pools made once and reused) measures.
+//!
+//! Neither includes dropping the pool: `WorkerPool`'s drop joins its
+//! workers, `rayon`'s and `threadpool`'s return without waiting for theirs,
+//! so timing it would charge one peer for work the others leave undone.
 //!
 //! Two peaks are reported. `VmHWM` is the kernel's peak resident set; it
 //! includes the pages of the program and of libc that happen to be mapped
@@ -46,6 +61,9 @@ use peers::{Peer, NAMES};
 /// Processes per peer and workload.
 const RUNS: usize = 5;
 
+/// How long a warm run runs untimed batches before the timed one.
+const WARM_UP: Duration = Duration::from_millis(300);
+
 /// A field of `/proc/self/status`, in KiB.
 fn status_kib(field: &str) -> u64 {
     let status = std::fs::read_to_string("/proc/self/status").expect("Linux /proc");
@@ -69,10 +87,10 @@ fn context_switches() -> u64 {
     (usage.ru_nvcsw + usage.ru_nivcsw) as u64
 }
 
-/// Runs one peer on one workload in this process; prints the milliseconds it
-/// took, the peak resident set and the peak anonymous memory, in KiB, and
-/// the context switches.
-fn run_one(peer: &str, workload: &str) {
+/// Runs one peer on one workload in this process, cold or warm (see the
+/// module docs); prints the milliseconds it took, the peak resident set and
+/// the peak anonymous memory, in KiB, and the context switches.
+fn run_one(peer: &str, workload: &str, warm: bool) {
     let (tasks, workers) = match workload {
         "tiny" => (peers::TINY_TASKS, peers::cores()),
         "sleepy" => (peers::SLEEPY_TASKS, peers::SLEEPY_WORKERS),
@@ -90,18 +108,38 @@ fn run_one(peer: &str, workload: &str) {
             peak
         })
     };
-    let switches = context_switches();
-    let start = Instant::now();
-    if peer != "baseline" {
-        let peer = Peer::new(peer, workers);
+    let batch = |peer: &Peer| {
         if workload == "tiny" {
             peer.run(tasks, peers::tiny_task);
         } else {
             peer.run(tasks, peers::sleepy_task);
         }
-    }
-    let millis = start.elapsed().as_secs_f64() * 1e3;
+    };
+    let switches = context_switches();
+    let (millis, peer) = if peer == "baseline" {
+        (0.0, None)
+    } else if warm {
+        let peer = Peer::new(peer, workers);
+        // One batch is not enough to reach a steady state for every peer
+        // (`rayon`'s second batch is still slow): warm up for a while, as
+        // criterion does, and at least once.
+        let warm_until = Instant::now() + WARM_UP;
+        batch(&peer);
+        while Instant::now() < warm_until {
+            batch(&peer);
+        }
+        let start = Instant::now();
+        batch(&peer);
+        (start.elapsed().as_secs_f64() * 1e3, Some(peer))
+    } else {
+        let start = Instant::now();
+        let peer = Peer::new(peer, workers);
+        batch(&peer);
+        (start.elapsed().as_secs_f64() * 1e3, Some(peer))
+    };
     let switches = context_switches() - switches;
+    // Outside the timed part: see the module docs.
+    drop(peer);
     done.store(true, Ordering::Relaxed);
     let anon = sampler.join().unwrap();
     println!("{millis:.3} {} {anon} {switches}", status_kib("VmHWM:"));
@@ -174,6 +212,7 @@ fn syscall_count(counter: Counter, text: &str, syscall: &str) -> Option<u64> {
     })
 }
 
+/// A cold run, in a fresh process, with its system calls counted.
 fn measure(me: &Path, counter: Counter, peer: &str, workload: &str) -> Run {
     let mut command = match counter {
         Counter::Perf => {
@@ -209,6 +248,18 @@ fn measure(me: &Path, counter: Counter, peer: &str, workload: &str) -> Run {
     }
 }
 
+/// The time of a warm run, in a fresh process (not counted: its system
+/// calls would include the untimed batches).
+fn measure_warm(me: &Path, peer: &str, workload: &str) -> f64 {
+    let out = Command::new(me)
+        .args([peer, workload, "warm"])
+        .output()
+        .expect("run the bench again for one peer");
+    assert!(out.status.success(), "{peer} {workload} warm failed");
+    let text = String::from_utf8(out.stdout).expect("UTF-8 output");
+    text.split_whitespace().next().unwrap().parse().unwrap()
+}
+
 fn median<T: PartialOrd + Copy>(mut values: Vec<T>) -> T {
     values.sort_by(|a, b| a.partial_cmp(b).expect("comparable"));
     values[values.len() / 2]
@@ -225,23 +276,26 @@ fn table() {
         "{RUNS} runs per peer, interleaved, a fresh process each; best time, medians of the rest"
     );
     println!("system calls counted by {}", counter.name());
+    println!("cold: make the pool, run one batch; warm: a batch on a pool already warmed up");
     println!(
-        "workload peer                 best (ms)  VmHWM (KiB)  peak anon (KiB)  ctx switches  sched_yield      futex"
+        "workload peer                  cold (ms)  warm (ms)  VmHWM (KiB)  peak anon (KiB)  ctx switches  sched_yield      futex"
     );
     for workload in ["tiny", "sleepy"] {
         let peers: Vec<&str> = std::iter::once("baseline").chain(NAMES).collect();
         let mut runs: Vec<Vec<Run>> = peers.iter().map(|_| Vec::new()).collect();
+        let mut warm: Vec<f64> = peers.iter().map(|_| f64::INFINITY).collect();
         for _ in 0..RUNS {
-            for (peer, runs) in peers.iter().zip(&mut runs) {
+            for ((peer, runs), warm) in peers.iter().zip(&mut runs).zip(&mut warm) {
                 runs.push(measure(&me, counter, peer, workload));
+                *warm = warm.min(measure_warm(&me, peer, workload));
             }
         }
-        for (peer, runs) in peers.iter().zip(runs) {
+        for ((peer, runs), warm) in peers.iter().zip(runs).zip(warm) {
             let best = runs.iter().map(|r| r.millis).fold(f64::INFINITY, f64::min);
             let yields = runs.iter().map(|r| r.yields).collect::<Option<Vec<_>>>();
             let futexes = runs.iter().map(|r| r.futexes).collect::<Option<Vec<_>>>();
             println!(
-                "{workload:<8} {peer:<20} {best:>10.1} {:>12} {:>16} {:>13} {:>12} {:>10}",
+                "{workload:<8} {peer:<20} {best:>10.1} {warm:>10.1} {:>12} {:>16} {:>13} {:>12} {:>10}",
                 median(runs.iter().map(|r| r.hwm).collect()),
                 median(runs.iter().map(|r| r.anon).collect()),
                 median(runs.iter().map(|r| r.switches).collect()),
@@ -265,8 +319,9 @@ fn main() {
         .filter(|arg| !arg.starts_with("--"))
         .collect();
     match args.as_slice() {
-        [peer, workload] => run_one(peer, workload),
+        [peer, workload] => run_one(peer, workload, false),
+        [peer, workload, warm] if warm == "warm" => run_one(peer, workload, true),
         [] => table(),
-        _ => panic!("usage: workers_rss [PEER WORKLOAD]; peers {NAMES:?}"),
+        _ => panic!("usage: workers_rss [PEER WORKLOAD [warm]]; peers {NAMES:?}"),
     }
 }

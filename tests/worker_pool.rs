@@ -984,6 +984,7 @@ fn the_old_builder_name_still_works() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "thousands of tasks take minutes under Miri")]
 fn the_default_queue_holds_default_capacity_tasks_for_busy_workers() {
     use stashpool::workers::DEFAULT_QUEUE_CAPACITY;
     let pool = WorkerPool::new(1);

@@ -30,15 +30,18 @@ pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(10);
 /// [`DEFAULT_QUEUE_PER_WORKER`] per worker, unless
 /// [`queue_capacity`](WorkerPoolBuilder::queue_capacity) says otherwise.
 ///
-/// Why this many: a submitter that finds the queue full sleeps until a
-/// worker makes room, and the workers run what is queued while it wakes.
-/// With a shorter queue they run dry first, and a submitter of small tasks
-/// pays a sleep and a wake every few tasks: the `queue_capacity` group of
-/// `benches/workers.rs` and the system-call counts of
-/// `benches/workers_rss.rs` show where that stops. A queued task costs
-/// only the few words it is made of, so the queue's memory stays small
-/// next to a worker's stack.
-pub const DEFAULT_QUEUE_CAPACITY: usize = 512;
+/// Why this many: a submitter that outruns the workers fills the queue and
+/// then waits for room, one freed slot at a time, while it shares the cores
+/// with the workers it waits for; a submitter that is off the cores (asleep,
+/// or preempted on a busy machine) leaves the workers only what is queued.
+/// A few hundred tasks of runway run out within the time a wake or a
+/// preemption takes, and small tasks then pay for the waiting on both sides.
+/// A few thousand cover it, and the `queue_capacity` group of
+/// `benches/workers.rs` shows the gain flattening out past this size, while
+/// `benches/workers_rss.rs` shows the cost: a full queue holds each task's
+/// few words (and its box, for a closure too large to store inline), far
+/// less than the unbounded queues of `rayon` and `threadpool` reach.
+pub const DEFAULT_QUEUE_CAPACITY: usize = 4096;
 
 /// The default queue's size per worker, for pools large enough that it
 /// exceeds [`DEFAULT_QUEUE_CAPACITY`]: a few tasks for each worker, so a
