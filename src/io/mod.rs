@@ -42,6 +42,7 @@
 //! ```
 
 mod copy;
+mod known;
 mod reader;
 mod scratch;
 mod writer;
