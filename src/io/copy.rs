@@ -50,7 +50,8 @@ const BAD_SIZE: &str = "stashpool: a CopyPool buffer size must be non-zero and a
 ///
 /// * a `Vec<u8>` writer or a `&[u8]` reader (recognised by type, generic
 ///   or borrowed as they are): straight to [`io::copy`];
-/// * otherwise, the first `buf_size` bytes (at least 8 KiB) through
+/// * otherwise (and unless a recent win for `io::copy` is trusted, below)
+///   the first `buf_size` bytes (at least 8 KiB) through
 ///   [`io::copy`] on a [`Take`](io::Take), which keeps its other ways: a
 ///   stream that fits costs what `io::copy` costs and never takes a
 ///   pooled buffer;
@@ -63,13 +64,13 @@ const BAD_SIZE: &str = "stashpool: a CopyPool buffer size must be non-zero and a
 ///
 /// Timing costs: the two clock reads, and a cheap reader the cache misses
 /// of two parts through the pooled buffer. After `io::copy`'s way wins,
-/// the pool sends its next 15 long streams that way untimed, for a pool
-/// that serves one kind of reader not to pay for timing each stream; a
-/// costly reader whose stream follows a cheap one's in the same pool may
-/// so be copied as `io::copy` copies it (never slower than that), until
-/// the pool times again. The choice is made for speed alone: either way
-/// copies the same bytes, and lends the reader the same pooled buffer
-/// under the policy below.
+/// the pool hands its next 15 long streams, and any short ones between
+/// them, to `io::copy` whole and untimed, for a pool that serves one kind
+/// of reader not to pay for timing each stream; a costly reader whose
+/// stream follows a cheap one's in the same pool may so be copied as
+/// `io::copy` copies it (never slower than that), until the pool times
+/// again. The choice is made for speed alone: either way copies the same
+/// bytes, and whatever the pooled buffer lent is reset as below.
 ///
 /// Size the buffer for the readers that pay: 32 KiB, Go's `io.Copy` size,
 /// makes a quarter of `io::copy`'s calls; a buffer larger than most
@@ -167,21 +168,25 @@ impl CopyPool {
     ///
     /// * A `Vec<u8>` writer, or a `&[u8]` reader: [`io::copy`], which reads
     ///   straight into the vector or writes the slice in one call.
-    /// * A stream no longer than `buf_size` (at least 8 KiB): [`io::copy`]
-    ///   through a [`Take`](io::Take), with no pooled buffer.
-    /// * A longer stream: a part by [`io::copy`] and a part through the
-    ///   whole pooled buffer, both timed; the rest goes the way that copied
-    ///   faster per byte (the pooled buffer only if clearly faster). After
-    ///   `io::copy`'s way wins, the pool's next 15 longer streams go that
-    ///   way untimed.
+    /// * Any stream, while the pool trusts a recent win for `io::copy` (for
+    ///   its next 15 streams longer than `buf_size`): [`io::copy`].
+    /// * Otherwise, the first `buf_size` bytes (at least 8 KiB) by
+    ///   [`io::copy`] through a [`Take`](io::Take), with no pooled buffer;
+    ///   then, for a longer stream, a part by [`io::copy`] and a part
+    ///   through the whole pooled buffer, both timed; the rest goes the way
+    ///   that copied faster per byte (the pooled buffer only if clearly
+    ///   faster).
+    ///
+    /// A reader that says it read more bytes than it was handed gets an
+    /// error from the pooled buffer's way, and a panic from `io::copy`'s.
     ///
     /// # Errors
     ///
     /// The first error from `reader` (other than
     /// [`Interrupted`](io::ErrorKind::Interrupted), which is retried) or
     /// from `writer`, and [`InvalidData`](io::ErrorKind::InvalidData) if
-    /// `reader` says it read more bytes than the buffer it was handed
-    /// holds; what was copied before the error stays copied.
+    /// `reader` says it read more bytes than the pooled buffer holds; what
+    /// was copied before the error stays copied.
     ///
     /// # Examples
     ///
@@ -223,32 +228,37 @@ impl CopyPool {
             return result;
         }
 
-        // `io::copy` on a `Take` keeps its other specialisations (a
-        // `BufWriter` writer, copies the kernel can do): a stream no
-        // longer than the pooled buffer goes through them, or through
-        // `io::copy`'s stack buffer, with no pool lookup, no clock read
-        // and nothing to zero.
-        let part = self.buf_size().max(STACK_BUF) as u64;
-        let mut copied = io::copy(&mut Read::take(&mut *reader, part), writer)?;
-        if copied < part {
-            return Ok(copied); // the reader reached its end
-        }
-
-        // A long stream. Which way is faster depends on the reader, and
+        // Which way is faster for a long stream depends on the reader, and
         // nothing about its type says which: a reader whose every call
         // costs (a system call, a decoder's setup, a TLS record) copies
         // faster through the larger buffer, in fewer calls; one that only
         // copies from memory copies faster through `io::copy`'s 8 KiB
         // buffer, which stays in the L1 cache while a larger one spills
-        // from it. So time a part of each way, and go on the faster; a
-        // recent win for `io::copy` is trusted for a few streams, because
-        // timing the pooled buffer costs a cheap reader what using it does.
-        // (A hint: racing threads may count a stream or two off, no more.)
+        // from it. So a long stream is timed a part each way, and goes on
+        // the faster. A recent win for `io::copy` is trusted for the next
+        // few long streams, which go to it whole: timing the pooled buffer
+        // costs a cheap reader what using it does. (`untimed` is a hint:
+        // racing threads may count a stream or two off, no more.)
+        let part = self.buf_size().max(STACK_BUF) as u64;
         let untimed = self.untimed.load(Relaxed);
         if untimed > 0 {
-            self.untimed.store(untimed - 1, Relaxed);
-            return Ok(copied + io::copy(reader, writer)?);
+            let copied = io::copy(reader, writer)?;
+            if copied > part {
+                self.untimed.store(untimed - 1, Relaxed);
+            }
+            return Ok(copied);
         }
+
+        // `io::copy` on a `Take` keeps its other specialisations (a
+        // `BufWriter` writer, copies the kernel can do): a stream no
+        // longer than the pooled buffer goes through them, or through
+        // `io::copy`'s stack buffer, with no pool lookup, no clock read
+        // and nothing to zero.
+        let mut copied = io::copy(&mut Read::take(&mut *reader, part), writer)?;
+        if copied < part {
+            return Ok(copied); // the reader reached its end
+        }
+
         let start = Instant::now();
         let n = io::copy(&mut Read::take(&mut *reader, part), writer)?;
         let by_std = Timed::since(start, n);
