@@ -1,5 +1,6 @@
-//! `BufReaderPool`, `BufWriterPool` and `CopyPool`: same results as std,
-//! reuse, nothing leaks between streams, errors, bad input.
+//! `BufReaderPool` and `BufWriterPool`: same results as std, reuse,
+//! nothing leaks between streams, errors, bad input. (`CopyPool`:
+//! tests/copy_pool.rs.)
 
 use std::cell::Cell;
 use std::io::{self, BufRead, Read, Write};
@@ -93,38 +94,6 @@ impl Read for ZeroSource<'_> {
         buf[..n].fill(0);
         self.len -= n;
         Ok(n)
-    }
-}
-
-/// Longer than the part of a stream `CopyPool::copy` leaves to `io::copy`
-/// in the tests' pools (at least 8 KiB).
-const LONG: usize = 9000;
-
-/// A reader std knows nothing about, so that `io::copy` cannot copy from
-/// the slice behind it in one go.
-struct Opaque<'a>(&'a [u8]);
-
-impl Read for Opaque<'_> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        self.0.read(buf)
-    }
-}
-
-/// A writer that takes `room` bytes, then fails.
-struct BreaksAfter(usize);
-
-impl Write for BreaksAfter {
-    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
-        if self.0 == 0 {
-            return Err(io::Error::other("broken pipe"));
-        }
-        let n = data.len().min(self.0);
-        self.0 -= n;
-        Ok(n)
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
     }
 }
 
@@ -459,131 +428,6 @@ fn bad_writer_buffer_sizes_are_refused() {
     assert!(catch_unwind(|| BufWriterPool::new(0)).is_err());
     assert!(catch_unwind(|| BufWriterPool::new(usize::MAX)).is_err());
     assert!(catch_unwind(|| BufWriterPool::builder(0).build()).is_err());
-}
-
-// === CopyPool ===
-
-#[test]
-fn copy_moves_everything_through_a_small_buffer() {
-    let pool = CopyPool::builder(5).manual_sweep().build();
-    let input = text(50);
-    let mut out = Vec::new();
-    let n = pool.copy(&mut &input[..], &mut out).unwrap();
-    assert_eq!(n, input.len() as u64);
-    assert_eq!(out, input);
-}
-
-#[test]
-fn copy_reuses_its_buffer_and_zeroes_it_between_uses() {
-    // Streams longer than the first chunk (copied by `io::copy`, at least
-    // 8 KiB), so that they go on into the pooled buffer.
-    let pool = CopyPool::builder(64).manual_sweep().build();
-    let copied = pool.copy(&mut Scribbler(LONG), &mut io::sink()).unwrap();
-    assert_eq!(copied, LONG as u64);
-
-    let saw_dirty = Cell::new(false);
-    let mut zeros = ZeroSource {
-        len: LONG,
-        saw_dirty: &saw_dirty,
-    };
-    let mut out = Vec::new();
-    assert_eq!(pool.copy(&mut zeros, &mut out).unwrap(), LONG as u64);
-    assert_eq!(out, [0; LONG]);
-    assert!(!saw_dirty.get(), "a reader saw what the last one wrote");
-    let stats = pool.stats();
-    assert_eq!((stats.created, stats.reused), (1, 1));
-}
-
-#[test]
-fn copy_under_reset_keep_leaves_the_buffer_as_it_was() {
-    let pool = CopyPool::builder(64)
-        .reset(Reset::Keep)
-        .manual_sweep()
-        .build();
-    pool.copy(&mut Scribbler(LONG), &mut io::sink()).unwrap();
-
-    let saw_dirty = Cell::new(false);
-    let mut zeros = ZeroSource {
-        len: LONG,
-        saw_dirty: &saw_dirty,
-    };
-    assert_eq!(pool.copy(&mut zeros, &mut io::sink()).unwrap(), LONG as u64);
-    assert!(
-        saw_dirty.get(),
-        "Reset::Keep keeps what the last reader wrote"
-    );
-}
-
-#[test]
-fn short_streams_never_take_a_pooled_buffer() {
-    let pool = CopyPool::new(64 * 1024);
-    let mut out = Vec::new();
-    assert_eq!(pool.copy(&mut &b"short"[..], &mut out).unwrap(), 5);
-    assert_eq!(out, b"short");
-    assert_eq!(pool.stats().created, 0);
-}
-
-#[test]
-fn copy_works_with_trait_objects_and_retries_interrupted_reads() {
-    struct Hiccup(bool, &'static [u8]);
-    impl Read for Hiccup {
-        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-            self.0 = !self.0;
-            if self.0 {
-                return Err(io::ErrorKind::Interrupted.into());
-            }
-            self.1.read(buf)
-        }
-    }
-    let pool = CopyPool::new(2);
-    let mut reader: Box<dyn Read> = Box::new(Hiccup(false, b"hello"));
-    let mut writer: Box<dyn Write> = Box::new(Vec::new());
-    assert_eq!(pool.copy(&mut *reader, &mut *writer).unwrap(), 5);
-}
-
-#[test]
-fn copy_reports_write_errors() {
-    let pool = CopyPool::new(16);
-    let err = pool.copy(&mut &b"data"[..], &mut Broken).unwrap_err();
-    assert_eq!(err.to_string(), "broken pipe");
-
-    // Past the first chunk, with the pooled buffer out.
-    let mut writer = BreaksAfter(LONG - 100);
-    let err = pool
-        .copy(&mut Opaque(&[1u8; LONG]), &mut writer)
-        .unwrap_err();
-    assert_eq!(err.to_string(), "broken pipe");
-    assert_eq!(pool.stats().idle, 1, "the buffer went back");
-}
-
-#[test]
-fn read_all_reads_to_the_end_into_a_cleared_pooled_vector() {
-    let pool = CopyPool::builder(8).manual_sweep().build();
-    let first = pool
-        .read_all(&mut &b"first body, longer than 8"[..])
-        .unwrap();
-    assert_eq!(&first[..], b"first body, longer than 8");
-    let ptr = first.as_ptr();
-    drop(first);
-
-    let second = pool.read_all(&mut &b"second"[..]).unwrap();
-    assert_eq!(&second[..], b"second", "nothing of the first body is left");
-    assert_eq!(second.as_ptr(), ptr, "the grown vector was kept");
-}
-
-#[test]
-fn read_all_drops_vectors_that_grew_too_large() {
-    let pool = CopyPool::builder(8).manual_sweep().build();
-    drop(pool.read_all(&mut &[1u8; 1000][..]).unwrap());
-    let stats = pool.stats();
-    assert_eq!((stats.rejected, stats.idle), (1, 0));
-}
-
-#[test]
-fn bad_copy_buffer_sizes_are_refused() {
-    assert!(catch_unwind(|| CopyPool::new(0)).is_err());
-    assert!(catch_unwind(|| CopyPool::new(usize::MAX)).is_err());
-    assert!(catch_unwind(|| CopyPool::builder(0).build()).is_err());
 }
 
 #[test]

@@ -7,9 +7,15 @@
 //! add up; the pools here lend each stream a pooled buffer and take it
 //! back when the reader, writer or body is dropped.
 //!
-//! A buffer lent to a `Read` implementation is zeroed before it is pooled
-//! again (a reader may look at the bytes it is given), and a write buffer
-//! or body vector is cleared, so nothing one stream put in a buffer can be
+//! `std::io::copy` needs no buffer of its own, so [`CopyPool::copy`] uses
+//! its pooled buffer only where that copies faster: for readers whose
+//! every call costs, as a socket's or a decoder's does (see its docs).
+//!
+//! Under [`Reset::Zero`](crate::Reset::Zero), the default, the part of a
+//! buffer lent to a `Read` implementation is zeroed before it is pooled
+//! again (a reader may look at the bytes it is given); under
+//! [`Reset::Keep`](crate::Reset::Keep) it is not. A write buffer or body
+//! vector is cleared under either, so nothing one stream put in it can be
 //! read through the next stream's use of it.
 //!
 //! # Examples
@@ -42,6 +48,7 @@
 //! ```
 
 mod copy;
+mod known;
 mod reader;
 mod scratch;
 mod writer;
