@@ -345,6 +345,36 @@ fn spill_races_a_bounded_sweep() {
     });
 }
 
+/// An owner spills a batch of two into the overflow while a sweep of a
+/// bounded pool cuts the overflow down to the bound: a batch cut in part
+/// goes back to the overflow with the rest, and the counts stay exact.
+#[test]
+fn spill_races_an_overflow_cut() {
+    loom::model(|| {
+        let ledger = Ledger::new();
+        // One stash: its share is the whole bound, three; a spill moves two.
+        let pool = Arc::new(bounded(&ledger, 3, 3));
+        let spiller = {
+            let (pool, ledger) = (Arc::clone(&pool), Arc::clone(&ledger));
+            thread::spawn(move || {
+                for _ in 0..4 {
+                    pool.put(Ledger::track(&ledger)); // the fourth spills two
+                }
+            })
+        };
+        pool.sweep(); // four idle, bound three: cuts one of the spilled two
+        spiller.join().unwrap();
+        let stats = pool.stats();
+        assert_eq!(stats.idle, ledger.live(), "{stats:?}");
+        assert_eq!(stats.returned, 4, "{stats:?}");
+        pool.sweep();
+        assert!(pool.stats().idle <= 3, "{:?}", pool.stats());
+        assert_eq!(pool.stats().idle, ledger.live());
+        let pool = Arc::try_unwrap(pool).ok().unwrap();
+        drop_and_check(pool, &ledger);
+    });
+}
+
 /// A pool bounded by `max_idle`: a new stash rebalances every stash's share
 /// (moving what a stash holds beyond it to the overflow) while its owner
 /// returns objects and a sweep enforces the bound.
