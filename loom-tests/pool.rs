@@ -516,3 +516,45 @@ fn pool_drop_races_a_sweep() {
         assert_eq!(ledger.live(), 0, "every object dropped exactly once");
     });
 }
+
+/// A guard returned by a thread without a stash (late in its teardown, its
+/// thread id given back) goes straight to the overflow while a sweep of a
+/// bounded pool ages and trims it: the return is counted, stamped with the
+/// sweep count it lands in (so that one sweep does not drop it), found by
+/// the next get, and every object is dropped exactly once.
+#[test]
+fn stashless_return_races_a_sweep() {
+    loom::model(|| {
+        let ledger = Ledger::new();
+        let pool = std::sync::Arc::new(bounded(&ledger, 1, 2));
+        pool.put(Ledger::track(&ledger));
+        pool.put(Ledger::track(&ledger)); // spills to the overflow
+        pool.sweep(); // two victims: one is lent, the racing sweep drops the other
+        let guard = pool.get_owned();
+        guard.acquire();
+        let lent = guard.id;
+        let returner = thread::spawn(move || {
+            LocalPool::<Obj, Maker>::loom_end_thread_id();
+            guard.release();
+            drop(guard); // no stash here: straight to the overflow
+        });
+        pool.sweep();
+        returner.join().unwrap();
+        let stats = pool.stats();
+        assert_eq!(
+            stats.returned, 3,
+            "the stashless return is counted: {stats:?}"
+        );
+        assert_eq!(stats.idle, ledger.live(), "{stats:?}");
+        assert_eq!(
+            ledger.live(),
+            1,
+            "the other victim dropped, the lent one kept"
+        );
+        let got = pool.try_get().expect("the stashless return is pooled");
+        assert_eq!(got.id, lent);
+        drop(got);
+        let pool = std::sync::Arc::try_unwrap(pool).ok().unwrap();
+        drop_and_check(pool, &ledger);
+    });
+}

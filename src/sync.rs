@@ -44,7 +44,7 @@ pub(crate) use loom::sync::{Arc, Condvar, Mutex, MutexGuard};
 pub(crate) use loom::thread_local;
 
 #[cfg(stashpool_loom)]
-pub(crate) use self::imp::ThreadSlot;
+pub(crate) use self::imp::{end_thread_id, ThreadSlot};
 pub(crate) use self::imp::{PerThread, Queue, UnsafeCell};
 
 /// The atomic behind [`AtomicCount`]: 64 bits where the target has 64-bit
@@ -364,10 +364,40 @@ mod imp {
         static SLOT: std::cell::Cell<Option<usize>> = std::cell::Cell::new(None);
     }
 
+    loom::thread_local! {
+        /// Set once this thread has given its id up for good
+        /// ([`end_thread_id`]).
+        static ENDED: std::cell::Cell<bool> = std::cell::Cell::new(false);
+    }
+
+    /// Whether this thread has given its id up for good.
+    fn ended() -> bool {
+        ENDED.try_with(|ended| ended.get()).unwrap_or(true)
+    }
+
     /// This thread's id, if it holds one (none once its thread-locals are
     /// being destroyed).
     fn thread_slot() -> Option<usize> {
+        if ended() {
+            return None;
+        }
         SLOT.try_with(|slot| slot.get()).ok().flatten()
+    }
+
+    /// Makes this thread one whose id guard is gone, as a thread is late in
+    /// its teardown: it gives its id back, if it holds one, and takes none
+    /// again, so the pool goes around its stashes (the stashless paths).
+    ///
+    /// A model reaches those paths this way instead of from a thread-local
+    /// destructor: loom drops a thread's thread-locals in an order that
+    /// changes between executions, so a model whose thread has two
+    /// destructors that loom sees (the exit hooks and the one that uses the
+    /// pool) is not deterministic, which loom requires.
+    pub(crate) fn end_thread_id() {
+        let _ = ENDED.try_with(|ended| ended.set(true));
+        if let Ok(Some(id)) = SLOT.try_with(|slot| slot.take()) {
+            SLOTS.lock().unwrap().free.push(id);
+        }
     }
 
     /// A thread's hold on its id, for its exit hooks to give back.
@@ -395,6 +425,9 @@ mod imp {
     /// thread-locals are being destroyed, as the real `get_or` answers past
     /// the destruction of its id guard.
     fn take_thread_slot() -> Option<usize> {
+        if ended() {
+            return None;
+        }
         SLOT.try_with(|slot| {
             if let Some(id) = slot.get() {
                 return id;

@@ -578,6 +578,14 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
         let shared = Arc::clone(self.init());
         move || shared.sweep()
     }
+
+    /// Makes the calling model thread one that is late in its teardown, its
+    /// thread id given back: its gets and returns go around the stashes
+    /// (`sync::end_thread_id`), for loom models of the stashless paths.
+    #[doc(hidden)]
+    pub fn loom_end_thread_id() {
+        crate::sync::end_thread_id();
+    }
 }
 
 #[cfg(not(stashpool_loom))]
