@@ -544,6 +544,14 @@ mod loom_impl {
     // `backoff` yields as before: after a yield loom's loads no longer return
     // values the thread saw before it, so the loop moves on.
     //
+    // "The latest value" is judged by value: a stale load that returned an
+    // older store equal to the latest one counts as latest. That gives up
+    // only interleavings in which the waiter would next read a still older
+    // store of the other value (it waits for the next store instead), and
+    // never reports a false deadlock: a
+    // waiter blocked with no store to come would spin forever on the
+    // latest value anyway.
+    //
     // The bookkeeping is plain std, not loom: loom runs one model thread at a
     // time on the thread that called `loom::model`, so it is exact between
     // loom's scheduling points and adds no branches of its own. Only the
