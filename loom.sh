@@ -3,7 +3,9 @@
 #
 #   ./loom.sh                      every model, 2 preemptions (what CI runs)
 #   ./loom.sh sweep_races_owner    one model, by name filter
-#   LOOM_MAX_PREEMPTIONS=3 ./loom.sh    a deeper search
+#   LOOM_MAX_PREEMPTIONS=3 LOOM_ONLY=loom_pool ./loom.sh
+#                                  a deeper search of the pool models
+#                                  (minutes; LOOM_ONLY picks one test target)
 #   DEBUG=1 ./loom.sh NAME         replay-friendly: logs, locations of the
 #                                  failing accesses, and a checkpoint file
 #                                  (target/loom/NAME.checkpoint) to resume
@@ -29,7 +31,9 @@ tests=()
 for name in $(awk '/^\[\[test\]\]/ { name = "" }
                    /^name *=/ { gsub(/[" ]/, "", $3); name = $3 }
                    /^path *= *"loom-tests\// { print name }' Cargo.toml); do
-    tests+=(--test "$name")
+    if [ -z "${LOOM_ONLY:-}" ] || [ "$name" = "$LOOM_ONLY" ]; then
+        tests+=(--test "$name")
+    fi
 done
 
 # A separate target directory: `--cfg stashpool_loom` rebuilds every dependency.

@@ -182,7 +182,9 @@ fn victim_rule_with_a_busy_neighbour() {
     });
 }
 
-/// Two owners and a sweeper at once.
+/// Two owners and a sweeper at once. The sweep runs on the model's main
+/// thread: three threads instead of four keep the search within reach at
+/// three preemptions, and the race is the same.
 #[test]
 fn two_owners_and_a_sweeper() {
     loom::model(|| {
@@ -195,14 +197,10 @@ fn two_owners_and_a_sweeper() {
                 thread::spawn(move || pool.with(|obj| obj.hold(|_| ())))
             })
             .collect();
-        let sweeper = {
-            let pool = Arc::clone(&pool);
-            thread::spawn(move || pool.sweep())
-        };
+        pool.sweep();
         for t in owners {
             t.join().unwrap();
         }
-        sweeper.join().unwrap();
         let pool = Arc::try_unwrap(pool).ok().unwrap();
         drop_and_check(pool, &ledger);
     });
@@ -347,6 +345,36 @@ fn spill_races_a_bounded_sweep() {
     });
 }
 
+/// An owner spills a batch of two into the overflow while a sweep of a
+/// bounded pool cuts the overflow down to the bound: a batch cut in part
+/// goes back to the overflow with the rest, and the counts stay exact.
+#[test]
+fn spill_races_an_overflow_cut() {
+    loom::model(|| {
+        let ledger = Ledger::new();
+        // One stash: its share is the whole bound, three; a spill moves two.
+        let pool = Arc::new(bounded(&ledger, 3, 3));
+        let spiller = {
+            let (pool, ledger) = (Arc::clone(&pool), Arc::clone(&ledger));
+            thread::spawn(move || {
+                for _ in 0..4 {
+                    pool.put(Ledger::track(&ledger)); // the fourth spills two
+                }
+            })
+        };
+        pool.sweep(); // four idle, bound three: cuts one of the spilled two
+        spiller.join().unwrap();
+        let stats = pool.stats();
+        assert_eq!(stats.idle, ledger.live(), "{stats:?}");
+        assert_eq!(stats.returned, 4, "{stats:?}");
+        pool.sweep();
+        assert!(pool.stats().idle <= 3, "{:?}", pool.stats());
+        assert_eq!(pool.stats().idle, ledger.live());
+        let pool = Arc::try_unwrap(pool).ok().unwrap();
+        drop_and_check(pool, &ledger);
+    });
+}
+
 /// A pool bounded by `max_idle`: a new stash rebalances every stash's share
 /// (moving what a stash holds beyond it to the overflow) while its owner
 /// returns objects and a sweep enforces the bound.
@@ -463,6 +491,70 @@ fn owned_guard_dropped_on_another_thread() {
         other.join().unwrap();
         let pool = std::sync::Arc::try_unwrap(pool).ok().unwrap();
         assert_eq!(pool.stats().returned, 2);
+        drop_and_check(pool, &ledger);
+    });
+}
+
+/// The background sweeper sweeps a pool, through a strong reference it got
+/// by upgrading its weak one, while the pool drops: every object is dropped
+/// exactly once, by the sweep that took it or by the pool's drop, and the
+/// last strong reference may be the sweeper's.
+#[test]
+fn pool_drop_races_a_sweep() {
+    loom::model(|| {
+        let ledger = Ledger::new();
+        let pool = pool(&ledger, 1);
+        pool.put(Ledger::track(&ledger));
+        pool.put(Ledger::track(&ledger)); // spills to the overflow
+        pool.sweep(); // both are victims: the racing sweep drops them
+        pool.put(Ledger::track(&ledger)); // fresh: only pool drop drops it
+        let sweep = pool.loom_background_sweep();
+        let sweeper = thread::spawn(sweep);
+        drop(pool);
+        sweeper.join().unwrap();
+        assert_eq!(ledger.made(), 3);
+        assert_eq!(ledger.live(), 0, "every object dropped exactly once");
+    });
+}
+
+/// A guard returned by a thread without a stash (late in its teardown, its
+/// thread id given back) goes straight to the overflow while a sweep of a
+/// bounded pool ages and trims it: the return is counted, stamped with the
+/// sweep count it lands in (so that one sweep does not drop it), found by
+/// the next get, and every object is dropped exactly once.
+#[test]
+fn stashless_return_races_a_sweep() {
+    loom::model(|| {
+        let ledger = Ledger::new();
+        let pool = std::sync::Arc::new(bounded(&ledger, 1, 2));
+        pool.put(Ledger::track(&ledger));
+        pool.put(Ledger::track(&ledger)); // spills to the overflow
+        pool.sweep(); // two victims: one is lent, the racing sweep drops the other
+        let guard = pool.get_owned();
+        guard.acquire();
+        let lent = guard.id;
+        let returner = thread::spawn(move || {
+            LocalPool::<Obj, Maker>::loom_end_thread_id();
+            guard.release();
+            drop(guard); // no stash here: straight to the overflow
+        });
+        pool.sweep();
+        returner.join().unwrap();
+        let stats = pool.stats();
+        assert_eq!(
+            stats.returned, 3,
+            "the stashless return is counted: {stats:?}"
+        );
+        assert_eq!(stats.idle, ledger.live(), "{stats:?}");
+        assert_eq!(
+            ledger.live(),
+            1,
+            "the other victim dropped, the lent one kept"
+        );
+        let got = pool.try_get().expect("the stashless return is pooled");
+        assert_eq!(got.id, lent);
+        drop(got);
+        let pool = std::sync::Arc::try_unwrap(pool).ok().unwrap();
         drop_and_check(pool, &ledger);
     });
 }

@@ -35,16 +35,16 @@ pub(crate) use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 pub(crate) use std::thread_local;
 
 #[cfg(stashpool_loom)]
-pub(crate) use self::loom_impl::OnceLock;
+pub(crate) use self::loom_impl::{AtomicBool, OnceLock};
 #[cfg(stashpool_loom)]
-pub(crate) use loom::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize};
+pub(crate) use loom::sync::atomic::{fence, AtomicU64, AtomicUsize};
 #[cfg(stashpool_loom)]
 pub(crate) use loom::sync::{Arc, Condvar, Mutex, MutexGuard};
 #[cfg(stashpool_loom)]
 pub(crate) use loom::thread_local;
 
 #[cfg(stashpool_loom)]
-pub(crate) use self::imp::ThreadSlot;
+pub(crate) use self::imp::{end_thread_id, ThreadSlot};
 pub(crate) use self::imp::{PerThread, Queue, UnsafeCell};
 
 /// The atomic behind [`AtomicCount`]: 64 bits where the target has 64-bit
@@ -258,6 +258,12 @@ pub(crate) mod thread {
 /// Waits in the pool are short (an owner finishing a push or a pop, a sweeper
 /// finishing one stash), so spinning first is right; yielding after that keeps
 /// a waiter from burning a core when the thread it waits for was preempted.
+///
+/// Every such loop waits for an [`AtomicBool`] it has just loaded to change.
+/// Under loom this blocks until some `AtomicBool` is stored to, if the load
+/// saw the latest value (see `loom_impl::wait_for_a_store`): a loop that
+/// yields instead gives loom a new branch at every step of the thread it
+/// waits for, and deeper searches exceed loom's branch limit.
 pub(crate) fn backoff(step: &mut u32) {
     #[cfg(not(stashpool_loom))]
     {
@@ -273,7 +279,7 @@ pub(crate) fn backoff(step: &mut u32) {
     #[cfg(stashpool_loom)]
     {
         let _ = step;
-        loom::thread::yield_now();
+        loom_impl::wait_for_a_store();
     }
 }
 
@@ -358,10 +364,40 @@ mod imp {
         static SLOT: std::cell::Cell<Option<usize>> = std::cell::Cell::new(None);
     }
 
+    loom::thread_local! {
+        /// Set once this thread has given its id up for good
+        /// ([`end_thread_id`]).
+        static ENDED: std::cell::Cell<bool> = std::cell::Cell::new(false);
+    }
+
+    /// Whether this thread has given its id up for good.
+    fn ended() -> bool {
+        ENDED.try_with(|ended| ended.get()).unwrap_or(true)
+    }
+
     /// This thread's id, if it holds one (none once its thread-locals are
     /// being destroyed).
     fn thread_slot() -> Option<usize> {
+        if ended() {
+            return None;
+        }
         SLOT.try_with(|slot| slot.get()).ok().flatten()
+    }
+
+    /// Makes this thread one whose id guard is gone, as a thread is late in
+    /// its teardown: it gives its id back, if it holds one, and takes none
+    /// again, so the pool goes around its stashes (the stashless paths).
+    ///
+    /// A model reaches those paths this way instead of from a thread-local
+    /// destructor: loom drops a thread's thread-locals in an order that
+    /// changes between executions, so a model whose thread has two
+    /// destructors that loom sees (the exit hooks and the one that uses the
+    /// pool) is not deterministic, which loom requires.
+    pub(crate) fn end_thread_id() {
+        let _ = ENDED.try_with(|ended| ended.set(true));
+        if let Ok(Some(id)) = SLOT.try_with(|slot| slot.take()) {
+            SLOTS.lock().unwrap().free.push(id);
+        }
     }
 
     /// A thread's hold on its id, for its exit hooks to give back.
@@ -389,6 +425,9 @@ mod imp {
     /// thread-locals are being destroyed, as the real `get_or` answers past
     /// the destruction of its id guard.
     fn take_thread_slot() -> Option<usize> {
+        if ended() {
+            return None;
+        }
         SLOT.try_with(|slot| {
             if let Some(id) = slot.get() {
                 return id;
@@ -487,8 +526,128 @@ mod imp {
 #[cfg(stashpool_loom)]
 mod loom_impl {
     use loom::sync::atomic::AtomicPtr;
-    use loom::sync::Mutex;
+    use loom::sync::{Condvar, Mutex};
+    use std::cell::Cell;
     use std::sync::atomic::Ordering;
+
+    // === wait loops that block ===
+    //
+    // A wait loop (`while flag.load(..) { backoff(..) }`) that yields gives
+    // loom a choice at every operation of the thread it waits for: run that
+    // thread on, or go round the loop once more. The loop itself changes
+    // nothing, so those branches only repeat states, but a model with a long
+    // sweep and a waiting owner then exceeds loom's branch limit at three
+    // preemptions. So under loom `backoff` blocks the waiter instead, until
+    // the next store to any `AtomicBool`, which is when its load could next
+    // return something new, provided its last load returned the latest
+    // value. If that load returned an older value (loom models stale loads),
+    // `backoff` yields as before: after a yield loom's loads no longer return
+    // values the thread saw before it, so the loop moves on.
+    //
+    // "The latest value" is judged by value: a stale load that returned an
+    // older store equal to the latest one counts as latest. That gives up
+    // only interleavings in which the waiter would next read a still older
+    // store of the other value (it waits for the next store instead), and
+    // never reports a false deadlock: a
+    // waiter blocked with no store to come would spin forever on the
+    // latest value anyway.
+    //
+    // The bookkeeping is plain std, not loom: loom runs one model thread at a
+    // time on the thread that called `loom::model`, so it is exact between
+    // loom's scheduling points and adds no branches of its own. Only the
+    // blocking itself (a loom `Mutex` and `Condvar`) is modelled.
+
+    std::thread_local! {
+        /// Stores to `AtomicBool`s so far, in this model run.
+        static STORES: Cell<u64> = const { Cell::new(0) };
+        /// Threads blocked in `wait_for_a_store`, in this model run.
+        static WAITING: Cell<usize> = const { Cell::new(0) };
+    }
+
+    loom::thread_local! {
+        /// `STORES` when this model thread's last `AtomicBool` load returned
+        /// the latest value; `None` if it returned an older one.
+        static LAST_LOAD: Cell<Option<u64>> = Cell::new(None);
+    }
+
+    loom::lazy_static! {
+        static ref STORED: (Mutex<()>, Condvar) = (Mutex::new(()), Condvar::new());
+    }
+
+    /// `backoff` under loom: blocks until an `AtomicBool` is stored to, if
+    /// none was since this thread's last load of one and that load returned
+    /// the latest value; otherwise yields.
+    pub(super) fn wait_for_a_store() {
+        let seen = LAST_LOAD.try_with(Cell::take).ok().flatten();
+        let Some(seen) = seen else {
+            // A stale load, or in a thread-local destructor.
+            return loom::thread::yield_now();
+        };
+        let (lock, stored) = &*STORED;
+        let mut guard = lock.lock().unwrap();
+        // No scheduling point from here to the wait, which releases the lock
+        // atomically: a store either came before this check or notifies us.
+        if STORES.with(Cell::get) == seen {
+            WAITING.with(|waiting| waiting.set(waiting.get() + 1));
+            guard = stored.wait(guard).unwrap();
+        }
+        drop(guard);
+    }
+
+    /// Counts a store, and wakes the threads blocked in `wait_for_a_store`.
+    fn stored() {
+        STORES.with(|stores| stores.set(stores.get() + 1));
+        if WAITING.with(|waiting| waiting.replace(0)) > 0 {
+            let (lock, stored) = &*STORED;
+            let _guard = lock.lock().unwrap();
+            stored.notify_all();
+        }
+    }
+
+    /// loom's `AtomicBool`, with the bookkeeping `wait_for_a_store` needs:
+    /// the value of the latest store (in modification order, which under
+    /// loom is the order stores run in), so that a load can tell whether it
+    /// returned it.
+    pub(crate) struct AtomicBool {
+        inner: loom::sync::atomic::AtomicBool,
+        latest: std::sync::atomic::AtomicBool,
+    }
+
+    impl AtomicBool {
+        pub(crate) fn new(value: bool) -> Self {
+            Self {
+                inner: loom::sync::atomic::AtomicBool::new(value),
+                latest: std::sync::atomic::AtomicBool::new(value),
+            }
+        }
+
+        pub(crate) fn load(&self, order: Ordering) -> bool {
+            let value = self.inner.load(order);
+            let latest = value == self.latest.load(Ordering::Relaxed);
+            let stores = STORES.with(Cell::get);
+            let _ = LAST_LOAD.try_with(|last| last.set(latest.then_some(stores)));
+            value
+        }
+
+        pub(crate) fn store(&self, value: bool, order: Ordering) {
+            self.inner.store(value, order);
+            self.latest.store(value, Ordering::Relaxed);
+            stored();
+        }
+
+        pub(crate) fn swap(&self, value: bool, order: Ordering) -> bool {
+            let old = self.inner.swap(value, order);
+            self.latest.store(value, Ordering::Relaxed);
+            stored();
+            old
+        }
+    }
+
+    impl std::fmt::Debug for AtomicBool {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            self.inner.fmt(f)
+        }
+    }
 
     /// loom stand-in for `std::sync::OnceLock` (a locked slow path and an
     /// acquire load on the fast path, the same shape as std's).

@@ -568,6 +568,26 @@ fn register<T: Send + 'static>(id: u64, shared: &Arc<Shared<T>>, interval: Durat
 #[cfg(stashpool_loom)]
 fn register<T: Send + 'static>(_: u64, _: &Arc<Shared<T>>, _: Duration) {}
 
+/// What the background sweeper does with a pool, for loom models: it
+/// upgrades its weak reference to the pool's shared state and sweeps
+/// through that strong reference, which can outlive the `LocalPool`.
+#[cfg(stashpool_loom)]
+impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
+    #[doc(hidden)]
+    pub fn loom_background_sweep(&self) -> impl FnOnce() + Send + 'static {
+        let shared = Arc::clone(self.init());
+        move || shared.sweep()
+    }
+
+    /// Makes the calling model thread one that is late in its teardown, its
+    /// thread id given back: its gets and returns go around the stashes
+    /// (`sync::end_thread_id`), for loom models of the stashless paths.
+    #[doc(hidden)]
+    pub fn loom_end_thread_id() {
+        crate::sync::end_thread_id();
+    }
+}
+
 #[cfg(not(stashpool_loom))]
 impl<T: Send + 'static> crate::pool::background::Sweep for Shared<T> {
     fn sweep(&self) {
