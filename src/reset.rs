@@ -116,7 +116,9 @@ impl<T, W: Wipe<T>> Recycle<Dirty<T>> for Tracker<W> {
 ///
 /// Dereferences to the object. The first `DerefMut` marks the object
 /// dirty; a pool whose policy is [`Reset::Zero`] zeroes a dirty object
-/// when it comes back, and leaves one that was only read as it is.
+/// when it comes back (or, for an object so large that a fresh zeroed one
+/// costs no more, such as a large image frame, drops it), and leaves one
+/// that was only read as it is.
 ///
 /// # Examples
 ///
@@ -160,7 +162,8 @@ impl<'a, T: Send + 'static, W: Wipe<T>> Tracked<'a, T, W> {
     }
 
     /// Whether the object was handed out for writing since it left the
-    /// pool (and will be zeroed on return under [`Reset::Zero`]).
+    /// pool (and so, under [`Reset::Zero`], will be zeroed on return, or
+    /// dropped for a fresh zeroed one where the pool does that).
     ///
     /// # Examples
     ///
