@@ -85,11 +85,14 @@ pub type PooledFrame<'a, F> = Tracked<'a, F, <F as Frame>::Recycler>;
 ///     only where they are touched (glibc does for a block above its mmap
 ///     threshold), so a user who writes a few rows pays for those, and it
 ///     can serve frames of several shapes from one block where a pool
-///     keeps a frame per shape.
+///     keeps a frame per shape. The other side of lazily zeroed pages: a
+///     user who writes such a frame whole pays a page fault per page, as
+///     with a new frame, which costs far more than a `memset` would.
 ///
 ///   So under `Zero` a pool of large frames is about as fast as allocating
 ///   for frames that are written, and far faster for frames only read; it
-///   keeps idle only the frames that were not written.
+///   keeps idle only the frames that were not written. Code that writes
+///   large frames whole is better served by `Keep`.
 /// * [`Reset::Keep`]: nothing is zeroed; a frame comes out holding the
 ///   picture its last user left, as with Go's `bp`. For code that writes
 ///   every pixel it uses (a decoder, a renderer that clears first): the
