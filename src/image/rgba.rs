@@ -19,14 +19,14 @@ pub type PooledRgba<'a> = PooledFrame<'a, RgbaImage>;
 ///
 /// Under [`Reset::Zero`](crate::Reset::Zero), the default, a frame comes
 /// out with every pixel zero (transparent black): a frame only read costs
-/// nothing to return, a written one under 1 MiB (512 x 512) is zeroed in
-/// place, and a larger written one is replaced by a fresh zeroed
-/// allocation, which costs what [`RgbaImage::new`] costs. Under
-/// [`Reset::Keep`](crate::Reset::Keep) a frame holds what its last user
-/// left, and costs a get and a return whatever its size: the policy for
-/// code that writes every pixel it uses. See [`FramePool`] for why. A
-/// frame whose size or color space changed while it was out is dropped
-/// on return.
+/// nothing to return, a written one under 1 MiB (fewer pixels than
+/// 512 x 512) is zeroed in place, and a larger written one is replaced by
+/// a fresh zeroed allocation, which costs what [`RgbaImage::new`] costs.
+/// Under [`Reset::Keep`](crate::Reset::Keep) a frame holds what its last
+/// user left, and costs a get and a return whatever its size: the policy
+/// for code that writes every pixel it uses. See [`FramePool`] for why. A
+/// frame whose size or color space changed while it was out is dropped on
+/// return.
 ///
 /// # Examples
 ///
