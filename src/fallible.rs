@@ -8,6 +8,9 @@
 //! catch, and never in an abort. Every byte buffer the resource pools make
 //! goes through here.
 
+use std::alloc::{self, Layout};
+use std::fmt;
+
 /// The largest byte buffer Rust can describe: `isize::MAX` bytes.
 pub(crate) const MAX_LEN: usize = isize::MAX as usize;
 
@@ -32,20 +35,40 @@ pub(crate) fn with_capacity(capacity: usize) -> Vec<u8> {
     buf
 }
 
-/// `len` zero bytes.
+/// `len` zero bytes, from the allocator's zeroed allocation (`calloc`).
+///
+/// Not `with_capacity` and a fill: an allocator serves a large block from
+/// fresh pages that the kernel zeroes as they are first touched, so a
+/// caller that writes part of a large buffer pays for that part only,
+/// where a fill would touch (and fault in) every page up front.
 ///
 /// # Panics
 ///
 /// If the allocation fails (also when `len > isize::MAX`).
 pub(crate) fn zeroed(len: usize) -> Vec<u8> {
-    let mut buf = with_capacity(len);
-    buf.resize(len, 0);
-    buf
+    if len == 0 {
+        return Vec::new();
+    }
+    let layout = match Layout::array::<u8>(len) {
+        Ok(layout) => layout,
+        Err(err) => failed(len, err),
+    };
+    // SAFETY: `layout` has a non-zero size (`len > 0`).
+    let ptr = unsafe { alloc::alloc_zeroed(layout) };
+    if ptr.is_null() {
+        failed(len, "the allocator refused it");
+    }
+    // SAFETY:
+    // - `ptr` is non-null and was allocated by the global allocator with
+    //   the layout of `len` `u8`s, the layout a `Vec<u8>` of capacity `len`
+    //   has;
+    // - its `len` bytes are initialized: the allocator zeroed them.
+    unsafe { Vec::from_raw_parts(ptr, len, len) }
 }
 
 #[cold]
 #[track_caller]
-fn failed(len: usize, err: std::collections::TryReserveError) -> ! {
+fn failed(len: usize, err: impl fmt::Display) -> ! {
     panic!("stashpool: cannot allocate a buffer of {len} bytes: {err}")
 }
 
@@ -71,8 +94,26 @@ mod tests {
 
     #[test]
     fn zeroed_is_zero_and_exact() {
-        let buf = zeroed(100);
-        assert_eq!(buf.len(), 100);
-        assert!(buf.iter().all(|&b| b == 0));
+        for len in [0, 1, 100, 4096 + 3] {
+            let mut buf = zeroed(len);
+            assert_eq!((buf.len(), buf.capacity()), (len, len));
+            assert!(buf.iter().all(|&b| b == 0));
+            // The buffer is an ordinary `Vec`: it grows and frees as one.
+            buf.push(7);
+            assert_eq!(buf[len], 7);
+        }
+    }
+
+    #[test]
+    fn impossible_zeroed_sizes_panic_instead_of_aborting() {
+        let too_big: &[usize] = if cfg!(miri) {
+            &[usize::MAX, MAX_LEN + 1]
+        } else {
+            &[usize::MAX, MAX_LEN + 1, 1 << 62]
+        };
+        for &len in too_big {
+            let caught = std::panic::catch_unwind(|| zeroed(len));
+            assert!(caught.is_err(), "{len} bytes should not be allocatable");
+        }
     }
 }

@@ -60,6 +60,14 @@ pub trait Wipe<T>: Send + Sync + 'static {
     fn fits(&self, value: &mut T) -> bool;
     /// Zeroes every byte a user can read.
     fn wipe(&self, value: &mut T);
+    /// Whether a written object is zeroed in place with
+    /// [`wipe`](Self::wipe) (`true`, the default) or dropped, so that the
+    /// next `get` makes a fresh one with [`create`](Self::create): for
+    /// objects so large that a fresh zeroed allocation costs no more than
+    /// zeroing them.
+    fn wipes_in_place(&self) -> bool {
+        true
+    }
 }
 
 /// A pooled object and whether a user may have written to it since it was
@@ -71,7 +79,9 @@ pub struct Dirty<T> {
 }
 
 /// The recycler of a pool of [`Dirty`] objects: refuses those that no
-/// longer fit, and wipes dirty ones when the policy is [`Reset::Zero`].
+/// longer fit, and wipes dirty ones when the policy is [`Reset::Zero`]
+/// (or refuses them, where the objects are better made afresh: see
+/// [`Wipe::wipes_in_place`]).
 #[derive(Clone, Copy, Debug)]
 pub struct Tracker<W> {
     pub(crate) objects: W,
@@ -91,6 +101,9 @@ impl<T, W: Wipe<T>> Recycle<Dirty<T>> for Tracker<W> {
             return false;
         }
         if object.dirty && self.reset == Reset::Zero {
+            if !self.objects.wipes_in_place() {
+                return false;
+            }
             self.objects.wipe(&mut object.value);
             object.dirty = false;
         }
@@ -103,7 +116,9 @@ impl<T, W: Wipe<T>> Recycle<Dirty<T>> for Tracker<W> {
 ///
 /// Dereferences to the object. The first `DerefMut` marks the object
 /// dirty; a pool whose policy is [`Reset::Zero`] zeroes a dirty object
-/// when it comes back, and leaves one that was only read as it is.
+/// when it comes back (or, for an object so large that a fresh zeroed one
+/// costs no more, such as a large image frame, drops it), and leaves one
+/// that was only read as it is.
 ///
 /// # Examples
 ///
@@ -147,7 +162,8 @@ impl<'a, T: Send + 'static, W: Wipe<T>> Tracked<'a, T, W> {
     }
 
     /// Whether the object was handed out for writing since it left the
-    /// pool (and will be zeroed on return under [`Reset::Zero`]).
+    /// pool (and so, under [`Reset::Zero`], will be zeroed on return, or
+    /// dropped for a fresh zeroed one where the pool does that).
     ///
     /// # Examples
     ///

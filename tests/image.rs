@@ -228,6 +228,114 @@ fn under_reset_zero_only_a_written_frame_is_zeroed() {
     assert!(frame.iter().all(|&b| b == 0));
 }
 
+/// 512 x 512 RGBA is 1 MiB, the size from which a written frame is
+/// replaced rather than zeroed in place.
+const LARGE: (u32, u32) = (512, 512);
+
+#[test]
+fn under_reset_zero_a_large_written_frame_is_replaced_by_a_zeroed_one() {
+    let pool = RgbaPool::builder(LARGE.0, LARGE.1).manual_sweep().build();
+    let mut frame = pool.get();
+    assert!(frame.iter().all(|&b| b == 0), "a new frame starts zeroed");
+    frame.fill(0xAB);
+    drop(frame);
+    let stats = pool.stats();
+    assert_eq!((stats.rejected, stats.idle), (1, 0), "dropped, not zeroed");
+
+    let mut frame = pool.get();
+    assert!(frame.iter().all(|&b| b == 0), "the picture leaked");
+    frame.put_pixel(LARGE.0 - 1, LARGE.1 - 1, Rgba([1; 4])); // a partial write
+    drop(frame);
+    assert!(pool.get().iter().all(|&b| b == 0), "the pixel leaked");
+    let stats = pool.stats();
+    assert_eq!((stats.created, stats.reused), (3, 0));
+}
+
+#[test]
+fn under_reset_zero_a_large_frame_only_read_is_reused() {
+    let pool = RgbaPool::builder(LARGE.0, LARGE.1).manual_sweep().build();
+    let frame = pool.get();
+    let ptr = frame.as_raw().as_ptr();
+    assert_eq!(frame.get_pixel(7, 7), &Rgba([0; 4]));
+    drop(frame);
+    let frame = pool.get();
+    assert_eq!(frame.as_raw().as_ptr(), ptr, "the same frame comes back");
+    assert_eq!((pool.stats().created, pool.stats().reused), (1, 1));
+}
+
+#[test]
+fn under_reset_zero_a_written_frame_just_under_1_mib_is_zeroed_in_place() {
+    let pool = RgbaPool::builder(LARGE.0 - 1, LARGE.1)
+        .manual_sweep()
+        .build();
+    let mut frame = pool.get();
+    frame.fill(0xCD);
+    let ptr = frame.as_raw().as_ptr();
+    drop(frame);
+    let frame = pool.get();
+    assert_eq!(frame.as_raw().as_ptr(), ptr, "the same frame comes back");
+    assert!(frame.iter().all(|&b| b == 0), "the picture leaked");
+    assert_eq!(pool.stats().rejected, 0);
+}
+
+#[test]
+fn under_reset_keep_a_large_written_frame_is_reused_as_it_was_left() {
+    let pool = RgbaPool::builder(LARGE.0, LARGE.1)
+        .reset(Reset::Keep)
+        .manual_sweep()
+        .build();
+    pool.with(|frame| frame.fill(0x5A));
+    let frame = pool.get();
+    assert!(frame.iter().all(|&b| b == 0x5A), "kept, as in Go's bp");
+    assert_eq!((pool.stats().reused, pool.stats().rejected), (1, 0));
+}
+
+#[test]
+fn under_reset_zero_a_large_written_ycbcr_frame_comes_back_zeroed() {
+    // 1024 x 1024 at 4:2:0: 1.5 MiB in three planes.
+    let pool = YCbCrPool::builder(1024, 1024, Subsampling::S420)
+        .manual_sweep()
+        .build();
+    for plane in 0..3 {
+        pool.with(|frame| {
+            frame.y_stride = 1; // restored on return, like a small frame's
+            let plane = [&mut frame.y, &mut frame.cb, &mut frame.cr][plane].as_mut_slice();
+            let last = plane.len() - 1;
+            plane[last] = 0xEE;
+        });
+        let frame = pool.get();
+        assert!(
+            [&frame.y, &frame.cb, &frame.cr]
+                .iter()
+                .all(|plane| plane.iter().all(|&b| b == 0)),
+            "plane {plane} leaked"
+        );
+        assert_eq!((frame.y_stride, frame.c_stride), (1024, 512));
+    }
+    assert_eq!(pool.stats().rejected, 3);
+
+    // Read only: the frame stays in the pool.
+    let before = pool.stats();
+    drop(pool.get());
+    let after = pool.stats();
+    assert_eq!(after.created, before.created);
+    assert_eq!(after.reused, before.reused + 1);
+}
+
+#[test]
+fn rgba_pools_of_large_shapes_in_turn_hand_out_zeroed_frames() {
+    let pools = RgbaPools::new();
+    let shapes = [LARGE, (LARGE.0 * 2, LARGE.1), LARGE];
+    for (i, &(w, h)) in shapes.iter().enumerate() {
+        let mut frame = pools.get(w, h);
+        assert_eq!(frame.dimensions(), (w, h));
+        assert!(frame.iter().all(|&b| b == 0), "frame {i} held a picture");
+        frame.fill(i as u8 + 1);
+    }
+    assert!(pools.get(LARGE.0, LARGE.1).iter().all(|&b| b == 0));
+    assert_eq!(pools.stats().rejected, 3);
+}
+
 #[test]
 fn an_rgba_frame_written_through_with_is_zeroed() {
     let pool = RgbaPool::builder(4, 4).manual_sweep().build();

@@ -54,9 +54,9 @@ mod private {
     impl Sealed for super::YCbCrFrame {}
 }
 
-/// A pooled frame: goes back to its [`FramePool`] when dropped, zeroed if
-/// it was written (see [`Tracked`]) and the pool's policy is
-/// [`Reset::Zero`].
+/// A pooled frame: goes back to its [`FramePool`] when dropped, zeroed (or
+/// replaced, if large) if it was written (see [`Tracked`]) and the pool's
+/// policy is [`Reset::Zero`].
 pub type PooledFrame<'a, F> = Tracked<'a, F, <F as Frame>::Recycler>;
 
 /// A pool of frames of one shape: [`RgbaPool`](super::RgbaPool) of
@@ -70,15 +70,35 @@ pub type PooledFrame<'a, F> = Tracked<'a, F, <F as Frame>::Recycler>;
 /// # Contents
 ///
 /// * [`Reset::Zero`] (the default): a frame comes out zeroed. The guard
-///   marks its frame dirty the first time it hands out `&mut` access, and
-///   a dirty frame is zeroed when it comes back: a frame that was only read
-///   costs nothing, one that was written costs a `memset` of the frame
-///   (about what a fresh zeroed frame costs: the pool then buys a steady
-///   footprint and no allocator traffic rather than speed).
+///   marks its frame dirty the first time it hands out `&mut` access (what
+///   is written through a `&mut RgbaImage` cannot be followed further), and
+///   a frame that was only read goes back as it is, at no cost. A dirty
+///   frame:
+///   - under 1 MiB is zeroed in place when it comes back (a `memset`),
+///     which costs less than allocating a zeroed frame and keeps the
+///     allocator out;
+///   - of 1 MiB or more is dropped, and the next `get` allocates a fresh
+///     zeroed frame. At that size the zeroing is the whole cost either
+///     way, so this costs what [`RgbaImage::new`] or [`YCbCrFrame::new`]
+///     cost, never more, and the allocator can do better than a `memset`
+///     where it can: it may hand out fresh pages that the kernel zeroes
+///     only where they are touched (glibc does for a block above its mmap
+///     threshold), so a user who writes a few rows pays for those, and it
+///     can serve frames of several shapes from one block where a pool
+///     keeps a frame per shape. The other side of lazily zeroed pages: a
+///     user who writes such a frame whole pays a page fault per page, as
+///     with a new frame, which costs far more than a `memset` would.
+///
+///   So under `Zero` a pool of large frames is about as fast as allocating
+///   for frames that are written, and far faster for frames only read; it
+///   keeps idle only the frames that were not written. Code that writes
+///   large frames whole is better served by `Keep`.
 /// * [`Reset::Keep`]: nothing is zeroed; a frame comes out holding the
 ///   picture its last user left, as with Go's `bp`. For code that writes
 ///   every pixel it uses (a decoder, a renderer that clears first): the
-///   get and return then cost a few nanoseconds whatever the frame's size.
+///   get and return then cost a few nanoseconds whatever the frame's size,
+///   the one policy under which a pool of large, written frames is much
+///   faster than allocating them.
 ///
 /// Built on [`LocalPool`]: per-thread stashes over a shared overflow,
 /// trimmed by sweeps.
@@ -235,8 +255,13 @@ impl<F: Frame> fmt::Debug for FramePool<F> {
 /// [`RgbaPools`](super::RgbaPools) and [`YCbCrPools`](super::YCbCrPools).
 ///
 /// Each shape's pool takes the builder's knobs, the reset policy among
-/// them (see [`FramePool`] for what each policy costs). `sweep`, `clear`
-/// and `stats` act on every shape's pool; `stats` adds them up.
+/// them (see [`FramePool`] for what each policy costs: under
+/// [`Reset::Zero`] a written frame of 1 MiB or more goes back to the
+/// allocator, which can then serve every shape from one block, so a
+/// program that turns between shapes pays what allocating each frame
+/// would; under [`Reset::Keep`] each shape keeps its frames, and a frame
+/// costs a get and a return). `sweep`, `clear` and `stats` act on every
+/// shape's pool; `stats` adds them up.
 ///
 /// Made for the handful of shapes a program uses: a request finds its
 /// shape's pool by walking the shapes seen so far, without a lock, and a

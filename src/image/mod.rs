@@ -9,14 +9,15 @@
 //! them, so a program that handles image after image does not hand that
 //! memory back and forth to the allocator and the kernel.
 //!
-//! By default ([`Reset::Zero`](crate::Reset::Zero)) a frame that was
-//! written is zeroed on return, so no picture leaks from one user to the
-//! next. That zeroing costs about what a fresh zeroed frame costs (glibc
-//! keeps serving a repeated large allocation from its heap, where `calloc`
-//! clears it too): the pool then buys a steady footprint and no allocator
-//! traffic, not speed. Code that writes every pixel it uses can skip the
-//! zeroing with [`Reset::Keep`](crate::Reset::Keep), as Go's `bp` does:
-//! a frame then costs a get and a return, whatever its size.
+//! By default ([`Reset::Zero`](crate::Reset::Zero)) no picture leaks from
+//! one user to the next: a frame that was written is zeroed on return
+//! when it is small (under 1 MiB), and replaced by a fresh zeroed
+//! allocation when it is large, so a written frame costs at most what
+//! allocating a zeroed frame costs, and a frame only read costs nothing
+//! (see [`FramePool`] for the details). Code that writes every pixel it
+//! uses can skip the zeroing with [`Reset::Keep`](crate::Reset::Keep), as
+//! Go's `bp` does: a frame then costs a get and a return, whatever its
+//! size.
 //!
 //! # Examples
 //!
@@ -50,6 +51,19 @@ mod ycbcr;
 pub use frame_pool::{Frame, FramePool, FramePools, PooledFrame};
 pub use rgba::{PooledRgba, RgbaPool, RgbaPools, RgbaRecycler};
 pub use ycbcr::{PooledYCbCr, Subsampling, YCbCrFrame, YCbCrPool, YCbCrPools, YCbCrRecycler};
+
+/// Frames of at least this many bytes that were written are dropped on
+/// return under [`Reset::Zero`](crate::Reset::Zero), and the next `get`
+/// allocates a fresh zeroed frame, rather than zeroed in place.
+///
+/// For a frame this large the zeroing is the whole cost either way, so a
+/// fresh allocation costs what zeroing in place does, and it lets the
+/// allocator do better where it can: hand out fresh pages that the kernel
+/// zeroes only where they are touched, or serve frames of different
+/// shapes from one block, where a pool keeps a frame per shape and zeroes
+/// more memory than the cache holds. Below it, zeroing in place is cheap,
+/// and keeping the frame saves the allocator's work.
+const WIPE_IN_PLACE_BELOW: usize = 1 << 20;
 
 /// The bytes in a `width` x `height` plane of `bytes_per_pixel`-byte
 /// pixels.

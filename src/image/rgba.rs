@@ -3,7 +3,7 @@
 use ::image::metadata::Cicp;
 use ::image::RgbaImage;
 
-use super::{frame_len, FramePool, FramePools, PooledFrame};
+use super::{frame_len, FramePool, FramePools, PooledFrame, WIPE_IN_PLACE_BELOW};
 use crate::fallible;
 use crate::reset::{self, Wipe};
 use crate::resource::sealed::{Knobs, Resource};
@@ -18,10 +18,15 @@ pub type PooledRgba<'a> = PooledFrame<'a, RgbaImage>;
 /// see [`FramePool`].
 ///
 /// Under [`Reset::Zero`](crate::Reset::Zero), the default, a frame comes
-/// out with every pixel zero (transparent black); under
-/// [`Reset::Keep`](crate::Reset::Keep) it holds what its last user left
-/// (see [`FramePool`] for the costs). One whose size or color space
-/// changed while it was out is dropped on return.
+/// out with every pixel zero (transparent black): a frame only read costs
+/// nothing to return, a written one under 1 MiB (fewer pixels than
+/// 512 x 512) is zeroed in place, and a larger written one is replaced by
+/// a fresh zeroed allocation, which costs what [`RgbaImage::new`] costs.
+/// Under [`Reset::Keep`](crate::Reset::Keep) a frame holds what its last
+/// user left, and costs a get and a return whatever its size: the policy
+/// for code that writes every pixel it uses. See [`FramePool`] for why. A
+/// frame whose size or color space changed while it was out is dropped on
+/// return.
 ///
 /// # Examples
 ///
@@ -93,6 +98,14 @@ impl Resource for FramePool<RgbaImage> {
 
 /// RGBA frames of any size, one [`RgbaPool`] per size, made on first use
 /// (Go's `bp.MultiImageRGBAPool`): see [`FramePools`].
+///
+/// Each size's pool costs what an [`RgbaPool`] of that size costs under
+/// the policy set on the builder: under [`Reset::Zero`](crate::Reset::Zero),
+/// the default, a written frame of 1 MiB or more costs what
+/// [`RgbaImage::new`] costs (it goes back to the allocator, which can
+/// serve every size from one block) and one only read costs nothing; under
+/// [`Reset::Keep`](crate::Reset::Keep) contents are kept and any frame
+/// costs a get and a return.
 ///
 /// # Examples
 ///
@@ -230,5 +243,9 @@ impl Wipe<RgbaImage> for RgbaRecycler {
         // this clears every byte the next user could read.
         let bytes: &mut [u8] = frame;
         bytes.fill(0);
+    }
+
+    fn wipes_in_place(&self) -> bool {
+        self.len < WIPE_IN_PLACE_BELOW
     }
 }

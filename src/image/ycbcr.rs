@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use super::{frame_len, FramePool, FramePools, PooledFrame};
+use super::{frame_len, FramePool, FramePools, PooledFrame, WIPE_IN_PLACE_BELOW};
 use crate::fallible;
 use crate::reset::{self, Wipe};
 use crate::resource::sealed::{Knobs, Resource};
@@ -248,10 +248,16 @@ pub type PooledYCbCr<'a> = PooledFrame<'a, YCbCrFrame>;
 /// `bp.ImageYCbCrPool`), for video and JPEG pipelines: see [`FramePool`].
 ///
 /// Under [`Reset::Zero`](crate::Reset::Zero), the default, a frame comes
-/// out zeroed; under [`Reset::Keep`](crate::Reset::Keep) it holds what its
-/// last user left (see [`FramePool`] for the costs). Either way its strides
-/// are restored on return, and one whose planes were replaced by planes of
-/// another length is dropped.
+/// out zeroed: a frame only read costs nothing to return, a written one
+/// whose planes add up to under 1 MiB is zeroed in place, and a larger
+/// written one (at 4:2:0, from about 700 000 pixels: 1280 x 720 and up)
+/// is replaced by a fresh zeroed allocation, which costs what
+/// [`YCbCrFrame::new`] costs.
+/// Under [`Reset::Keep`](crate::Reset::Keep) a frame holds what its last
+/// user left, and costs a get and a return whatever its size: the policy
+/// for a decoder that writes every sample. See [`FramePool`] for why.
+/// Either way its strides are restored on return, and one whose planes
+/// were replaced by planes of another length is dropped.
 ///
 /// # Examples
 ///
@@ -343,6 +349,13 @@ impl Resource for FramePool<YCbCrFrame> {
 /// Planar Y'CbCr frames of any size with one subsampling, one
 /// [`YCbCrPool`] per size, made on first use (Go's
 /// `bp.MultiImageYCbCrPool`): see [`FramePools`].
+///
+/// Each size's pool costs what a [`YCbCrPool`] of that size costs under
+/// the policy set on the builder: under [`Reset::Zero`](crate::Reset::Zero),
+/// the default, a written frame of 1 MiB or more costs what
+/// [`YCbCrFrame::new`] costs and one only read costs nothing; under
+/// [`Reset::Keep`](crate::Reset::Keep) contents are kept and any frame
+/// costs a get and a return.
 ///
 /// # Examples
 ///
@@ -481,5 +494,11 @@ impl Wipe<YCbCrFrame> for YCbCrRecycler {
         frame.y.fill(0);
         frame.cb.fill(0);
         frame.cr.fill(0);
+    }
+
+    fn wipes_in_place(&self) -> bool {
+        let shape = &self.shape;
+        let len = shape.y_len.saturating_add(shape.c_len.saturating_mul(2));
+        len < WIPE_IN_PLACE_BELOW
     }
 }
