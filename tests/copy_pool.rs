@@ -13,6 +13,9 @@ use std::cell::Cell;
 use std::io::{self, Cursor, Read, Write};
 use std::panic::catch_unwind;
 
+mod common;
+
+use common::io::{Trickle, ZeroSource};
 use stashpool::io::CopyPool;
 use stashpool::Reset;
 
@@ -71,26 +74,6 @@ impl Read for Scribbler {
     }
 }
 
-/// A reader of `len` zero bytes that records whether any buffer it is
-/// lent holds a non-zero byte: it writes only zeros itself, so such a byte
-/// was left by another stream.
-struct ZeroSource<'a> {
-    len: usize,
-    saw_dirty: &'a Cell<bool>,
-}
-
-impl Read for ZeroSource<'_> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        if buf.iter().any(|&b| b != 0) {
-            self.saw_dirty.set(true);
-        }
-        let n = buf.len().min(self.len);
-        buf[..n].fill(0);
-        self.len -= n;
-        Ok(n)
-    }
-}
-
 /// A reader that fails with `Interrupted` every other call.
 struct Hiccup<'a>(bool, &'a [u8]);
 
@@ -101,30 +84,6 @@ impl Read for Hiccup<'_> {
             return Err(io::ErrorKind::Interrupted.into());
         }
         self.1.read(buf)
-    }
-}
-
-/// A writer that takes at most `chunk` bytes per call, failing with
-/// `Interrupted` every other call.
-struct Trickle {
-    out: Vec<u8>,
-    chunk: usize,
-    calls: usize,
-}
-
-impl Write for Trickle {
-    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
-        self.calls += 1;
-        if self.calls.is_multiple_of(2) {
-            return Err(io::ErrorKind::Interrupted.into());
-        }
-        let n = data.len().min(self.chunk);
-        self.out.extend_from_slice(&data[..n]);
-        Ok(n)
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
     }
 }
 

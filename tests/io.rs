@@ -6,6 +6,9 @@ use std::cell::Cell;
 use std::io::{self, BufRead, Read, Write};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
+mod common;
+
+use common::io::{Trickle, ZeroSource};
 use stashpool::io::{BufReaderPool, BufWriterPool, CopyPool};
 use stashpool::{Pool, Reset};
 
@@ -50,50 +53,6 @@ impl Read for Scribbler {
         self.0 -= 1;
         buf.fill(0xEE);
         Ok(1)
-    }
-}
-
-/// A writer that takes at most `chunk` bytes per call, failing with
-/// `Interrupted` every other call.
-struct Trickle {
-    out: Vec<u8>,
-    chunk: usize,
-    calls: usize,
-}
-
-impl Write for Trickle {
-    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
-        self.calls += 1;
-        if self.calls.is_multiple_of(2) {
-            return Err(io::ErrorKind::Interrupted.into());
-        }
-        let n = data.len().min(self.chunk);
-        self.out.extend_from_slice(&data[..n]);
-        Ok(n)
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
-
-/// A reader of `len` zero bytes that records whether any buffer it is
-/// lent holds a non-zero byte: it writes only zeros itself, so such a byte
-/// was left by another user.
-struct ZeroSource<'a> {
-    len: usize,
-    saw_dirty: &'a Cell<bool>,
-}
-
-impl Read for ZeroSource<'_> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        if buf.iter().any(|&b| b != 0) {
-            self.saw_dirty.set(true);
-        }
-        let n = buf.len().min(self.len);
-        buf[..n].fill(0);
-        self.len -= n;
-        Ok(n)
     }
 }
 

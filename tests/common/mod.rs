@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod alloc;
+pub mod io;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
