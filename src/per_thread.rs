@@ -84,7 +84,12 @@ pub(crate) struct PerThread<T: Send> {
 // entry's id, before `present` is set, and never again; a thread gets `&T`
 // from `get`/`get_or` only for its own entry (no two threads hold an id at
 // once), and from `for_each` only when `T: Sync`. Values are dropped by
-// whichever thread drops the table, hence `T: Send`.
+// whichever thread drops the table, hence `T: Send`. The table is
+// crate-private, and its one caller (the pool's stash lookup) keeps that
+// `&T` no longer than the thread holds its id: what outlives a lookup (raw
+// stash pointers in the owner cache and in exit hooks) ends in the exit
+// hooks, which run before the id guard's destructor gives the id back, and
+// a stash handed on through the id is claimed (`flush`) before reuse.
 unsafe impl<T: Send> Sync for PerThread<T> {}
 
 impl<T: Send> PerThread<T> {

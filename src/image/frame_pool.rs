@@ -77,8 +77,8 @@ pub type PooledFrame<'a, F> = Tracked<'a, F, <F as Frame>::Recycler>;
 ///   - under 1 MiB is zeroed in place when it comes back (a `memset`),
 ///     which costs less than allocating a zeroed frame and keeps the
 ///     allocator out;
-///   - of 1 MiB or more is dropped, and the next `get` allocates a fresh
-///     zeroed frame. At that size the zeroing is the whole cost either
+///   - of 1 MiB or more is dropped (counted in [`Stats::rejected`](crate::Stats::rejected)), and
+///     the next `get` allocates a fresh zeroed frame. At that size the zeroing is the whole cost either
 ///     way, so this costs what [`RgbaImage::new`] or [`YCbCrFrame::new`]
 ///     cost, never more, and the allocator can do better than a `memset`
 ///     where it can: it may hand out fresh pages that the kernel zeroes

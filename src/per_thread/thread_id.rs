@@ -153,6 +153,13 @@ pub(crate) fn current() -> Option<Slot> {
 /// destroyed, takes an id here: the guard's destructor is then registered
 /// during the teardown, and std runs destructors registered during the
 /// teardown too, so the id is given back like any other.
+///
+/// Where std keeps thread-locals in pthread keys rather than native
+/// thread-locals (the targets off `owner.rs`'s allowlist), a key whose
+/// destructor has run reads as new on its next use instead of failing, so a
+/// use after the guard's destructor takes a fresh id rather than `None`; it
+/// is given back if pthread runs the destructors again (it does so a bounded
+/// number of rounds), and kept for good otherwise.
 #[inline]
 pub(crate) fn current_or_take() -> Option<Slot> {
     THREAD
@@ -165,8 +172,19 @@ pub(crate) fn current_or_take() -> Option<Slot> {
 fn take(thread: &Cell<Option<Slot>>) -> Option<Slot> {
     GUARD
         .try_with(|guard| {
-            let id = with_ids(Ids::take);
-            guard.id.set(Some(id));
+            // The guard still holds an id while `THREAD` reads `None` only
+            // where std keeps each thread-local in a pthread key of its own:
+            // there a key destroyed earlier in the teardown (`THREAD`) is
+            // made afresh on its next use. Taking the guard's id again keeps
+            // it from being overwritten, and so from never going back.
+            let id = match guard.id.get() {
+                Some(id) => id,
+                None => {
+                    let id = with_ids(Ids::take);
+                    guard.id.set(Some(id));
+                    id
+                }
+            };
             let slot = Slot::new(id);
             thread.set(Some(slot));
             slot
