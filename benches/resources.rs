@@ -22,7 +22,7 @@ use criterion::{criterion_group, Criterion};
 use image::RgbaImage;
 use memmap2::MmapMut;
 use stashpool::bytes::{BytePool, SizeClassPool, StringPool};
-use stashpool::image::{RgbaPool, RgbaPools, Subsampling, YCbCrFrame, YCbCrPool};
+use stashpool::image::{RgbaPool, RgbaPools, Subsampling, YCbCrFrame, YCbCrPool, YCbCrPools};
 use stashpool::io::{BufReaderPool, BufWriterPool, CopyPool};
 use stashpool::mmap::{MmapClassPool, MmapPool};
 use stashpool::slab::SlabPool;
@@ -432,9 +432,7 @@ fn image(g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>
         g.bench_function(format!("ycbcr_1080p_fill/{name}"), |b| {
             b.iter(|| {
                 let mut frame = pool.get();
-                frame.y.fill(0x80);
-                frame.cb.fill(0x80);
-                frame.cr.fill(0x80);
+                fill(&mut frame);
                 black_box(frame.y.as_ptr());
             })
         });
@@ -442,12 +440,51 @@ fn image(g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>
     g.bench_function("ycbcr_1080p_fill/frame_new", |b| {
         b.iter(|| {
             let mut frame = YCbCrFrame::new(w, h, Subsampling::S420);
-            frame.y.fill(0x80);
-            frame.cb.fill(0x80);
-            frame.cr.fill(0x80);
+            fill(&mut frame);
             black_box(frame.y.as_ptr());
         })
     });
+
+    // 4:2:0 frames of two shapes in turn, every plane written, from the
+    // pools of any shape: a decoder fed two stream resolutions.
+    let pools = [
+        ("stashpool", YCbCrPools::new(Subsampling::S420)),
+        (
+            "stashpool_keep",
+            YCbCrPools::builder(Subsampling::S420)
+                .reset(Reset::Keep)
+                .build(),
+        ),
+    ];
+    for (name, pool) in &pools {
+        g.bench_function(format!("ycbcr_pools_fill/{name}"), |b| {
+            let mut i = 0;
+            b.iter(|| {
+                i += 1;
+                let (w, h) = shapes[i % 2];
+                let mut frame = pool.get(w, h);
+                fill(&mut frame);
+                black_box(frame.y.as_ptr());
+            })
+        });
+    }
+    g.bench_function("ycbcr_pools_fill/frame_new", |b| {
+        let mut i = 0;
+        b.iter(|| {
+            i += 1;
+            let (w, h) = shapes[i % 2];
+            let mut frame = YCbCrFrame::new(w, h, Subsampling::S420);
+            fill(&mut frame);
+            black_box(frame.y.as_ptr());
+        })
+    });
+}
+
+/// Writes every plane of `frame`, as a decoder does.
+fn fill(frame: &mut YCbCrFrame) {
+    frame.y.fill(0x80);
+    frame.cb.fill(0x80);
+    frame.cr.fill(0x80);
 }
 
 fn mmap(g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>) {
