@@ -54,7 +54,9 @@
 //! `syscalls:sys_enter_*` when perf may use them, else by `strace -f -c`
 //! (which slows the run down, so its times are not comparable; the table
 //! says which counted). Context switches (voluntary + involuntary, every
-//! thread) come from `getrusage`. Linux only.
+//! thread) come from `getrusage`: of the whole run when cold, and per timed
+//! batch when warm (where parking and waking shows, batch by batch).
+//! Linux only.
 
 #![cfg_attr(not(target_os = "linux"), allow(dead_code, unused_imports))]
 
