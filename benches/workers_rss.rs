@@ -22,9 +22,22 @@
 //!   short-lived program would. It pays the pool's thread starts and every
 //!   first touch of memory (queues and task boxes growing into new pages).
 //!   Memory and system calls are this run's.
-//! * *warm*: the same pool runs untimed batches for a while, then the
-//!   timed one: the steady state of a long-lived program, and what
-//!   `benches/workers.rs` (criterion, pools made once and reused) measures.
+//! * *warm*: the same pool runs untimed batches for a while, then
+//!   `TIMED_BATCHES` timed ones, and the best of those is its time: the
+//!   steady state of a long-lived program, and what `benches/workers.rs`
+//!   (criterion, pools made once and reused) measures.
+//!
+//! Why the best of several batches per warm process, and not one: a tiny
+//! batch lasts about as long as a few scheduler ticks, so one timed batch
+//! mostly measures whether a tick, another process or a page of the
+//! sampler landed in it, and repeated single-batch runs of the same peer
+//! spread over a range several times the batch's length. Many batches in
+//! one process, best taken, measure the pool; every peer gets the same
+//! count, in the same order of steps. The count is capped by a time
+//! budget (`TIMED_BUDGET`) only so that the slow rows (a thread per task,
+//! sleeping tasks) finish; it never binds for the pools on tiny tasks.
+//! Cold runs stay one batch per fresh process, since a fresh process is
+//! what they measure; there are more of them (`RUNS`) instead.
 //!
 //! Neither includes dropping the pool: `WorkerPool`'s drop joins its
 //! workers, `rayon`'s and `threadpool`'s return without waiting for theirs,
@@ -41,7 +54,9 @@
 //! `syscalls:sys_enter_*` when perf may use them, else by `strace -f -c`
 //! (which slows the run down, so its times are not comparable; the table
 //! says which counted). Context switches (voluntary + involuntary, every
-//! thread) come from `getrusage`. Linux only.
+//! thread) come from `getrusage`: of the whole run when cold, and per timed
+//! batch when warm (where parking and waking shows, batch by batch).
+//! Linux only.
 
 #![cfg_attr(not(target_os = "linux"), allow(dead_code, unused_imports))]
 
@@ -58,8 +73,16 @@ use std::time::{Duration, Instant};
 
 use peers::{Peer, NAMES};
 
-/// Processes per peer and workload.
-const RUNS: usize = 5;
+/// Processes per peer and workload, of each kind (cold and warm).
+const RUNS: usize = 7;
+
+/// Timed batches in a warm process, after the warm-up: the best counts.
+const TIMED_BATCHES: u32 = 15;
+
+/// A warm process stops timing batches early once they have taken this
+/// long (at least one is always timed): only a thread per task and the
+/// sleeping workload come near it.
+const TIMED_BUDGET: Duration = Duration::from_secs(1);
 
 /// How long a warm run runs untimed batches before the timed one.
 const WARM_UP: Duration = Duration::from_millis(300);
@@ -89,7 +112,8 @@ fn context_switches() -> u64 {
 
 /// Runs one peer on one workload in this process, cold or warm (see the
 /// module docs); prints the milliseconds it took, the peak resident set and
-/// the peak anonymous memory, in KiB, and the context switches.
+/// the peak anonymous memory, in KiB, and the context switches (of the
+/// whole run when cold; per timed batch, on average, when warm).
 fn run_one(peer: &str, workload: &str, warm: bool) {
     let (tasks, workers) = match workload {
         "tiny" => (peers::TINY_TASKS, peers::cores()),
@@ -115,7 +139,8 @@ fn run_one(peer: &str, workload: &str, warm: bool) {
             peer.run(tasks, peers::sleepy_task);
         }
     };
-    let switches = context_switches();
+    let mut switches = context_switches();
+    let mut batches = 1;
     let (millis, peer) = if peer == "baseline" {
         (0.0, None)
     } else if warm {
@@ -128,16 +153,23 @@ fn run_one(peer: &str, workload: &str, warm: bool) {
         while Instant::now() < warm_until {
             batch(&peer);
         }
-        let start = Instant::now();
-        batch(&peer);
-        (start.elapsed().as_secs_f64() * 1e3, Some(peer))
+        switches = context_switches();
+        let (timing, mut best) = (Instant::now(), Duration::MAX);
+        batches = 0;
+        while batches < TIMED_BATCHES && (batches == 0 || timing.elapsed() < TIMED_BUDGET) {
+            let start = Instant::now();
+            batch(&peer);
+            best = best.min(start.elapsed());
+            batches += 1;
+        }
+        (best.as_secs_f64() * 1e3, Some(peer))
     } else {
         let start = Instant::now();
         let peer = Peer::new(peer, workers);
         batch(&peer);
         (start.elapsed().as_secs_f64() * 1e3, Some(peer))
     };
-    let switches = context_switches() - switches;
+    let switches = (context_switches() - switches) / u64::from(batches);
     // Outside the timed part: see the module docs.
     drop(peer);
     done.store(true, Ordering::Relaxed);
@@ -248,16 +280,18 @@ fn measure(me: &Path, counter: Counter, peer: &str, workload: &str) -> Run {
     }
 }
 
-/// The time of a warm run, in a fresh process (not counted: its system
-/// calls would include the untimed batches).
-fn measure_warm(me: &Path, peer: &str, workload: &str) -> f64 {
+/// The best time of a warm run, in a fresh process, and its context
+/// switches per timed batch (system calls are not counted: they would
+/// include the untimed batches).
+fn measure_warm(me: &Path, peer: &str, workload: &str) -> (f64, u64) {
     let out = Command::new(me)
         .args([peer, workload, "warm"])
         .output()
         .expect("run the bench again for one peer");
     assert!(out.status.success(), "{peer} {workload} warm failed");
     let text = String::from_utf8(out.stdout).expect("UTF-8 output");
-    text.split_whitespace().next().unwrap().parse().unwrap()
+    let fields: Vec<&str> = text.split_whitespace().collect();
+    (fields[0].parse().unwrap(), fields[3].parse().unwrap())
 }
 
 fn median<T: PartialOrd + Copy>(mut values: Vec<T>) -> T {
@@ -276,26 +310,31 @@ fn table() {
         "{RUNS} runs per peer, interleaved, a fresh process each; best time, medians of the rest"
     );
     println!("system calls counted by {}", counter.name());
-    println!("cold: make the pool, run one batch; warm: a batch on a pool already warmed up");
     println!(
-        "workload peer                  cold (ms)  warm (ms)  VmHWM (KiB)  peak anon (KiB)  ctx switches  sched_yield      futex"
+        "cold: make the pool, run one batch; warm: best of {TIMED_BATCHES} batches on a pool already warmed up"
+    );
+    println!("ctx switches: of a cold run; warm ctx: per warm batch");
+    println!(
+        "workload peer                  cold (ms)  warm (ms)  VmHWM (KiB)  peak anon (KiB)  ctx switches  warm ctx  sched_yield      futex"
     );
     for workload in ["tiny", "sleepy"] {
         let peers: Vec<&str> = std::iter::once("baseline").chain(NAMES).collect();
         let mut runs: Vec<Vec<Run>> = peers.iter().map(|_| Vec::new()).collect();
-        let mut warm: Vec<f64> = peers.iter().map(|_| f64::INFINITY).collect();
+        let mut warm: Vec<Vec<(f64, u64)>> = peers.iter().map(|_| Vec::new()).collect();
         for _ in 0..RUNS {
             for ((peer, runs), warm) in peers.iter().zip(&mut runs).zip(&mut warm) {
                 runs.push(measure(&me, counter, peer, workload));
-                *warm = warm.min(measure_warm(&me, peer, workload));
+                warm.push(measure_warm(&me, peer, workload));
             }
         }
         for ((peer, runs), warm) in peers.iter().zip(runs).zip(warm) {
             let best = runs.iter().map(|r| r.millis).fold(f64::INFINITY, f64::min);
+            let warm_best = warm.iter().map(|w| w.0).fold(f64::INFINITY, f64::min);
+            let warm_switches = median(warm.iter().map(|w| w.1).collect());
             let yields = runs.iter().map(|r| r.yields).collect::<Option<Vec<_>>>();
             let futexes = runs.iter().map(|r| r.futexes).collect::<Option<Vec<_>>>();
             println!(
-                "{workload:<8} {peer:<20} {best:>10.1} {warm:>10.1} {:>12} {:>16} {:>13} {:>12} {:>10}",
+                "{workload:<8} {peer:<20} {best:>10.1} {warm_best:>10.1} {:>12} {:>16} {:>13} {warm_switches:>9} {:>12} {:>10}",
                 median(runs.iter().map(|r| r.hwm).collect()),
                 median(runs.iter().map(|r| r.anon).collect()),
                 median(runs.iter().map(|r| r.switches).collect()),

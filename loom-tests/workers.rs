@@ -121,6 +121,32 @@ fn an_idle_exit_races_a_submit() {
     });
 }
 
+/// A worker counts the finishes of tasks of one generation in a batch:
+/// a `wait` in another thread, racing a third submit (counted in either
+/// generation), must still return once the first two tasks have finished,
+/// not before, and every finish must be counted exactly once.
+#[test]
+fn batched_finishes_race_a_wait() {
+    model("batched_finishes_race_a_wait", || {
+        let pool = Arc::new(WorkerPool::builder(1).idle_timeout(Duration::MAX).build());
+        let counter = Arc::new(AtomicUsize::new(0));
+        pool.submit(count(&counter));
+        pool.submit(count(&counter));
+        let waiter = {
+            let (pool, counter) = (Arc::clone(&pool), Arc::clone(&counter));
+            thread::spawn(move || {
+                pool.wait();
+                assert!(counter.load(Ordering::Relaxed) >= 2);
+            })
+        };
+        pool.submit(count(&counter));
+        waiter.join().unwrap();
+        pool.wait();
+        assert_eq!(counter.load(Ordering::Relaxed), 3);
+        assert_eq!(pool.stats().completed, 3);
+    });
+}
+
 /// Two submitters and one worker with no queue: whoever finds the pool full
 /// blocks until the worker makes room, and must be woken.
 #[test]

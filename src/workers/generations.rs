@@ -31,9 +31,13 @@
 //! the flag and a worker counting a finish are two read-modify-writes of the
 //! same word: of the two, the later sees the earlier, so either the worker
 //! sees the flag (and wakes the waiter, under the lock the waiter holds
-//! until it sleeps) or the waiter sees the count. The word shares a cache
-//! line with the pool's state word, which a submitter and a worker write
-//! for every task anyway.
+//! until it sleeps) or the waiter sees the count.
+//!
+//! A submitter writes the word for every task; workers count finishes in
+//! batches (`Finished` in `worker.rs`). So the word has a cache line of its
+//! own, away from the state word that workers write for every task they
+//! claim: the submitter's count then finds the line still in its own cache
+//! most of the time.
 
 use crate::sync::Ordering;
 
@@ -123,9 +127,12 @@ impl Generations {
     /// AcqRel: releases the task's effects to the waiter that sees the count
     /// reach zero.
     #[inline]
-    pub(crate) fn exit(&self, generation: Generation) -> bool {
-        let before = Counts(self.0.fetch_sub(generation.one(), Ordering::AcqRel));
-        before.waiting() && before.unfinished(generation) == 1 && before.current() != generation
+    pub(crate) fn exit(&self, generation: Generation, n: usize) -> bool {
+        let before = Counts(
+            self.0
+                .fetch_sub(n as u64 * generation.one(), Ordering::AcqRel),
+        );
+        before.waiting() && before.unfinished(generation) == n && before.current() != generation
     }
 
     /// Makes the other generation current and returns the one it replaced:
@@ -180,12 +187,12 @@ mod tests {
         assert_ne!(late, early);
         assert!(!g.drained(old));
         // The later task finishing does not drain the earlier generation.
-        assert!(!g.exit(late));
+        assert!(!g.exit(late, 1));
         assert!(!g.drained(old));
         assert_eq!(g.unfinished(), 1);
         assert!(!g.mark_waiting(old));
         // The waiter is told when the last early task finishes.
-        assert!(g.exit(early));
+        assert!(g.exit(early, 1));
         assert!(g.drained(old));
         g.clear_waiting();
         assert_eq!(g.unfinished(), 0);
@@ -197,7 +204,7 @@ mod tests {
         let old = g.flip();
         assert!(g.mark_waiting(old));
         let task = g.enter();
-        assert!(!g.exit(task), "nobody waits for the current generation");
+        assert!(!g.exit(task, 1), "nobody waits for the current generation");
     }
 
     #[test]
@@ -210,7 +217,7 @@ mod tests {
         let late = g.enter();
         assert_eq!(g.unfinished(), 1001);
         for _ in 0..1000 {
-            g.exit(old);
+            g.exit(old, 1);
         }
         assert!(g.drained(old) && !g.drained(late));
     }

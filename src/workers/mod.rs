@@ -128,8 +128,10 @@
 //! one when it is submitted; `wait` flips the current generation and sleeps
 //! until the old one has no unfinished task, so it waits for exactly the
 //! tasks submitted before it (`generations.rs`). The counts and a "someone
-//! waits" flag share one word, next to the state word, so a worker pays one
-//! atomic decrement per task and takes the lock only while someone waits.
+//! waits" flag share one word, on a cache line of its own, so a worker pays
+//! one atomic decrement per batch of finished tasks (of one generation,
+//! counted before it runs a task of another, becomes free or exits:
+//! `worker.rs`) and takes the lock only while someone waits.
 //! A task's panic is caught on its worker, counted, and the worker goes on:
 //! capacity never drops. `spawn` and `scope` wrap the task so that it
 //! stores its result, or its panic, for its handle (`handle.rs`,

@@ -81,13 +81,15 @@ pub(crate) struct Job {
     pub(super) generation: Generation,
 }
 
-/// The two words that a submitter and a worker both write for every task,
-/// side by side: the line moves between them once per step, not twice.
+/// The two words that a submitter writes for every task.
 pub(crate) struct Counts {
-    /// What every decision is made on (see `state.rs`).
+    /// What every decision is made on (see `state.rs`). Workers write it
+    /// for every task they claim.
     pub(super) state: AtomicState,
-    /// Unfinished tasks per wait generation (see `generations.rs`).
-    generations: Generations,
+    /// Unfinished tasks per wait generation (see `generations.rs`). On a
+    /// line of its own: workers write it once per batch of finished tasks,
+    /// so the submitter mostly finds it in its own cache.
+    generations: CachePadded<Generations>,
 }
 
 /// Everything the workers and the handle share.
@@ -133,7 +135,7 @@ impl Shared {
         Self {
             counts: CachePadded::new(Counts {
                 state: AtomicState::new(),
-                generations: Generations::new(),
+                generations: CachePadded::new(Generations::new()),
             }),
             queue: Queue::new(),
             submitted: CachePadded::new(AtomicWord::new(0)),
@@ -545,7 +547,13 @@ impl Shared {
     /// caller if it was the last one it waits for.
     #[inline]
     pub(super) fn finish(&self, generation: Generation) {
-        if self.counts.generations.exit(generation) {
+        self.finish_many(generation, 1);
+    }
+
+    /// Counts `n` tasks of `generation` finished at once: as `finish`.
+    #[inline]
+    pub(super) fn finish_many(&self, generation: Generation, n: usize) {
+        if self.counts.generations.exit(generation, n) {
             self.notify_done();
         }
     }

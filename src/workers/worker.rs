@@ -21,6 +21,56 @@ use crate::sync::{lock, thread_local, wait, wait_timeout, Arc, Mutex};
 /// threads that have something, the submitter first.
 const SPIN_ROUNDS: u32 = if cfg!(stashpool_loom) { 1 } else { 16 };
 
+/// The most finished tasks a worker counts in one step (see `Finished`).
+const FINISH_BATCH: usize = if cfg!(stashpool_loom) { 2 } else { 32 };
+
+/// Tasks a worker has finished and not yet counted off their generation.
+///
+/// Counting a finish is a read-modify-write of the generations word, which
+/// the submitter writes for every task: counted one by one, the word's
+/// cache line would move from the submitter to a worker and back for every
+/// task, and the submitter, which feeds every worker alone, would wait for
+/// it each time. So a worker running a stream of tasks counts their finishes
+/// in batches.
+///
+/// Holding finishes back never delays a `wait` that would not wait anyway:
+/// a batch holds tasks of one generation, and is counted before the worker
+/// runs a task of another generation, once it holds `FINISH_BATCH`, and
+/// before the worker becomes free or exits. So a batch is held only while
+/// its worker runs another task of the same generation, which every `wait`
+/// that waits for the batch waits for too (and which keeps the generation
+/// from draining, so no later `wait` can flip back to it meanwhile).
+struct Finished {
+    generation: Option<Generation>,
+    count: usize,
+}
+
+impl Finished {
+    fn new() -> Self {
+        Self {
+            generation: None,
+            count: 0,
+        }
+    }
+
+    /// Counts the finished tasks held back so far.
+    fn flush(&mut self, shared: &Shared) {
+        if let Some(generation) = self.generation.take() {
+            shared.finish_many(generation, std::mem::take(&mut self.count));
+        }
+    }
+
+    /// Holds back one finished task of `generation`, counting the ones
+    /// held back before if they were of another generation.
+    fn add(&mut self, shared: &Shared, generation: Generation) {
+        if self.generation != Some(generation) {
+            self.flush(shared);
+            self.generation = Some(generation);
+        }
+        self.count += 1;
+    }
+}
+
 // The pool this thread works for, while it does.
 #[cfg(not(stashpool_loom))]
 thread_local! {
@@ -73,9 +123,10 @@ pub(crate) fn run(shared: Arc<Shared>, first: Arc<Mutex<Option<Job>>>, sleeper: 
     if let Some(on_start) = &shared.config.on_start {
         run_hook(&**on_start);
     }
+    let mut finished = Finished::new();
     loop {
         let generation = shared.execute(job);
-        match shared.next_task(&sleeper, generation) {
+        match shared.next_task(&sleeper, generation, &mut finished) {
             Some(next) => job = next,
             None => break,
         }
@@ -107,9 +158,15 @@ enum Parked {
 }
 
 impl Shared {
-    /// Counts the task just run, of `generation`, finished, and finds the
-    /// next task to run, or `None` when the worker must exit.
-    fn next_task(&self, sleeper: &Arc<Sleeper>, generation: Generation) -> Option<Job> {
+    /// Counts the task just run, of `generation`, finished (in `finished`,
+    /// counted in a batch: see `Finished`), and finds the next task to run,
+    /// or `None` when the worker must exit.
+    fn next_task(
+        &self,
+        sleeper: &Arc<Sleeper>,
+        generation: Generation,
+        finished: &mut Finished,
+    ) -> Option<Job> {
         // Claim a queued task, or, with none queued, become free (or exit,
         // if the pool has more workers than its bound allows now). Each
         // step makes room (one queued task fewer, one free worker more or
@@ -128,12 +185,17 @@ impl Shared {
         if before.waiting() {
             self.grant_room();
         }
+        finished.add(self, generation);
+        if before.queued() > 0 {
+            let next = self.take_claimed();
+            if next.generation != generation || finished.count >= FINISH_BATCH {
+                finished.flush(self);
+            }
+            return Some(next);
+        }
         // Only now, so that when `wait` returns, the workers that ran the
         // tasks it waited for already count as free.
-        self.finish(generation);
-        if before.queued() > 0 {
-            return Some(self.take_claimed());
-        }
+        finished.flush(self);
         if before.running() > max {
             self.exited();
             return None;

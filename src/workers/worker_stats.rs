@@ -5,7 +5,9 @@
 ///
 /// The counts since the pool was made only grow. While tasks are being
 /// submitted or run, the fields are read one after another, not all at one
-/// instant; each is exact once the pool is quiet (for example after
+/// instant, and a busy worker counts the tasks it finished in batches, so
+/// `completed` may trail by a few tasks per busy worker; each field is exact
+/// once the pool is quiet (for example after
 /// [`wait`](super::WorkerPool::wait)).
 ///
 /// # Examples
