@@ -34,12 +34,45 @@ pub const DEFAULT_SWEEP_INTERVAL: Duration = Duration::from_secs(5);
 /// raised to it, so a typo cannot turn the sweeper into a busy loop.
 pub const MIN_SWEEP_INTERVAL: Duration = Duration::from_millis(1);
 
+/// How many stashes a pool makes per core (`available_parallelism`), at
+/// most.
+///
+/// Threads past that many (by thread id: ids are dense and reused lowest
+/// first) have no stash and take and return objects through the overflow,
+/// so the idle objects and the bookkeeping a pool keeps grow with the cores
+/// rather than with the threads: a program with 500 threads, most of them
+/// blocked, does not keep 500 stashes of idle buffers. More threads than
+/// this cannot all run at once anyway, so most of them are blocked at any
+/// moment; glibc's malloc bounds its arenas by the same rule (8 per core on
+/// 64-bit targets), which is what a pool with no stashes would be compared
+/// with.
+pub(crate) const STASHES_PER_CORE: usize = 8;
+
+/// The bound on a pool's stashes: [`STASHES_PER_CORE`] per core, read once
+/// per process. Under loom, none (models bound it explicitly).
+pub(crate) fn default_max_stashes() -> usize {
+    #[cfg(not(stashpool_loom))]
+    {
+        static MAX: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+        *MAX.get_or_init(|| {
+            let cores = std::thread::available_parallelism().map_or(1, usize::from);
+            cores.saturating_mul(STASHES_PER_CORE)
+        })
+    }
+    #[cfg(stashpool_loom)]
+    {
+        usize::MAX
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Config {
     pub(crate) local_capacity: usize,
     pub(crate) max_idle: usize,
     /// `None`: manual sweeping only.
     pub(crate) sweep_every: Option<Duration>,
+    /// `None`: [`default_max_stashes`].
+    pub(crate) max_stashes: Option<usize>,
 }
 
 impl Config {
@@ -47,6 +80,7 @@ impl Config {
         local_capacity: DEFAULT_LOCAL_CAPACITY,
         max_idle: usize::MAX,
         sweep_every: Some(DEFAULT_SWEEP_INTERVAL),
+        max_stashes: None,
     };
 }
 
@@ -135,6 +169,15 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPoolBuilder<T, R> {
     /// object. Use [`manual_sweep`](Self::manual_sweep) to control sweeps.
     pub fn sweep_every(mut self, interval: Duration) -> Self {
         self.config.sweep_every = Some(sweep_interval(interval));
+        self
+    }
+
+    /// Under loom: at most `n` stashes (threads with model ids `0..n`),
+    /// for models of threads past the bound.
+    #[cfg(stashpool_loom)]
+    #[doc(hidden)]
+    pub fn loom_max_stashes(mut self, n: usize) -> Self {
+        self.config.max_stashes = Some(n);
         self
     }
 
