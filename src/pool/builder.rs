@@ -117,6 +117,14 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPoolBuilder<T, R> {
     /// `0` is allowed and means no private stash: every return goes to the
     /// overflow and every get comes from it, a shared pool with no thread
     /// affinity (and one overflow operation per get and per put).
+    ///
+    /// A pool makes stashes for at most 8 threads per core
+    /// (`available_parallelism`), as glibc bounds its malloc arenas: threads
+    /// past those (by stashpool's thread ids, dense and reused lowest first,
+    /// so the first threads alive to use a pool keep theirs) share their
+    /// objects through the overflow, as with `local_capacity(0)`. So a
+    /// program with a thread per connection keeps idle objects for the
+    /// threads that can run at once, not one per thread.
     pub fn local_capacity(mut self, n: usize) -> Self {
         self.config.local_capacity = n;
         self
@@ -140,7 +148,9 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPoolBuilder<T, R> {
     ///
     /// Stashes of threads that exited stay for the next thread given the
     /// same thread id, so shares are cut for the most threads that used the
-    /// pool at once. An exiting thread's objects move to the overflow.
+    /// pool at once (at most the bound on stashes, see
+    /// [`local_capacity`](Self::local_capacity)). An exiting thread's
+    /// objects move to the overflow.
     ///
     /// # Examples
     ///

@@ -18,7 +18,9 @@ use crate::{Recycle, Stats};
 ///
 /// Each thread keeps up to [`local_capacity`](LocalPoolBuilder::local_capacity)
 /// returned objects in a private stash, so a get and a return on the same
-/// thread touch no shared memory. A thread whose stash is empty takes a batch
+/// thread touch no shared memory. (Stashes are made for at most 8 threads
+/// per core; threads past those share their objects through the overflow,
+/// so a pool's memory does not grow with the number of threads.) A thread whose stash is empty takes a batch
 /// from a shared overflow before making a new object; a thread whose stash is
 /// full moves its oldest half there. Sweeps keep the pool as large as recent
 /// use needs: an object returned and not taken again survives one sweep and

@@ -4,6 +4,13 @@
 //! can be built in a `const` context, the background sweeper can hold it
 //! weakly, and exiting threads can reach it to flush their stashes.
 //!
+//! A pool makes at most `max_stashes` stashes (`builder::STASHES_PER_CORE`
+//! per core): a thread whose thread id is at or past that has none, and its
+//! gets and returns go to the overflow one object at a time, as those of a
+//! thread in its teardown do (the stashless paths). Ids are dense and
+//! reused lowest first, so the stashes go to the threads that came first,
+//! and a stash whose thread exited goes, with its id, to the next thread.
+//!
 //! The sweep lock serialises everything that touches another thread's stash
 //! or changes the pool's epoch: sweeps, making a stash, flushing the stash
 //! of an exiting thread, and closing the pool. None of them runs user code
