@@ -52,7 +52,7 @@ fn threads_past_the_stash_bound_share_their_objects() {
     common::run_with_deadline(DEADLINE, || {
         let cores = thread::available_parallelism().map_or(1, usize::from);
         let bound = 8 * cores;
-        let threads = bound + 32;
+        let threads = bound + if cfg!(miri) { 4 } else { 32 };
         let pool = LocalPool::builder(|| vec![0u8; 2048])
             .manual_sweep()
             .build();
