@@ -17,8 +17,10 @@
 //! them a `Vec` allocation per object, where a `Single` is moved whole into
 //! the queue, whose slots are allocated a block at a time.
 
+use std::panic::AssertUnwindSafe;
+
 use crate::pool::node::Node;
-use crate::sync::{AtomicUsize, Ordering, Queue};
+use crate::sync::{AtomicUsize, OnceLock, Ordering, Queue};
 
 /// Objects of one age, moving between a stash and the overflow.
 pub(crate) struct Batch<T> {
@@ -33,6 +35,44 @@ impl<T> Batch<T> {
     }
 }
 
+/// A queue made on its first push.
+///
+/// An `Injector` allocates its first block of slots when it is made, and a
+/// pool whose stashes never spill (most pools, most of the time) or whose
+/// threads all have stashes would otherwise hold one or two such blocks for
+/// nothing, for as long as it lives.
+///
+/// The queue is wrapped in `AssertUnwindSafe` so that pools keep the
+/// unwind-safety auto traits they had with the queue held directly:
+/// `OnceLock<T>` asks `T: RefUnwindSafe`, which an `Injector` of `T` is not
+/// for every `T`, though it changes only through atomic operations that
+/// leave it whole if a caller unwinds (none runs user code).
+pub(crate) struct LazyQueue<T>(OnceLock<AssertUnwindSafe<Queue<T>>>);
+
+impl<T> LazyQueue<T> {
+    pub(crate) fn new() -> Self {
+        Self(OnceLock::new())
+    }
+
+    fn get(&self) -> Option<&Queue<T>> {
+        self.0.get().map(|queue| &queue.0)
+    }
+
+    pub(crate) fn push(&self, value: T) {
+        self.0
+            .get_or_init(|| AssertUnwindSafe(Queue::new()))
+            .push(value);
+    }
+
+    pub(crate) fn pop(&self) -> Option<T> {
+        self.get()?.pop()
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.get().map_or(0, Queue::len)
+    }
+}
+
 /// One object and its stamp: a batch of one without the `Vec`.
 pub(crate) struct Single<T> {
     pub(crate) node: Box<Node<T>>,
@@ -42,8 +82,8 @@ pub(crate) struct Single<T> {
 /// Two `crossbeam_deque::Injector`s, of batches and of single objects, with
 /// one bound on the objects in both.
 pub(crate) struct Overflow<T> {
-    pub(super) queue: Queue<Batch<T>>,
-    pub(super) singles: Queue<Single<T>>,
+    pub(super) queue: LazyQueue<Batch<T>>,
+    pub(super) singles: LazyQueue<Single<T>>,
     /// Objects queued, plus objects reserved for batches on their way in.
     pub(super) len: AtomicUsize,
     /// The most objects `len` may reach (`Builder::max_idle`).
@@ -53,8 +93,8 @@ pub(crate) struct Overflow<T> {
 impl<T> Overflow<T> {
     pub(crate) fn new(max_idle: usize) -> Self {
         Self {
-            queue: Queue::new(),
-            singles: Queue::new(),
+            queue: LazyQueue::new(),
+            singles: LazyQueue::new(),
             len: AtomicUsize::new(0),
             max_idle,
         }
@@ -137,6 +177,18 @@ mod tests {
 
     fn values(nodes: &[Box<Node<u64>>]) -> Vec<u64> {
         nodes.iter().map(|node| node.value).collect()
+    }
+
+    #[test]
+    fn queues_are_made_on_first_push() {
+        let overflow = Overflow::<u8>::new(usize::MAX);
+        assert!(overflow.queue.get().is_none() && overflow.singles.get().is_none());
+        assert!(overflow.pop().is_none() && overflow.pop_one().is_none());
+        assert!(overflow.queue.get().is_none(), "a pop makes nothing");
+        assert_eq!(overflow.reserve(1), 1);
+        overflow.push_one(Node::boxed(1), 0);
+        assert!(overflow.singles.get().is_some());
+        assert!(overflow.queue.get().is_none(), "each queue on its own");
     }
 
     #[test]
