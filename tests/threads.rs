@@ -40,47 +40,6 @@ fn put_on_a_joined_thread_is_got_on_another() {
     });
 }
 
-/// A program with many more threads than cores, each using a pool now and
-/// then (a thread per connection, say), keeps objects for the stashes the
-/// pool makes (8 per core, to threads with the lowest stashpool thread
-/// ids), not for every thread: the threads past those share their objects
-/// through the overflow. Threads that take turns therefore make at most one
-/// object per stash and one for all the others, where a stash per thread
-/// would keep one per thread.
-#[test]
-fn threads_past_the_stash_bound_share_their_objects() {
-    common::run_with_deadline(DEADLINE, || {
-        let cores = thread::available_parallelism().map_or(1, usize::from);
-        let bound = 8 * cores;
-        let threads = bound + if cfg!(miri) { 4 } else { 32 };
-        let pool = LocalPool::builder(|| vec![0u8; 2048])
-            .manual_sweep()
-            .build();
-        let turn = std::sync::Mutex::new(());
-        let all_used = Barrier::new(threads);
-        thread::scope(|s| {
-            for _ in 0..threads {
-                s.spawn(|| {
-                    {
-                        let _turn = turn.lock().unwrap();
-                        pool.with(|buf| buf[0] = 1);
-                    }
-                    // All alive until each has used the pool: no thread
-                    // inherits another's id (and stash) within the run.
-                    all_used.wait();
-                });
-            }
-        });
-        let stats = pool.stats();
-        assert!(
-            stats.created <= bound as u64 + 1,
-            "{threads} threads, {bound} stashes at most: {stats:?}"
-        );
-        assert_eq!(stats.idle as u64, stats.created, "{stats:?}");
-        assert_eq!(stats.returned, threads as u64, "{stats:?}");
-    });
-}
-
 #[test]
 fn a_guard_dropped_on_another_thread_returns_to_that_threads_stash() {
     common::run_with_deadline(DEADLINE, || {
