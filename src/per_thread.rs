@@ -27,6 +27,15 @@ use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 
 use self::thread_id::Slot;
 
+/// This thread's id (the index of its entries), taking one if it holds
+/// none; `None` as for [`PerThread::get_or`]. Ids are dense and reused
+/// lowest first, so a bound on them bounds how many threads a table serves
+/// (a pool's stashes, `pool::shared`).
+#[inline]
+pub(crate) fn thread_index() -> Option<usize> {
+    thread_id::current_or_take().map(Slot::id)
+}
+
 /// One bucket per bit of an id, so every id has one.
 const BUCKETS: usize = usize::BITS as usize;
 

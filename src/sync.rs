@@ -45,7 +45,7 @@ pub(crate) use loom::thread_local;
 
 #[cfg(stashpool_loom)]
 pub(crate) use self::imp::{end_thread_id, ThreadSlot};
-pub(crate) use self::imp::{PerThread, Queue, UnsafeCell};
+pub(crate) use self::imp::{thread_index, PerThread, Queue, UnsafeCell};
 
 /// The atomic behind [`AtomicCount`]: 64 bits where the target has 64-bit
 /// atomics, else pointer-sized (32-bit targets such as `powerpc` and `mips`
@@ -287,7 +287,7 @@ pub(crate) fn backoff(step: &mut u32) {
 mod imp {
     use crossbeam_deque::{Injector, Steal};
 
-    pub(crate) use crate::per_thread::PerThread;
+    pub(crate) use crate::per_thread::{thread_index, PerThread};
 
     /// `std::cell::UnsafeCell` with loom's closure-based access API.
     #[derive(Debug, Default)]
@@ -419,6 +419,12 @@ mod imp {
         pub(crate) fn release(self) {
             self.slots.lock().unwrap().free.push(self.id);
         }
+    }
+
+    /// This thread's id, taken now if it has none (as the real
+    /// `per_thread::thread_index`).
+    pub(crate) fn thread_index() -> Option<usize> {
+        take_thread_slot()
     }
 
     /// This thread's id, taken now if it has none; `None` once its

@@ -42,7 +42,6 @@ impl Slot {
     }
 
     /// The thread id this slot belongs to.
-    #[cfg(test)]
     pub(crate) const fn id(self) -> usize {
         self.index + self.bucket_len() - 1
     }

@@ -34,12 +34,45 @@ pub const DEFAULT_SWEEP_INTERVAL: Duration = Duration::from_secs(5);
 /// raised to it, so a typo cannot turn the sweeper into a busy loop.
 pub const MIN_SWEEP_INTERVAL: Duration = Duration::from_millis(1);
 
+/// How many stashes a pool makes per core (`available_parallelism`), at
+/// most.
+///
+/// Threads past that many (by thread id: ids are dense and reused lowest
+/// first) have no stash and take and return objects through the overflow,
+/// so the idle objects and the bookkeeping a pool keeps grow with the cores
+/// rather than with the threads: a program with 500 threads, most of them
+/// blocked, does not keep 500 stashes of idle buffers. More threads than
+/// this cannot all run at once anyway, so most of them are blocked at any
+/// moment; glibc's malloc bounds its arenas by the same rule (8 per core on
+/// 64-bit targets), which is what a pool with no stashes would be compared
+/// with.
+pub(crate) const STASHES_PER_CORE: usize = 8;
+
+/// The bound on a pool's stashes: [`STASHES_PER_CORE`] per core, read once
+/// per process. Under loom, none (models bound it explicitly).
+pub(crate) fn default_max_stashes() -> usize {
+    #[cfg(not(stashpool_loom))]
+    {
+        static MAX: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+        *MAX.get_or_init(|| {
+            let cores = std::thread::available_parallelism().map_or(1, usize::from);
+            cores.saturating_mul(STASHES_PER_CORE)
+        })
+    }
+    #[cfg(stashpool_loom)]
+    {
+        usize::MAX
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Config {
     pub(crate) local_capacity: usize,
     pub(crate) max_idle: usize,
     /// `None`: manual sweeping only.
     pub(crate) sweep_every: Option<Duration>,
+    /// `None`: [`default_max_stashes`].
+    pub(crate) max_stashes: Option<usize>,
 }
 
 impl Config {
@@ -47,6 +80,7 @@ impl Config {
         local_capacity: DEFAULT_LOCAL_CAPACITY,
         max_idle: usize::MAX,
         sweep_every: Some(DEFAULT_SWEEP_INTERVAL),
+        max_stashes: None,
     };
 }
 
@@ -83,6 +117,14 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPoolBuilder<T, R> {
     /// `0` is allowed and means no private stash: every return goes to the
     /// overflow and every get comes from it, a shared pool with no thread
     /// affinity (and one overflow operation per get and per put).
+    ///
+    /// A pool makes stashes for at most 8 threads per core
+    /// (`available_parallelism`), as glibc bounds its malloc arenas: threads
+    /// past those (by stashpool's thread ids, dense and reused lowest first,
+    /// so the first threads alive to use a pool keep theirs) share their
+    /// objects through the overflow, as with `local_capacity(0)`. So a
+    /// program with a thread per connection keeps idle objects for the
+    /// threads that can run at once, not one per thread.
     pub fn local_capacity(mut self, n: usize) -> Self {
         self.config.local_capacity = n;
         self
@@ -106,7 +148,9 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPoolBuilder<T, R> {
     ///
     /// Stashes of threads that exited stay for the next thread given the
     /// same thread id, so shares are cut for the most threads that used the
-    /// pool at once. An exiting thread's objects move to the overflow.
+    /// pool at once (at most the bound on stashes, see
+    /// [`local_capacity`](Self::local_capacity)). An exiting thread's
+    /// objects move to the overflow.
     ///
     /// # Examples
     ///
@@ -135,6 +179,15 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPoolBuilder<T, R> {
     /// object. Use [`manual_sweep`](Self::manual_sweep) to control sweeps.
     pub fn sweep_every(mut self, interval: Duration) -> Self {
         self.config.sweep_every = Some(sweep_interval(interval));
+        self
+    }
+
+    /// Under loom: at most `n` stashes (threads with model ids `0..n`),
+    /// for models of threads past the bound.
+    #[cfg(stashpool_loom)]
+    #[doc(hidden)]
+    pub fn loom_max_stashes(mut self, n: usize) -> Self {
+        self.config.max_stashes = Some(n);
         self
     }
 

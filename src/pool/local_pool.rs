@@ -6,7 +6,7 @@ use std::marker::PhantomData;
 use std::mem;
 use std::time::Duration;
 
-use crate::pool::builder::{Config, LocalPoolBuilder};
+use crate::pool::builder::{default_max_stashes, Config, LocalPoolBuilder};
 use crate::pool::guard::{Pooled, PooledOwned};
 use crate::pool::node::{Home, Node};
 use crate::pool::shared::Shared;
@@ -18,7 +18,9 @@ use crate::{Recycle, Stats};
 ///
 /// Each thread keeps up to [`local_capacity`](LocalPoolBuilder::local_capacity)
 /// returned objects in a private stash, so a get and a return on the same
-/// thread touch no shared memory. A thread whose stash is empty takes a batch
+/// thread touch no shared memory. (Stashes are made for at most 8 threads
+/// per core; threads past those share their objects through the overflow,
+/// so a pool's memory does not grow with the number of threads.) A thread whose stash is empty takes a batch
 /// from a shared overflow before making a new object; a thread whose stash is
 /// full moves its oldest half there. Sweeps keep the pool as large as recent
 /// use needs: an object returned and not taken again survives one sweep and
@@ -379,7 +381,13 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
         self.shared.get_or_init(|| {
             let config = self.config;
             let id = next_id();
-            let shared = Arc::new(Shared::new(config.local_capacity, config.max_idle, id));
+            let max_stashes = config.max_stashes.unwrap_or_else(default_max_stashes);
+            let shared = Arc::new(Shared::new(
+                config.local_capacity,
+                config.max_idle,
+                max_stashes,
+                id,
+            ));
             if let Some(interval) = config.sweep_every {
                 register(id, &shared, interval);
             }
@@ -399,7 +407,7 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
                 node
             }
             None => {
-                let mut node = self.create(&shared.orphans);
+                let mut node = self.take_stashless(shared);
                 node.home = Home::NONE;
                 node
             }
@@ -499,10 +507,11 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
 
     // === without a stash ===
     //
-    // A thread whose thread-locals are being destroyed may no longer have a
-    // stash (its thread id can already belong to another thread). Pool use
-    // from a thread-local destructor still works: objects come from
-    // `create` and go back to the overflow directly.
+    // A thread has no stash when its thread id is at or past the pool's
+    // bound on stashes (`Shared::max_stashes`), or when its thread-locals
+    // are being destroyed (its thread id can already belong to another
+    // thread). It still pools: objects come from the overflow (or
+    // `create`) and go back to it directly, one at a time.
 
     /// Recycles `node` straight into the overflow (no stash on this thread).
     #[cold]
@@ -512,9 +521,19 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
         }
     }
 
+    /// An object from the overflow, or a new one, for a thread without a
+    /// stash.
+    #[cold]
+    fn take_stashless(&self, shared: &Shared<T>) -> Box<Node<T>> {
+        match shared.pop_stashless() {
+            Some(node) => node,
+            None => self.create(&shared.orphans),
+        }
+    }
+
     #[cold]
     fn with_stashless<U>(&self, shared: &Shared<T>, f: impl FnOnce(&mut T) -> U) -> U {
-        let mut node = self.create(&shared.orphans);
+        let mut node = self.take_stashless(shared);
         let out = f(&mut node.value);
         self.recycle_into_overflow(shared, node);
         out

@@ -9,9 +9,9 @@
 //! | `guard.rs` | `Pooled`, `PooledOwned`: one-pointer guards |
 //! | `recycle.rs` | `Recycle`: how objects are made and reset |
 //! | `node.rs` | the heap node an object lives in while pooled or lent |
-//! | `shared.rs` | a pool's shared state: the stash table, the overflow, the counters |
+//! | `shared.rs` | a pool's shared state: the stash table and its bound, the overflow, the counters |
 //! | `stash.rs` | one thread's stash and the owner's side of the stash handshake |
-//! | `overflow.rs` | the shared overflow: batches in a `crossbeam_deque::Injector` |
+//! | `overflow.rs` | the shared overflow: batches, and single objects, in `crossbeam_deque::Injector`s |
 //! | `barrier.rs` | the heavy barrier of the handshake (`membarrier`, or fences) |
 //! | `sweep.rs` | the sweep: Go's victim rule across every stash and the overflow; `clear`; pool close; exit flush |
 //! | `background.rs` | the process-wide thread that sweeps every pool on its interval |

@@ -10,9 +10,17 @@
 //! `epoch` drops the batches with `stamp + 2 <= epoch`, so an object in the
 //! overflow survives exactly one sweep, as it would in a stash, however long
 //! it travelled between stashes and the queue: the age travels with it.
+//!
+//! Single objects have a queue of their own. A thread without a stash (past
+//! the pool's bound on stashes, or in its teardown) and a stash whose share
+//! of `max_idle` is zero move objects one at a time; a batch would cost
+//! them a `Vec` allocation per object, where a `Single` is moved whole into
+//! the queue, whose slots are allocated a block at a time.
+
+use std::panic::AssertUnwindSafe;
 
 use crate::pool::node::Node;
-use crate::sync::{AtomicUsize, Ordering, Queue};
+use crate::sync::{AtomicUsize, OnceLock, Ordering, Queue};
 
 /// Objects of one age, moving between a stash and the overflow.
 pub(crate) struct Batch<T> {
@@ -27,9 +35,55 @@ impl<T> Batch<T> {
     }
 }
 
-/// A `crossbeam_deque::Injector` of batches with a bound on the objects in it.
+/// A queue made on its first push.
+///
+/// An `Injector` allocates its first block of slots when it is made, and a
+/// pool whose stashes never spill (most pools, most of the time) or whose
+/// threads all have stashes would otherwise hold one or two such blocks for
+/// nothing, for as long as it lives.
+///
+/// The queue is wrapped in `AssertUnwindSafe` so that pools keep the
+/// unwind-safety auto traits they had with the queue held directly:
+/// `OnceLock<T>` asks `T: RefUnwindSafe`, which an `Injector` of `T` is not
+/// for every `T`, though it changes only through atomic operations that
+/// leave it whole if a caller unwinds (none runs user code).
+pub(crate) struct LazyQueue<T>(OnceLock<AssertUnwindSafe<Queue<T>>>);
+
+impl<T> LazyQueue<T> {
+    pub(crate) fn new() -> Self {
+        Self(OnceLock::new())
+    }
+
+    fn get(&self) -> Option<&Queue<T>> {
+        self.0.get().map(|queue| &queue.0)
+    }
+
+    pub(crate) fn push(&self, value: T) {
+        self.0
+            .get_or_init(|| AssertUnwindSafe(Queue::new()))
+            .push(value);
+    }
+
+    pub(crate) fn pop(&self) -> Option<T> {
+        self.get()?.pop()
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.get().map_or(0, Queue::len)
+    }
+}
+
+/// One object and its stamp: a batch of one without the `Vec`.
+pub(crate) struct Single<T> {
+    pub(crate) node: Box<Node<T>>,
+    pub(crate) stamp: u64,
+}
+
+/// Two `crossbeam_deque::Injector`s, of batches and of single objects, with
+/// one bound on the objects in both.
 pub(crate) struct Overflow<T> {
-    pub(super) queue: Queue<Batch<T>>,
+    pub(super) queue: LazyQueue<Batch<T>>,
+    pub(super) singles: LazyQueue<Single<T>>,
     /// Objects queued, plus objects reserved for batches on their way in.
     pub(super) len: AtomicUsize,
     /// The most objects `len` may reach (`Builder::max_idle`).
@@ -39,7 +93,8 @@ pub(crate) struct Overflow<T> {
 impl<T> Overflow<T> {
     pub(crate) fn new(max_idle: usize) -> Self {
         Self {
-            queue: Queue::new(),
+            queue: LazyQueue::new(),
+            singles: LazyQueue::new(),
             len: AtomicUsize::new(0),
             max_idle,
         }
@@ -75,6 +130,18 @@ impl<T> Overflow<T> {
     pub(crate) fn push(&self, batch: Batch<T>) {
         debug_assert!(!batch.items.is_empty());
         self.queue.push(batch);
+    }
+
+    /// Queues one object whose room was reserved.
+    pub(crate) fn push_one(&self, node: Box<Node<T>>, stamp: u64) {
+        self.singles.push(Single { node, stamp });
+    }
+
+    /// Takes the oldest single object, if any.
+    pub(crate) fn pop_one(&self) -> Option<Box<Node<T>>> {
+        let single = self.singles.pop()?;
+        self.len.fetch_sub(1, Ordering::Relaxed);
+        Some(single.node)
     }
 
     /// Queues again what is left of a batch that `pop` just took. Its objects
@@ -113,6 +180,18 @@ mod tests {
     }
 
     #[test]
+    fn queues_are_made_on_first_push() {
+        let overflow = Overflow::<u8>::new(usize::MAX);
+        assert!(overflow.queue.get().is_none() && overflow.singles.get().is_none());
+        assert!(overflow.pop().is_none() && overflow.pop_one().is_none());
+        assert!(overflow.queue.get().is_none(), "a pop makes nothing");
+        assert_eq!(overflow.reserve(1), 1);
+        overflow.push_one(Node::boxed(1), 0);
+        assert!(overflow.singles.get().is_some());
+        assert!(overflow.queue.get().is_none(), "each queue on its own");
+    }
+
+    #[test]
     fn reserve_respects_max_idle() {
         let overflow = Overflow::<u8>::new(5);
         assert_eq!(overflow.reserve(3), 3);
@@ -143,10 +222,45 @@ mod tests {
         let overflow = Overflow::new(usize::MAX);
         let n = overflow.reserve(4);
         overflow.push(batch(7, n, 9));
+        assert_eq!(overflow.reserve(1), 1);
+        overflow.push_one(Node::boxed(8), 9);
         let mut dead = Vec::new();
         overflow.trim(0, true, &mut dead);
-        assert_eq!(dead.len(), 4);
+        assert_eq!(dead.len(), 5);
         assert_eq!(overflow.len(), 0);
         assert!(overflow.pop().is_none());
+        assert!(overflow.pop_one().is_none());
+    }
+
+    #[test]
+    fn singles_age_and_count_like_batches() {
+        let overflow = Overflow::new(3);
+        for stamp in 0..3 {
+            assert_eq!(overflow.reserve(1), 1);
+            overflow.push_one(Node::boxed(stamp), stamp);
+        }
+        assert_eq!(overflow.reserve(1), 0, "singles count against max_idle");
+        let mut dead = Vec::new();
+        overflow.trim(3, false, &mut dead); // drops stamps 0 and 1
+        assert_eq!(values(&dead), [0, 1]);
+        assert_eq!(overflow.len(), 1);
+        assert_eq!(overflow.pop_one().map(|node| node.value), Some(2));
+        assert_eq!(overflow.len(), 0);
+    }
+
+    #[test]
+    fn cut_takes_batches_then_singles() {
+        let overflow = Overflow::new(usize::MAX);
+        let n = overflow.reserve(2);
+        overflow.push(batch(1, n, 0));
+        for value in [2, 3] {
+            assert_eq!(overflow.reserve(1), 1);
+            overflow.push_one(Node::boxed(value), 0);
+        }
+        let mut dead = Vec::new();
+        overflow.cut(3, &mut dead);
+        assert_eq!(values(&dead), [1, 1, 2]);
+        assert_eq!(overflow.len(), 1);
+        assert_eq!(overflow.pop_one().map(|node| node.value), Some(3));
     }
 }

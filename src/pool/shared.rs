@@ -4,6 +4,13 @@
 //! can be built in a `const` context, the background sweeper can hold it
 //! weakly, and exiting threads can reach it to flush their stashes.
 //!
+//! A pool makes at most `max_stashes` stashes (`builder::STASHES_PER_CORE`
+//! per core): a thread whose thread id is at or past that has none, and its
+//! gets and returns go to the overflow one object at a time, as those of a
+//! thread in its teardown do (the stashless paths). Ids are dense and
+//! reused lowest first, so the stashes go to the threads that came first,
+//! and a stash whose thread exited goes, with its id, to the next thread.
+//!
 //! The sweep lock serialises everything that touches another thread's stash
 //! or changes the pool's epoch: sweeps, making a stash, flushing the stash
 //! of an exiting thread, and closing the pool. None of them runs user code
@@ -11,12 +18,12 @@
 
 use crate::pool::barrier::{self, Strategy};
 use crate::pool::node::Node;
-use crate::pool::overflow::{Batch, Overflow};
+use crate::pool::overflow::Overflow;
 use crate::pool::owner;
 use crate::pool::stash::{Counters, Spill, Stash, StashBox};
 use crate::sync::{
-    fork_gate, lock, Arc, AtomicBool, AtomicCount, ForkGuard, Mutex, MutexGuard, Ordering,
-    PerThread,
+    fork_gate, lock, thread_index, Arc, AtomicBool, AtomicCount, AtomicU64, ForkGuard, Mutex,
+    MutexGuard, Ordering, PerThread,
 };
 use crate::Stats;
 
@@ -58,6 +65,13 @@ pub(crate) struct Shared<T: Send> {
     /// The sweep count and the stash count, under the lock that sweeps
     /// hold (see the module docs).
     pub(super) sweep: Mutex<Sweeping>,
+    /// The sweep count, as `Sweeping::epoch`, for readers that take no lock
+    /// (stashless returns stamp their objects with it); stored by sweeps
+    /// under the lock.
+    pub(super) epoch: AtomicU64,
+    /// The most stashes the pool makes: threads whose id (`per_thread`) is
+    /// at or past this have none and use the overflow directly.
+    pub(crate) max_stashes: usize,
     /// Set (under the sweep lock) once the pool has dropped.
     pub(super) closed: AtomicBool,
     /// Objects dropped by sweeps.
@@ -76,7 +90,7 @@ pub(crate) struct Shared<T: Send> {
 }
 
 impl<T: Send> Shared<T> {
-    pub(crate) fn new(local_capacity: usize, max_idle: usize, id: u64) -> Self {
+    pub(crate) fn new(local_capacity: usize, max_idle: usize, max_stashes: usize, id: u64) -> Self {
         #[cfg(not(stashpool_loom))]
         crate::pool::background::guard_forks();
         Self {
@@ -86,6 +100,8 @@ impl<T: Send> Shared<T> {
                 epoch: 0,
                 stashes: 0,
             }),
+            epoch: AtomicU64::new(0),
+            max_stashes,
             closed: AtomicBool::new(false),
             trimmed: AtomicCount::new(0),
             orphans: Counters::default(),
@@ -165,6 +181,11 @@ impl<T: Send> Shared<T> {
         if owner::ended() {
             return None;
         }
+        // Past the bound, no stash (module docs): checked before the lock,
+        // since a thread without a stash comes here on every get and return.
+        if thread_index().is_none_or(|id| id >= this.max_stashes) {
+            return None;
+        }
         let (epoch, capacity) = {
             let sweeping = this.lock_sweep();
             (sweeping.epoch, this.stash_capacity(sweeping.stashes + 1))
@@ -229,11 +250,16 @@ impl<T: Send> Shared<T> {
         Some(node)
     }
 
-    /// An object from the overflow, taking its whole batch into the stash.
+    /// An object from the overflow, taking its whole batch into the stash;
+    /// else a single object.
     #[cold]
     pub(crate) fn pop_overflow(&self, stash: &Stash<T>) -> Option<Box<Node<T>>> {
         crate::pool::local_pool::after_fork();
-        let mut batch = self.overflow.pop()?;
+        let Some(mut batch) = self.overflow.pop() else {
+            let node = self.overflow.pop_one()?;
+            stash.counters.reused.bump();
+            return Some(node);
+        };
         // Batches are never empty (see `Overflow::push`).
         let node = batch.items.pop()?;
         if batch.items.is_empty() {
@@ -271,6 +297,10 @@ impl<T: Send> Shared<T> {
                 self.overflow.push(batch);
                 stash.counters.returned.bump();
             }
+            Spill::One(node, stamp) => {
+                self.overflow.push_one(node, stamp);
+                stash.counters.returned.bump();
+            }
             Spill::Rejected(node) => {
                 stash.counters.rejected.bump();
                 drop(node);
@@ -279,23 +309,32 @@ impl<T: Send> Shared<T> {
     }
 
     /// Pools an object returned by a thread without a stash: straight to
-    /// the overflow, or dropped (rejected) if it is full.
+    /// the overflow's singles, or dropped (rejected) if it is full. Takes no
+    /// lock and allocates nothing (once the queue has room in its block):
+    /// past the bound on stashes, this is every return of most threads.
     #[cold]
     pub(crate) fn push_stashless(&self, node: Box<Node<T>>) {
         if self.overflow.reserve(1) == 0 {
             self.orphans.rejected.bump();
             return drop(node);
         }
-        // The lock gives the batch the pool's current epoch as its stamp.
-        let sweeping = self.lock_sweep();
-        self.overflow.push(Batch::new(vec![node], sweeping.epoch));
+        // Stamped with the sweep count as of now; a sweep running meanwhile
+        // sees the object as returned during it, which keeps it one sweep.
+        // (It cannot race the pool's close: a return borrows the pool.)
+        let stamp = self.epoch.load(Ordering::Acquire);
+        self.overflow.push_one(node, stamp);
         self.orphans.returned.bump();
     }
 
-    /// An object from the overflow for a thread without a stash: the rest of
-    /// its batch goes back to the overflow, keeping its stamp.
+    /// An object from the overflow for a thread without a stash: a single
+    /// if there is one, else one of a batch, the rest of which goes back to
+    /// the overflow, keeping its stamp.
     #[cold]
     pub(crate) fn pop_stashless(&self) -> Option<Box<Node<T>>> {
+        if let Some(node) = self.overflow.pop_one() {
+            self.orphans.reused.bump();
+            return Some(node);
+        }
         let mut batch = self.overflow.pop()?;
         let node = batch.items.pop()?;
         if !batch.items.is_empty() {
@@ -334,5 +373,126 @@ impl<T: Send> Shared<T> {
             .saturating_sub(stats.trimmed);
         stats.idle = usize::try_from(idle).unwrap_or(usize::MAX);
         stats
+    }
+}
+
+#[cfg(all(test, not(stashpool_loom)))]
+mod tests {
+    use std::collections::HashMap;
+    use std::sync::{mpsc, Barrier, Mutex};
+    use std::time::Duration;
+
+    use super::*;
+    use crate::LocalPool;
+
+    /// How long a threaded test may take before it counts as deadlocked.
+    const DEADLINE: Duration = Duration::from_secs(60);
+
+    /// Runs `body` on its own thread; fails if it is not done by `DEADLINE`.
+    fn within_deadline(body: impl FnOnce() + Send + 'static) {
+        let (done, finished) = mpsc::channel();
+        let runner = std::thread::spawn(move || {
+            body();
+            let _ = done.send(());
+        });
+        match finished.recv_timeout(DEADLINE) {
+            Ok(()) | Err(mpsc::RecvTimeoutError::Disconnected) => {
+                if let Err(panic) = runner.join() {
+                    std::panic::resume_unwind(panic);
+                }
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => panic!("not done within {DEADLINE:?}"),
+        }
+    }
+
+    fn stashes<T: Send>(shared: &Shared<T>) -> Vec<usize> {
+        let mut all = Vec::new();
+        shared
+            .stashes
+            .for_each(|stash| all.push(stash.as_ptr() as usize));
+        all
+    }
+
+    /// One round: `threads` threads, all alive at once (so each holds an id
+    /// of its own), take turns using `pool` once. Each records its id and,
+    /// if it found one, its stash.
+    fn round(pool: &LocalPool<Vec<u8>>, threads: usize) -> Vec<(usize, Option<usize>)> {
+        let turn = Mutex::new(());
+        let all_used = Barrier::new(threads);
+        std::thread::scope(|s| {
+            let handles: Vec<_> = (0..threads)
+                .map(|_| {
+                    let (turn, all_used) = (&turn, &all_used);
+                    s.spawn(move || {
+                        {
+                            let _turn = turn.lock().unwrap();
+                            pool.with(|buf| buf.push(1));
+                        }
+                        let shared = pool.shared.get().expect("used");
+                        let id = thread_index().expect("a live thread has an id");
+                        let stash = shared.stashes.get().map(|s| s.as_ptr() as usize);
+                        // Held until every thread has used the pool, so no
+                        // id is given back and taken again within a round.
+                        all_used.wait();
+                        (id, stash)
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        })
+    }
+
+    /// 64 threads that take turns with a pool bounded to 4 stashes: only
+    /// the threads with ids below 4 get one (ids are shared with every other
+    /// test running, so which threads those are varies), the others share
+    /// objects through the overflow, so the pool makes at most one object
+    /// per stash and one for all the rest. A second round of 64 threads
+    /// makes no new stash: a thread given the id of an exited thread takes
+    /// over that thread's stash.
+    #[test]
+    fn threads_past_the_bound_share_the_overflow() {
+        within_deadline(|| {
+            const BOUND: usize = 4;
+            const THREADS: usize = if cfg!(miri) { 8 } else { 64 };
+            let mut pool: LocalPool<Vec<u8>> = LocalPool::builder(Vec::new as fn() -> Vec<u8>)
+                .manual_sweep()
+                .build();
+            pool.config.max_stashes = Some(BOUND);
+            let first = round(&pool, THREADS);
+            let shared = pool.shared.get().unwrap();
+            for &(id, stash) in &first {
+                assert_eq!(
+                    stash.is_some(),
+                    id < BOUND,
+                    "thread {id}: a stash iff below the bound"
+                );
+            }
+            let made = stashes(shared);
+            assert!(made.len() <= BOUND, "{} stashes", made.len());
+            let stats = pool.stats();
+            assert!(
+                stats.created <= BOUND as u64 + 1,
+                "turn-taking threads reuse objects: {stats:?}"
+            );
+            assert!(stats.created >= 1 && stats.idle as u64 == stats.created);
+
+            let by_id: HashMap<usize, usize> = first
+                .iter()
+                .filter_map(|&(id, stash)| Some((id, stash?)))
+                .collect();
+            let second = round(&pool, THREADS);
+            for &(id, stash) in &second {
+                assert_eq!(stash.is_some(), id < BOUND);
+                if let (Some(stash), Some(&before)) = (stash, by_id.get(&id)) {
+                    assert_eq!(
+                        stash, before,
+                        "id {id}: the exited thread's stash is reused"
+                    );
+                }
+            }
+            assert!(stashes(shared).len() <= BOUND);
+            let stats = pool.stats();
+            assert!(stats.created <= BOUND as u64 + 1, "{stats:?}");
+        });
     }
 }

@@ -275,6 +275,9 @@ pub(crate) enum Spill<T> {
     Kept,
     /// Room was made: push this batch to the overflow (its room is reserved).
     Batch(Batch<T>),
+    /// A stash with no room at all: push this object to the overflow's
+    /// singles, with this stamp (its room is reserved).
+    One(Box<Node<T>>, u64),
     /// Neither the stash nor the overflow had room: drop this object.
     Rejected(Box<Node<T>>),
 }
@@ -316,17 +319,12 @@ impl<T> Local<T> {
     ) -> Spill<T> {
         if let Err(value) = self.push(value, capacity) {
             if capacity == 0 {
-                // No private stash at all: the object itself goes over.
+                // No private stash at all: the object itself goes over, as
+                // a single (a pool with no room in its stashes moves every
+                // object this way, and must not allocate for each).
                 return match overflow.reserve(1) {
                     0 => Spill::Rejected(value),
-                    _ => {
-                        // In a spare buffer: a pool with no room in its
-                        // stashes moves every object this way, and must not
-                        // allocate for each.
-                        let mut items = self.spares.pop().unwrap_or_default();
-                        items.push(value);
-                        Spill::Batch(Batch::new(items, self.epoch))
-                    }
+                    _ => Spill::One(value, self.epoch),
                 };
             }
             // One batch holds objects of one age: victims first, since they
@@ -537,8 +535,13 @@ mod tests {
     fn zero_capacity_spills_the_object_itself() {
         let overflow = Overflow::new(usize::MAX);
         let mut l = local(&[], 0, 2);
-        assert_eq!(spilled(l.spill(Node::boxed(8), 0, &overflow)), (vec![8], 2));
+        match l.spill(Node::boxed(8), 0, &overflow) {
+            Spill::One(node, stamp) => assert_eq!((node.value, stamp), (8, 2)),
+            _ => panic!("expected a single"),
+        }
         assert!(l.items.is_empty());
+        assert_eq!(l.items.capacity(), 0, "no buffer for a stash with no room");
+        assert!(l.spares.is_empty());
     }
 
     #[test]

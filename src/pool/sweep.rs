@@ -70,6 +70,9 @@ impl<T: Send> Shared<T> {
                 Trim::Victims => {
                     sweeping.epoch += 1;
                     let epoch = sweeping.epoch;
+                    // Release: a stashless return that reads this stamps
+                    // its object as returned during or after this sweep.
+                    self.epoch.store(epoch, Ordering::Release);
                     let bounded = self.max_idle != usize::MAX;
                     let capacity = self.stash_capacity(sweeping.stashes);
                     let (mut kept, mut shed) = (0, Vec::new());
@@ -308,8 +311,8 @@ impl<T> Local<T> {
 // === impl Overflow ===
 
 impl<T> Overflow<T> {
-    /// Moves up to `excess` objects into `dead`, oldest batches first
-    /// (`max_idle` applied to the whole pool by a sweep).
+    /// Moves up to `excess` objects into `dead`, oldest batches first, then
+    /// single objects (`max_idle` applied to the whole pool by a sweep).
     ///
     /// Looks at each batch queued when it starts at most once, as `trim`
     /// does, so returns racing the sweep cannot keep it going; a batch cut
@@ -328,10 +331,19 @@ impl<T> Overflow<T> {
                 self.put_back(batch);
             }
         }
+        // Then single objects, oldest first, each looked at once.
+        for _ in 0..self.singles.len() {
+            if excess == 0 {
+                break;
+            }
+            let Some(node) = self.pop_one() else { break };
+            dead.push(node);
+            excess -= 1;
+        }
     }
 
-    /// One sweep to `epoch`: moves the objects of every batch stamped
-    /// `epoch - 2` or earlier into `dead`, or of every batch if `all`.
+    /// One sweep to `epoch`: moves the objects of every batch and single
+    /// stamped `epoch - 2` or earlier into `dead`, or all of them if `all`.
     ///
     /// Looks at each batch queued when it starts once (batches kept are
     /// queued again behind it), so concurrent spills cannot keep it going.
@@ -352,6 +364,21 @@ impl<T> Overflow<T> {
         }
         for batch in kept {
             self.queue.push(batch);
+        }
+        let mut kept = Vec::new();
+        for _ in 0..self.singles.len() {
+            let Some(single) = self.singles.pop() else {
+                break;
+            };
+            if all || single.stamp + 2 <= epoch {
+                self.len.fetch_sub(1, Ordering::Relaxed);
+                dead.push(single.node);
+            } else {
+                kept.push(single);
+            }
+        }
+        for single in kept {
+            self.singles.push(single);
         }
     }
 }

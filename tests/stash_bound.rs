@@ -1,0 +1,58 @@
+//! The bound on stashes: a pool makes stashes for at most 8 threads per
+//! core, and threads past those pool through the overflow.
+//!
+//! A test binary of its own: its threads hold many stashpool thread ids at
+//! once, which would put the threads of tests running beside it past the
+//! bound, where they share objects instead of keeping their own.
+
+mod common;
+
+use std::sync::{Barrier, Mutex};
+use std::thread;
+use std::time::Duration;
+
+use stashpool::LocalPool;
+
+/// How long the test may take before it counts as a deadlock.
+const DEADLINE: Duration = Duration::from_secs(120);
+
+/// A program with many more threads than cores, each using a pool now and
+/// then (a thread per connection, say), keeps objects for the stashes the
+/// pool makes (8 per core, to threads with the lowest stashpool thread
+/// ids), not for every thread: the threads past those share their objects
+/// through the overflow. Threads that take turns therefore make at most one
+/// object per stash and one for all the others, where a stash per thread
+/// would keep one per thread.
+#[test]
+fn threads_past_the_stash_bound_share_their_objects() {
+    common::run_with_deadline(DEADLINE, || {
+        let cores = thread::available_parallelism().map_or(1, usize::from);
+        let bound = 8 * cores;
+        let threads = bound + if cfg!(miri) { 4 } else { 32 };
+        let pool = LocalPool::builder(|| vec![0u8; 2048])
+            .manual_sweep()
+            .build();
+        let turn = Mutex::new(());
+        let all_used = Barrier::new(threads);
+        thread::scope(|s| {
+            for _ in 0..threads {
+                s.spawn(|| {
+                    {
+                        let _turn = turn.lock().unwrap();
+                        pool.with(|buf| buf[0] = 1);
+                    }
+                    // All alive until each has used the pool: no thread
+                    // inherits another's id (and stash) within the run.
+                    all_used.wait();
+                });
+            }
+        });
+        let stats = pool.stats();
+        assert!(
+            stats.created <= bound as u64 + 1,
+            "{threads} threads, {bound} stashes at most: {stats:?}"
+        );
+        assert_eq!(stats.idle as u64, stats.created, "{stats:?}");
+        assert_eq!(stats.returned, threads as u64, "{stats:?}");
+    });
+}
