@@ -28,7 +28,7 @@
 pub(crate) use std::sync::atomic::AtomicU64;
 pub(crate) use std::sync::atomic::Ordering;
 #[cfg(not(stashpool_loom))]
-pub(crate) use std::sync::atomic::{compiler_fence, fence, AtomicBool, AtomicUsize};
+pub(crate) use std::sync::atomic::{compiler_fence, fence, AtomicBool, AtomicPtr, AtomicUsize};
 #[cfg(not(stashpool_loom))]
 pub(crate) use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 #[cfg(not(stashpool_loom))]
@@ -37,7 +37,7 @@ pub(crate) use std::thread_local;
 #[cfg(stashpool_loom)]
 pub(crate) use self::loom_impl::{AtomicBool, OnceLock};
 #[cfg(stashpool_loom)]
-pub(crate) use loom::sync::atomic::{fence, AtomicU64, AtomicUsize};
+pub(crate) use loom::sync::atomic::{fence, AtomicPtr, AtomicU64, AtomicUsize};
 #[cfg(stashpool_loom)]
 pub(crate) use loom::sync::{Arc, Condvar, Mutex, MutexGuard};
 #[cfg(stashpool_loom)]

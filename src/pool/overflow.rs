@@ -17,10 +17,12 @@
 //! them a `Vec` allocation per object, where a `Single` is moved whole into
 //! the queue, whose slots are allocated a block at a time.
 
+use std::marker::PhantomData;
 use std::panic::AssertUnwindSafe;
+use std::ptr;
 
 use crate::pool::node::Node;
-use crate::sync::{AtomicUsize, OnceLock, Ordering, Queue};
+use crate::sync::{AtomicPtr, AtomicUsize, Ordering, Queue};
 
 /// Objects of one age, moving between a stash and the overflow.
 pub(crate) struct Batch<T> {
@@ -42,26 +44,68 @@ impl<T> Batch<T> {
 /// threads all have stashes would otherwise hold one or two such blocks for
 /// nothing, for as long as it lives.
 ///
-/// The queue is wrapped in `AssertUnwindSafe` so that pools keep the
-/// unwind-safety auto traits they had with the queue held directly:
-/// `OnceLock<T>` asks `T: RefUnwindSafe`, which an `Injector` of `T` is not
-/// for every `T`, though it changes only through atomic operations that
-/// leave it whole if a caller unwinds (none runs user code).
-pub(crate) struct LazyQueue<T>(OnceLock<AssertUnwindSafe<Queue<T>>>);
+/// Made without a lock: the first pushers each make a queue and race to
+/// publish theirs with one compare-and-swap, and the losers drop their own.
+/// A `OnceLock` would make the others wait for the first instead, and a
+/// process forked while one thread was making the queue would leave its
+/// child waiting forever on a thread that does not exist there; here a
+/// child finds the queue either published or not, never half made.
+pub(crate) struct LazyQueue<T> {
+    /// Null until the first push; then a queue from `Box::into_raw`, freed
+    /// only by `Drop`.
+    queue: AtomicPtr<Queue<T>>,
+    /// Gives `LazyQueue<T>` the `Send` and `Sync` of the boxed queue it
+    /// owns (an `AtomicPtr` alone would be both for any `T`). The queue
+    /// changes only through atomic operations that leave it whole if a
+    /// caller unwinds (none runs user code), hence `AssertUnwindSafe`: pools
+    /// stay `UnwindSafe` and `RefUnwindSafe` as with the queue held
+    /// directly.
+    _owns: PhantomData<AssertUnwindSafe<Box<Queue<T>>>>,
+}
 
 impl<T> LazyQueue<T> {
     pub(crate) fn new() -> Self {
-        Self(OnceLock::new())
+        Self {
+            queue: AtomicPtr::new(ptr::null_mut()),
+            _owns: PhantomData,
+        }
     }
 
     fn get(&self) -> Option<&Queue<T>> {
-        self.0.get().map(|queue| &queue.0)
+        // Acquire: pairs with the publishing compare-and-swap, so the queue
+        // is seen whole.
+        let queue = self.queue.load(Ordering::Acquire);
+        // SAFETY: non-null means published by `get_or_make` from a live box,
+        // which only `Drop` frees, and `&self` outlives the borrow.
+        unsafe { queue.as_ref() }
+    }
+
+    fn get_or_make(&self) -> &Queue<T> {
+        if let Some(queue) = self.get() {
+            return queue;
+        }
+        let made = Box::into_raw(Box::new(Queue::new()));
+        match self.queue.compare_exchange(
+            ptr::null_mut(),
+            made,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        ) {
+            // SAFETY: `made` is now published and freed only by `Drop`.
+            Ok(_) => unsafe { &*made },
+            Err(theirs) => {
+                // SAFETY: `made` was never published: this thread alone has
+                // it, from `Box::into_raw` above.
+                drop(unsafe { Box::from_raw(made) });
+                // SAFETY: `theirs` is non-null (the exchange failed), so as
+                // in `get`.
+                unsafe { &*theirs }
+            }
+        }
     }
 
     pub(crate) fn push(&self, value: T) {
-        self.0
-            .get_or_init(|| AssertUnwindSafe(Queue::new()))
-            .push(value);
+        self.get_or_make().push(value);
     }
 
     pub(crate) fn pop(&self) -> Option<T> {
@@ -70,6 +114,20 @@ impl<T> LazyQueue<T> {
 
     pub(crate) fn len(&self) -> usize {
         self.get().map_or(0, Queue::len)
+    }
+}
+
+impl<T> Drop for LazyQueue<T> {
+    fn drop(&mut self) {
+        // `&mut self`: no other thread can reach the queue any more, and
+        // whatever gave this thread that access ordered it after the push
+        // that published it.
+        let queue = self.queue.load(Ordering::Acquire);
+        if !queue.is_null() {
+            // SAFETY: published from `Box::into_raw` and never freed before;
+            // nothing can use it after this.
+            drop(unsafe { Box::from_raw(queue) });
+        }
     }
 }
 
@@ -177,6 +235,40 @@ mod tests {
 
     fn values(nodes: &[Box<Node<u64>>]) -> Vec<u64> {
         nodes.iter().map(|node| node.value).collect()
+    }
+
+    #[test]
+    fn first_pushes_that_race_share_one_queue() {
+        let queue = std::sync::Arc::new(LazyQueue::new());
+        let start = std::sync::Arc::new(std::sync::Barrier::new(2));
+        let pushers: Vec<_> = (0..2u64)
+            .map(|i| {
+                let (queue, start) = (queue.clone(), start.clone());
+                std::thread::spawn(move || {
+                    start.wait();
+                    queue.push(i);
+                })
+            })
+            .collect();
+        for pusher in pushers {
+            pusher.join().unwrap();
+        }
+        assert_eq!(queue.len(), 2, "both pushes landed in the one queue kept");
+        let mut got = [queue.pop().unwrap(), queue.pop().unwrap()];
+        got.sort();
+        assert_eq!(got, [0, 1]);
+        assert!(queue.pop().is_none());
+    }
+
+    #[test]
+    fn dropping_a_queue_drops_what_it_holds() {
+        let alive = std::sync::Arc::new(());
+        let queue = LazyQueue::new();
+        queue.push(alive.clone());
+        queue.push(alive.clone());
+        assert_eq!(std::sync::Arc::strong_count(&alive), 3);
+        drop(queue);
+        assert_eq!(std::sync::Arc::strong_count(&alive), 1);
     }
 
     #[test]
