@@ -22,8 +22,8 @@ use crate::pool::overflow::Overflow;
 use crate::pool::owner;
 use crate::pool::stash::{Counters, Spill, Stash, StashBox};
 use crate::sync::{
-    fork_gate, lock, thread_index, Arc, AtomicBool, AtomicCount, AtomicU64, ForkGuard, Mutex,
-    MutexGuard, Ordering, PerThread,
+    fork_gate, lock, thread_index, Arc, AtomicBool, AtomicCount, ForkGuard, Mutex, MutexGuard,
+    Ordering, PerThread,
 };
 use crate::Stats;
 
@@ -67,8 +67,10 @@ pub(crate) struct Shared<T: Send> {
     pub(super) sweep: Mutex<Sweeping>,
     /// The sweep count, as `Sweeping::epoch`, for readers that take no lock
     /// (stashless returns stamp their objects with it); stored by sweeps
-    /// under the lock.
-    pub(super) epoch: AtomicU64,
+    /// under the lock. An `AtomicCount`, so it wraps at 2^32 on targets
+    /// without 64-bit atomics: a stamp that wrapped reads as old, and its
+    /// object is trimmed a sweep early, never kept too long.
+    pub(super) epoch: AtomicCount,
     /// The most stashes the pool makes: threads whose id (`per_thread`) is
     /// at or past this have none and use the overflow directly.
     pub(crate) max_stashes: usize,
@@ -100,7 +102,7 @@ impl<T: Send> Shared<T> {
                 epoch: 0,
                 stashes: 0,
             }),
-            epoch: AtomicU64::new(0),
+            epoch: AtomicCount::new(0),
             max_stashes,
             closed: AtomicBool::new(false),
             trimmed: AtomicCount::new(0),
