@@ -20,12 +20,13 @@ use crate::{Recycle, Stats};
 /// returned objects in a private stash, so a get and a return on the same
 /// thread touch no shared memory. (Stashes are made for at most 8 threads
 /// per core; threads past those share their objects through the overflow,
-/// so a pool's memory does not grow with the number of threads.) A thread whose stash is empty takes a batch
-/// from a shared overflow before making a new object; a thread whose stash is
-/// full moves its oldest half there. Sweeps keep the pool as large as recent
-/// use needs: an object returned and not taken again survives one sweep and
-/// is dropped by the second (Go's victim cache), wherever it is. By default a
-/// process-wide background thread sweeps every pool each
+/// so a pool's memory does not grow with the number of threads.) A thread
+/// whose stash is empty takes a batch from a shared overflow before making
+/// a new object; a thread whose stash is full moves its oldest half there.
+/// Sweeps keep the pool as large as recent use needs: an object returned
+/// and not taken again survives one sweep and is dropped by the second
+/// (Go's victim cache), wherever it is. By default a process-wide
+/// background thread sweeps every pool each
 /// [`DEFAULT_SWEEP_INTERVAL`](crate::DEFAULT_SWEEP_INTERVAL).
 ///
 /// Objects come from a [`Recycle`]r: any `Fn() -> T`, or a type that also
