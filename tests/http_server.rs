@@ -592,6 +592,27 @@ fn the_pooled_server_reuses_its_buffers() {
     assert_eq!(stats["buffers.reused"], 10 * connections, "{stats:?}");
 }
 
+#[test]
+fn connections_that_never_send_take_no_buffers() {
+    // One worker, so a probe that took a reader and a writer would leave
+    // them in the stash the /stats connection takes its own from.
+    let server = Server::start(&["--workers", "1"]);
+    let probes = 3;
+    for _ in 0..probes {
+        drop(server.connect()); // connect and close, as wrk does before a run
+    }
+    let stats = parse_counters(server.get_when_free("/stats").text());
+    // The first probe found the worker free (later ones may have been
+    // refused while it was still closing the one before), and the /stats
+    // connection was served after it.
+    assert!(stats["connections"] >= 2, "no probe was served: {stats:?}");
+    // Only the /stats connection took a reader and a writer.
+    assert_eq!(stats["readers.created"], 1, "{stats:?}");
+    assert_eq!(stats["readers.reused"], 0, "{stats:?}");
+    assert_eq!(stats["writers.created"], 1, "{stats:?}");
+    assert_eq!(stats["writers.reused"], 0, "{stats:?}");
+}
+
 /// Requests `/json` `n` times on one connection and returns how many
 /// allocations the server made meanwhile, from `/stats` (asked on another
 /// connection) before and after.

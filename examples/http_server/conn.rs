@@ -4,7 +4,9 @@
 //!
 //! The pooled and the plain server run this same code; they differ only in
 //! where their buffers come from. Pooled: the reader's and writer's buffers
-//! from [`READERS`] and [`WRITERS`] for the connection, and one buffer per
+//! from [`READERS`] and [`WRITERS`] for the connection, taken once its
+//! first request begins to arrive (so a connection that never sends holds
+//! none), and one buffer per
 //! request from [`BUFFERS`], taken once the request has begun to arrive
 //! (so an idle connection holds none) and given back when it has been
 //! answered; it holds the head, then the body or the document sent back.
@@ -84,7 +86,7 @@ pub fn serve(stream: TcpStream, limits: &Limits, plain: bool) {
         .set_read_timeout(Some(limits.read_timeout))
         .and_then(|()| stream.set_write_timeout(Some(limits.read_timeout)))
         .and_then(|()| stream.set_nodelay(true));
-    if configured.is_err() {
+    if configured.is_err() || !first_request_begins(&stream) {
         return;
     }
     let timed = Timed {
@@ -115,6 +117,28 @@ pub fn serve(stream: TcpStream, limits: &Limits, plain: bool) {
             served: 0,
         }
         .run();
+    }
+}
+
+/// Waits, without a buffer, for the connection's first request to begin:
+/// `false` when the client closed, timed out or failed first. Only then
+/// does the connection take its read and write buffers, so one that never
+/// sends anything (a port probe, a client that connects ahead of need)
+/// holds none, and in the pooled server leaves none idle in its worker's
+/// stash: the same rule as a request's buffer, one step earlier.
+fn first_request_begins(stream: &TcpStream) -> bool {
+    loop {
+        match stream.peek(&mut [0u8]) {
+            Ok(0) => return false,
+            Ok(_) => return true,
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+            Err(error) => {
+                if is_timeout(&error) {
+                    TIMEOUTS.add(1);
+                }
+                return false;
+            }
+        }
     }
 }
 

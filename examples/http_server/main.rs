@@ -29,7 +29,10 @@
 //! `BufReader` and writes through a pooled `BufWriter` (4 KiB each), and
 //! takes one buffer per request from a
 //! [`BytePool`](stashpool::bytes::BytePool) of 2 KiB buffers: it holds the
-//! request head, then the body, or the JSON document sent back.
+//! request head, then the body, or the JSON document sent back. A
+//! connection takes its reader and writer once its first request begins to
+//! arrive, and each request its buffer once that request does, so an idle
+//! connection holds none.
 //!
 //! `--plain`: the same code, but each connection gets its own
 //! `std::thread::spawn`ed thread and std's `BufReader`/`BufWriter`, and
