@@ -97,8 +97,11 @@ pub(crate) struct Shared {
     pub(super) counts: CachePadded<Counts>,
     /// Admitted tasks that no worker has taken yet, oldest first.
     pub(super) queue: Queue<Job>,
-    /// Tasks admitted. Written by submitters only.
-    submitted: CachePadded<AtomicWord>,
+    /// Tasks finished (run, panicked or dropped), counted by workers in
+    /// batches. With the unfinished counts it gives the tasks submitted,
+    /// which submitters then need not count: one read-modify-write fewer
+    /// per task on the side that feeds every worker alone.
+    finished: CachePadded<AtomicWord>,
     pub(super) panicked: AtomicWord,
     dropped: AtomicWord,
     spawned: AtomicWord,
@@ -138,7 +141,7 @@ impl Shared {
                 generations: CachePadded::new(Generations::new()),
             }),
             queue: Queue::new(),
-            submitted: CachePadded::new(AtomicWord::new(0)),
+            finished: CachePadded::new(AtomicWord::new(0)),
             panicked: AtomicWord::new(0),
             dropped: AtomicWord::new(0),
             spawned: AtomicWord::new(0),
@@ -266,7 +269,6 @@ impl Shared {
     /// before it can run: a task never finishes before it is counted.
     pub(crate) fn dispatch(this: &Arc<Self>, how: Admission, task: Task) {
         let generation = this.counts.generations.enter();
-        this.submitted.fetch_add(1, Ordering::Relaxed);
         Self::send(this, how, Job { task, generation });
     }
 
@@ -553,6 +555,10 @@ impl Shared {
     /// Counts `n` tasks of `generation` finished at once: as `finish`.
     #[inline]
     pub(super) fn finish_many(&self, generation: Generation, n: usize) {
+        // Counted finished before they leave the unfinished counts, so that
+        // whoever sees them gone from those (`wait`, `stats`) sees them here.
+        // Relaxed: the release of `exit` orders it.
+        self.finished.fetch_add(n as u64, Ordering::Relaxed);
         if self.counts.generations.exit(generation, n) {
             self.notify_done();
         }
@@ -672,17 +678,17 @@ impl Shared {
     // === the rest ===
 
     pub(crate) fn stats(&self) -> WorkerStats {
+        // Unfinished first: a task gone from it was counted finished before
+        // (`finish_many`), so no task is missed from `submitted`; one being
+        // counted off between the two reads may be counted in both.
         let unfinished = self.counts.generations.unfinished() as u64;
+        let finished = self.finished.load(Ordering::Relaxed);
         let panicked = self.panicked.load(Ordering::Relaxed);
         let dropped = self.dropped.load(Ordering::Relaxed);
-        let submitted = self.submitted.load(Ordering::Relaxed);
         let state = self.state().load();
         WorkerStats {
-            submitted,
-            completed: submitted
-                .saturating_sub(unfinished)
-                .saturating_sub(panicked)
-                .saturating_sub(dropped),
+            submitted: finished + unfinished,
+            completed: finished.saturating_sub(panicked).saturating_sub(dropped),
             panicked,
             dropped,
             spawned: self.spawned.load(Ordering::Relaxed),
