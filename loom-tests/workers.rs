@@ -8,8 +8,9 @@
 //!
 //! or `./loom.sh`, which runs every loom model.
 //!
-//! Under loom, the task queue is a locked `VecDeque` with the injector's
-//! interface, and a timed wait times out at once (loom has no clock): the
+//! Under loom, the task queue's ring and its overflow are locked
+//! `VecDeque`s with the interfaces of `ArrayQueue` and `Injector`, the
+//! ring of one slot (so the second queued task overflows), and a timed wait times out at once (loom has no clock): the
 //! earliest an idle timeout can fire, which races hardest with a submit.
 //! Each model keeps to at most four threads (the model's own and the
 //! workers the pool starts).
@@ -144,6 +145,33 @@ fn batched_finishes_race_a_wait() {
         pool.wait();
         assert_eq!(counter.load(Ordering::Relaxed), 3);
         assert_eq!(pool.stats().completed, 3);
+    });
+}
+
+/// Tasks overflow the ring (one slot under loom) while the worker claims
+/// and pops: each claim must find a task in whichever part it went to, and
+/// every task runs exactly once. Not in order: a worker that found the ring
+/// empty just before a push to it can take a newer task from the overflow
+/// (the order across the two parts is approximate, `queue.rs`).
+#[test]
+fn tasks_overflow_the_ring_while_a_worker_claims() {
+    model("tasks_overflow_the_ring_while_a_worker_claims", || {
+        let pool = WorkerPool::builder(1)
+            .queue_capacity(3)
+            .idle_timeout(Duration::MAX)
+            .build();
+        let order = Arc::new(loom::sync::Mutex::new(Vec::new()));
+        for i in 0..4 {
+            let order = Arc::clone(&order);
+            pool.submit(move || order.lock().unwrap().push(i));
+        }
+        pool.wait();
+        let mut ran = order.lock().unwrap().clone();
+        // The first task went to the new worker directly.
+        assert_eq!(ran[0], 0);
+        ran.sort_unstable();
+        assert_eq!(ran, [0, 1, 2, 3]);
+        assert_eq!(pool.stats().completed, 4);
     });
 }
 

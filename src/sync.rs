@@ -703,3 +703,71 @@ mod loom_impl {
         }
     }
 }
+
+/// A bounded multi-producer, multi-consumer FIFO: the worker pool's fast
+/// queue (`workers/queue.rs`). `crossbeam_queue::ArrayQueue`, Vyukov's
+/// ring; under loom, a locked `VecDeque` that refuses values past its
+/// capacity, as the ring does when full.
+#[cfg(feature = "workers")]
+pub(crate) use self::ring::Ring;
+
+#[cfg(all(feature = "workers", not(stashpool_loom)))]
+mod ring {
+    use crossbeam_queue::ArrayQueue;
+
+    pub(crate) struct Ring<T>(ArrayQueue<T>);
+
+    impl<T> Ring<T> {
+        /// A ring of `capacity` slots, at least one.
+        pub(crate) fn new(capacity: usize) -> Self {
+            Self(ArrayQueue::new(capacity))
+        }
+
+        /// Appends `value`, or gives it back if the ring is full.
+        #[inline]
+        pub(crate) fn push(&self, value: T) -> Result<(), T> {
+            self.0.push(value)
+        }
+
+        /// Takes the oldest value, if any.
+        #[inline]
+        pub(crate) fn pop(&self) -> Option<T> {
+            self.0.pop()
+        }
+    }
+}
+
+#[cfg(all(feature = "workers", stashpool_loom))]
+mod ring {
+    use loom::sync::Mutex;
+    use std::collections::VecDeque;
+
+    /// loom stand-in for `crossbeam_queue::ArrayQueue`.
+    pub(crate) struct Ring<T> {
+        values: Mutex<VecDeque<T>>,
+        capacity: usize,
+    }
+
+    impl<T> Ring<T> {
+        pub(crate) fn new(capacity: usize) -> Self {
+            assert!(capacity > 0, "a ring needs a slot");
+            Self {
+                values: Mutex::new(VecDeque::new()),
+                capacity,
+            }
+        }
+
+        pub(crate) fn push(&self, value: T) -> Result<(), T> {
+            let mut values = self.values.lock().unwrap();
+            if values.len() == self.capacity {
+                return Err(value);
+            }
+            values.push_back(value);
+            Ok(())
+        }
+
+        pub(crate) fn pop(&self) -> Option<T> {
+            self.values.lock().unwrap().pop_front()
+        }
+    }
+}

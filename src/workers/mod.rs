@@ -29,10 +29,15 @@
 //!
 //! # How it works
 //!
-//! Tasks travel through one lock-free FIFO queue (`crossbeam_deque::Injector`),
-//! each as four words and the generation `wait` counts it in: closures of
-//! up to three words are stored inline, so most tasks cost no allocation
-//! (`task.rs`). Every decision about a task is made on one atomic word
+//! Tasks travel through one lock-free queue, each as four words and the
+//! generation `wait` counts it in: closures of up to three words are stored
+//! inline, so most tasks cost no allocation (`task.rs`). The queue is a
+//! bounded ring (`crossbeam_queue::ArrayQueue`) sized for all that
+//! admission lets queue, with an unbounded `crossbeam_deque::Injector`
+//! behind it for tasks that do not fit (`queue.rs`): a push to the ring is
+//! one compare-and-swap and a store, cheaper for the submitter, which feeds
+//! every worker alone. The order is first in, first out, approximately
+//! across the two parts. Every decision about a task is made on one atomic word
 //! (`state.rs`) that holds:
 //!
 //! * `queued`: tasks admitted to the queue that no worker has claimed;
@@ -96,7 +101,9 @@
 //!   task was queued (so it stayed): either way it is awake.
 //! * Claims are anonymous: each is one unit of `queued`, and each unit is a
 //!   task its submitter pushes right after counting it, so a claimer's pop
-//!   always finds a task, though maybe another submitter's.
+//!   always finds a task, though maybe another submitter's. The task may be
+//!   in the ring or in the overflow; a claimer polls both until it finds
+//!   one, so which part a push chose never matters to the proof.
 //! * A worker that exits because the bound was lowered does so in the same
 //!   steps, seeing `queued == 0`; a worker blocked in `join` or at the end
 //!   of a `scope` first runs queued tasks itself (`worker::help_while`).
@@ -104,8 +111,8 @@
 //! The `loom-tests/workers.rs` models check these races on the real code:
 //! a submit racing a worker on its way to park, a parked worker woken, an
 //! idle timeout firing as a submit arrives, two submitters racing idle
-//! exits, blocked submitters woken by a worker, two workers draining the
-//! queue while timing out, closing, a `JoinHandle` completing as it is
+//! exits, blocked submitters woken by a worker, tasks overflowing the ring
+//! while a worker claims, two workers draining the queue while timing out, closing, a `JoinHandle` completing as it is
 //! joined, a lowered bound and a shutdown racing submits.
 //!
 //! # Growing, shrinking, bounding
@@ -156,6 +163,7 @@
 mod generations;
 mod handle;
 mod idle;
+mod queue;
 mod scope;
 mod spin;
 mod state;

@@ -12,6 +12,7 @@ use crossbeam_utils::CachePadded;
 
 use super::generations::{Generation, Generations};
 use super::idle::{IdleStack, Sleeper};
+use super::queue::TaskQueue;
 use super::spin::Spin;
 use super::state::{invariant, AtomicState, State, MAX_QUEUED};
 use super::task::{Outcome, Task};
@@ -19,9 +20,7 @@ use super::word::AtomicWord;
 use super::worker;
 use super::WorkerStats;
 use crate::sync::thread::{self, JoinHandle};
-use crate::sync::{
-    lock, wait, wait_timeout, Arc, AtomicUsize, Condvar, Mutex, Ordering, Queue, NEVER,
-};
+use crate::sync::{lock, wait, wait_timeout, Arc, AtomicUsize, Condvar, Mutex, Ordering, NEVER};
 
 /// How long a submitter that finds the pool full spins, re-trying, before it
 /// parks (in `Spin` rounds). A busy worker frees a slot within one task, so
@@ -75,6 +74,15 @@ const BLOCKING: Mode = Mode {
     bounded: true,
 };
 
+/// How many tasks may wait for busy workers in a pool configured as
+/// `config` when the bound is `max`.
+#[inline]
+fn capacity(config: &Config, max: usize) -> usize {
+    config
+        .queue_capacity
+        .unwrap_or_else(|| super::DEFAULT_QUEUE_CAPACITY.max(max * super::DEFAULT_QUEUE_PER_WORKER))
+}
+
 /// A task on its way to a worker, with the wait generation it is counted in.
 pub(crate) struct Job {
     pub(super) task: Task,
@@ -95,10 +103,13 @@ pub(crate) struct Counts {
 /// Everything the workers and the handle share.
 pub(crate) struct Shared {
     pub(super) counts: CachePadded<Counts>,
-    /// Admitted tasks that no worker has taken yet, oldest first.
-    pub(super) queue: Queue<Job>,
-    /// Tasks admitted. Written by submitters only.
-    submitted: CachePadded<AtomicWord>,
+    /// Admitted tasks that no worker has taken yet, about oldest first.
+    pub(super) queue: TaskQueue,
+    /// Tasks finished (run, panicked or dropped), counted by workers in
+    /// batches. With the unfinished counts it gives the tasks submitted,
+    /// which submitters then need not count: one read-modify-write fewer
+    /// per task on the side that feeds every worker alone.
+    finished: CachePadded<AtomicWord>,
     pub(super) panicked: AtomicWord,
     dropped: AtomicWord,
     spawned: AtomicWord,
@@ -137,8 +148,10 @@ impl Shared {
                 state: AtomicState::new(),
                 generations: CachePadded::new(Generations::new()),
             }),
-            queue: Queue::new(),
-            submitted: CachePadded::new(AtomicWord::new(0)),
+            // Room for all that admission lets queue under the bound it
+            // starts with: the capacity, and a task for each free worker.
+            queue: TaskQueue::new(capacity(&config, config.max_workers) + config.max_workers),
+            finished: CachePadded::new(AtomicWord::new(0)),
             panicked: AtomicWord::new(0),
             dropped: AtomicWord::new(0),
             spawned: AtomicWord::new(0),
@@ -176,9 +189,7 @@ impl Shared {
     /// How many tasks may wait for busy workers when the bound is `max`.
     #[inline]
     fn capacity(&self, max: usize) -> usize {
-        self.config.queue_capacity.unwrap_or_else(|| {
-            super::DEFAULT_QUEUE_CAPACITY.max(max * super::DEFAULT_QUEUE_PER_WORKER)
-        })
+        capacity(&self.config, max)
     }
 
     /// Where a task submitted in state `s` goes, and the state after, or
@@ -266,7 +277,6 @@ impl Shared {
     /// before it can run: a task never finishes before it is counted.
     pub(crate) fn dispatch(this: &Arc<Self>, how: Admission, task: Task) {
         let generation = this.counts.generations.enter();
-        this.submitted.fetch_add(1, Ordering::Relaxed);
         Self::send(this, how, Job { task, generation });
     }
 
@@ -441,9 +451,10 @@ impl Shared {
         Some(self.take_claimed())
     }
 
-    /// Pops the task this thread claimed. The claim guarantees one is there
-    /// or about to be: every claim takes one unit of `queued`, and each unit
-    /// is a task its submitter pushes right after counting it. A wait here
+    /// Pops the task this thread claimed. The claim guarantees one is in
+    /// the queue (in its ring or its overflow: `queue.rs`), or about to be:
+    /// every claim takes one unit of `queued`, and each unit is a task its
+    /// submitter pushes right after counting it. A wait here
     /// is a submitter between its count and its push: short, unless it was
     /// preempted right there, which is what the yield in `Spin` is for.
     pub(super) fn take_claimed(&self) -> Job {
@@ -553,6 +564,10 @@ impl Shared {
     /// Counts `n` tasks of `generation` finished at once: as `finish`.
     #[inline]
     pub(super) fn finish_many(&self, generation: Generation, n: usize) {
+        // Counted finished before they leave the unfinished counts, so that
+        // whoever sees them gone from those (`wait`, `stats`) sees them here.
+        // Relaxed: the release of `exit` orders it.
+        self.finished.fetch_add(n as u64, Ordering::Relaxed);
         if self.counts.generations.exit(generation, n) {
             self.notify_done();
         }
@@ -672,17 +687,17 @@ impl Shared {
     // === the rest ===
 
     pub(crate) fn stats(&self) -> WorkerStats {
+        // Unfinished first: a task gone from it was counted finished before
+        // (`finish_many`), so no task is missed from `submitted`; one being
+        // counted off between the two reads may be counted in both.
         let unfinished = self.counts.generations.unfinished() as u64;
+        let finished = self.finished.load(Ordering::Relaxed);
         let panicked = self.panicked.load(Ordering::Relaxed);
         let dropped = self.dropped.load(Ordering::Relaxed);
-        let submitted = self.submitted.load(Ordering::Relaxed);
         let state = self.state().load();
         WorkerStats {
-            submitted,
-            completed: submitted
-                .saturating_sub(unfinished)
-                .saturating_sub(panicked)
-                .saturating_sub(dropped),
+            submitted: finished + unfinished,
+            completed: finished.saturating_sub(panicked).saturating_sub(dropped),
             panicked,
             dropped,
             spawned: self.spawned.load(Ordering::Relaxed),

@@ -40,7 +40,9 @@ pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(10);
 /// `benches/workers.rs` shows the gain flattening out past this size, while
 /// `benches/workers_rss.rs` shows the cost: a full queue holds each task's
 /// few words (and its box, for a closure too large to store inline), far
-/// less than the unbounded queues of `rayon` and `threadpool` reach.
+/// less than the unbounded queues of `rayon` and `threadpool` reach. The
+/// queue's ring, a slot of six words per task it can hold, is allocated
+/// when the pool is made (about 200 KiB at this size).
 pub const DEFAULT_QUEUE_CAPACITY: usize = 4096;
 
 /// The default queue's size per worker, for pools large enough that it
@@ -584,7 +586,9 @@ impl WorkerPoolBuilder {
     /// `submit` waits until a worker is free, as Go's `itogami` does, and
     /// every task is a hand-off; a queue lets a submitter run ahead of the
     /// workers (the `queue_capacity` group of `benches/workers.rs`
-    /// measures what that buys).
+    /// measures what that buys). Room for the queue (six words a task, up
+    /// to 8192 tasks; tasks past that go to a queue that grows as needed)
+    /// is allocated when the pool is built.
     ///
     /// # Panics
     ///

@@ -3,12 +3,14 @@
 /// A snapshot of a [`WorkerPool`](super::WorkerPool)'s counters and of its
 /// workers now.
 ///
-/// The counts since the pool was made only grow. While tasks are being
-/// submitted or run, the fields are read one after another, not all at one
-/// instant, and a busy worker counts the tasks it finished in batches, so
-/// `completed` may trail by a few tasks per busy worker; each field is exact
-/// once the pool is quiet (for example after
-/// [`wait`](super::WorkerPool::wait)).
+/// The counts since the pool was made grow over time. While tasks are
+/// being submitted or run, the fields are read one after another, not all
+/// at one instant, and a busy worker counts the tasks it finished in
+/// batches, so `completed` may trail by a few tasks per busy worker, and
+/// `submitted` (the tasks finished plus the tasks not yet finished: the
+/// submitting side keeps no count of its own, to stay cheap) may be off by
+/// as many, either way; each field is exact once the pool is quiet (for
+/// example after [`wait`](super::WorkerPool::wait)).
 ///
 /// # Examples
 ///
