@@ -75,6 +75,7 @@ mod fallible;
 pub mod image;
 #[cfg(not(stashpool_loom))]
 pub mod io;
+mod lazy;
 #[cfg(all(feature = "mmap", not(stashpool_loom)))]
 pub mod mmap;
 #[cfg(not(stashpool_loom))]

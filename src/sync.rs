@@ -704,14 +704,14 @@ mod loom_impl {
     }
 }
 
-/// A bounded multi-producer, multi-consumer FIFO: the worker pool's fast
-/// queue (`workers/queue.rs`). `crossbeam_queue::ArrayQueue`, Vyukov's
-/// ring; under loom, a locked `VecDeque` that refuses values past its
-/// capacity, as the ring does when full.
-#[cfg(feature = "workers")]
+/// A bounded multi-producer, multi-consumer FIFO: the overflow's queue of
+/// single objects (`pool/singles.rs`) and the worker pool's fast queue
+/// (`workers/queue.rs`). `crossbeam_queue::ArrayQueue`, Vyukov's ring;
+/// under loom, a locked `VecDeque` that refuses values past its capacity,
+/// as the ring does when full.
 pub(crate) use self::ring::Ring;
 
-#[cfg(all(feature = "workers", not(stashpool_loom)))]
+#[cfg(not(stashpool_loom))]
 mod ring {
     use crossbeam_queue::ArrayQueue;
 
@@ -734,10 +734,15 @@ mod ring {
         pub(crate) fn pop(&self) -> Option<T> {
             self.0.pop()
         }
+
+        /// Values held (a snapshot).
+        pub(crate) fn len(&self) -> usize {
+            self.0.len()
+        }
     }
 }
 
-#[cfg(all(feature = "workers", stashpool_loom))]
+#[cfg(stashpool_loom)]
 mod ring {
     use loom::sync::Mutex;
     use std::collections::VecDeque;
@@ -768,6 +773,10 @@ mod ring {
 
         pub(crate) fn pop(&self) -> Option<T> {
             self.values.lock().unwrap().pop_front()
+        }
+
+        pub(crate) fn len(&self) -> usize {
+            self.values.lock().unwrap().len()
         }
     }
 }

@@ -11,7 +11,8 @@
 //! | `node.rs` | the heap node an object lives in while pooled or lent |
 //! | `shared.rs` | a pool's shared state: the stash table and its bound, the overflow, the counters |
 //! | `stash.rs` | one thread's stash and the owner's side of the stash handshake |
-//! | `overflow.rs` | the shared overflow: batches, and single objects, in `crossbeam_deque::Injector`s |
+//! | `overflow.rs` | the shared overflow: batches of objects in a `crossbeam_deque::Injector`, and single objects |
+//! | `singles.rs` | the overflow's single objects: a bounded ring, an `Injector` behind it |
 //! | `barrier.rs` | the heavy barrier of the handshake (`membarrier`, or fences) |
 //! | `sweep.rs` | the sweep: Go's victim rule across every stash and the overflow; `clear`; pool close; exit flush |
 //! | `background.rs` | the process-wide thread that sweeps every pool on its interval |
@@ -36,6 +37,7 @@ mod owner;
 mod pool_trait;
 mod recycle;
 mod shared;
+mod singles;
 mod stash;
 mod stats;
 mod sweep;

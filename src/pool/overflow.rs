@@ -15,14 +15,13 @@
 //! the pool's bound on stashes, or in its teardown) and a stash whose share
 //! of `max_idle` is zero move objects one at a time; a batch would cost
 //! them a `Vec` allocation per object, where a `Single` is moved whole into
-//! the queue, whose slots are allocated a block at a time.
+//! a ring allocated once (`singles.rs`).
 
-use std::marker::PhantomData;
-use std::panic::AssertUnwindSafe;
-use std::ptr;
-
+use crate::lazy::LazyQueue;
 use crate::pool::node::Node;
-use crate::sync::{AtomicPtr, AtomicUsize, Ordering, Queue};
+pub(crate) use crate::pool::singles::Single;
+use crate::pool::singles::Singles;
+use crate::sync::{AtomicUsize, Ordering};
 
 /// Objects of one age, moving between a stash and the overflow.
 pub(crate) struct Batch<T> {
@@ -37,111 +36,11 @@ impl<T> Batch<T> {
     }
 }
 
-/// A queue made on its first push.
-///
-/// An `Injector` allocates its first block of slots when it is made, and a
-/// pool whose stashes never spill (most pools, most of the time) or whose
-/// threads all have stashes would otherwise hold one or two such blocks for
-/// nothing, for as long as it lives.
-///
-/// Made without a lock: the first pushers each make a queue and race to
-/// publish theirs with one compare-and-swap, and the losers drop their own.
-/// A `OnceLock` would make the others wait for the first instead, and a
-/// process forked while one thread was making the queue would leave its
-/// child waiting forever on a thread that does not exist there; here a
-/// child finds the queue either published or not, never half made.
-pub(crate) struct LazyQueue<T> {
-    /// Null until the first push; then a queue from `Box::into_raw`, freed
-    /// only by `Drop`.
-    queue: AtomicPtr<Queue<T>>,
-    /// Gives `LazyQueue<T>` the `Send` and `Sync` of the boxed queue it
-    /// owns (an `AtomicPtr` alone would be both for any `T`). The queue
-    /// changes only through atomic operations that leave it whole if a
-    /// caller unwinds (none runs user code), hence `AssertUnwindSafe`: pools
-    /// stay `UnwindSafe` and `RefUnwindSafe` as with the queue held
-    /// directly.
-    _owns: PhantomData<AssertUnwindSafe<Box<Queue<T>>>>,
-}
-
-impl<T> LazyQueue<T> {
-    pub(crate) fn new() -> Self {
-        Self {
-            queue: AtomicPtr::new(ptr::null_mut()),
-            _owns: PhantomData,
-        }
-    }
-
-    fn get(&self) -> Option<&Queue<T>> {
-        // Acquire: pairs with the publishing compare-and-swap, so the queue
-        // is seen whole.
-        let queue = self.queue.load(Ordering::Acquire);
-        // SAFETY: non-null means published by `get_or_make` from a live box,
-        // which only `Drop` frees, and `&self` outlives the borrow.
-        unsafe { queue.as_ref() }
-    }
-
-    fn get_or_make(&self) -> &Queue<T> {
-        if let Some(queue) = self.get() {
-            return queue;
-        }
-        let made = Box::into_raw(Box::new(Queue::new()));
-        match self.queue.compare_exchange(
-            ptr::null_mut(),
-            made,
-            Ordering::AcqRel,
-            Ordering::Acquire,
-        ) {
-            // SAFETY: `made` is now published and freed only by `Drop`.
-            Ok(_) => unsafe { &*made },
-            Err(theirs) => {
-                // SAFETY: `made` was never published: this thread alone has
-                // it, from `Box::into_raw` above.
-                drop(unsafe { Box::from_raw(made) });
-                // SAFETY: `theirs` is non-null (the exchange failed), so as
-                // in `get`.
-                unsafe { &*theirs }
-            }
-        }
-    }
-
-    pub(crate) fn push(&self, value: T) {
-        self.get_or_make().push(value);
-    }
-
-    pub(crate) fn pop(&self) -> Option<T> {
-        self.get()?.pop()
-    }
-
-    pub(crate) fn len(&self) -> usize {
-        self.get().map_or(0, Queue::len)
-    }
-}
-
-impl<T> Drop for LazyQueue<T> {
-    fn drop(&mut self) {
-        // `&mut self`: no other thread can reach the queue any more, and
-        // whatever gave this thread that access ordered it after the push
-        // that published it.
-        let queue = self.queue.load(Ordering::Acquire);
-        if !queue.is_null() {
-            // SAFETY: published from `Box::into_raw` and never freed before;
-            // nothing can use it after this.
-            drop(unsafe { Box::from_raw(queue) });
-        }
-    }
-}
-
-/// One object and its stamp: a batch of one without the `Vec`.
-pub(crate) struct Single<T> {
-    pub(crate) node: Box<Node<T>>,
-    pub(crate) stamp: u64,
-}
-
-/// Two `crossbeam_deque::Injector`s, of batches and of single objects, with
-/// one bound on the objects in both.
+/// A queue of batches (a `crossbeam_deque::Injector`) and one of single
+/// objects (a ring, see `singles.rs`), with one bound on the objects in both.
 pub(crate) struct Overflow<T> {
     pub(super) queue: LazyQueue<Batch<T>>,
-    pub(super) singles: LazyQueue<Single<T>>,
+    pub(super) singles: Singles<T>,
     /// Objects queued, plus objects reserved for batches on their way in.
     pub(super) len: AtomicUsize,
     /// The most objects `len` may reach (`Builder::max_idle`).
@@ -152,7 +51,7 @@ impl<T> Overflow<T> {
     pub(crate) fn new(max_idle: usize) -> Self {
         Self {
             queue: LazyQueue::new(),
-            singles: LazyQueue::new(),
+            singles: Singles::new(max_idle),
             len: AtomicUsize::new(0),
             max_idle,
         }
@@ -238,49 +137,15 @@ mod tests {
     }
 
     #[test]
-    fn first_pushes_that_race_share_one_queue() {
-        let queue = std::sync::Arc::new(LazyQueue::new());
-        let start = std::sync::Arc::new(std::sync::Barrier::new(2));
-        let pushers: Vec<_> = (0..2u64)
-            .map(|i| {
-                let (queue, start) = (queue.clone(), start.clone());
-                std::thread::spawn(move || {
-                    start.wait();
-                    queue.push(i);
-                })
-            })
-            .collect();
-        for pusher in pushers {
-            pusher.join().unwrap();
-        }
-        assert_eq!(queue.len(), 2, "both pushes landed in the one queue kept");
-        let mut got = [queue.pop().unwrap(), queue.pop().unwrap()];
-        got.sort();
-        assert_eq!(got, [0, 1]);
-        assert!(queue.pop().is_none());
-    }
-
-    #[test]
-    fn dropping_a_queue_drops_what_it_holds() {
-        let alive = std::sync::Arc::new(());
-        let queue = LazyQueue::new();
-        queue.push(alive.clone());
-        queue.push(alive.clone());
-        assert_eq!(std::sync::Arc::strong_count(&alive), 3);
-        drop(queue);
-        assert_eq!(std::sync::Arc::strong_count(&alive), 1);
-    }
-
-    #[test]
     fn queues_are_made_on_first_push() {
         let overflow = Overflow::<u8>::new(usize::MAX);
-        assert!(overflow.queue.get().is_none() && overflow.singles.get().is_none());
+        assert!(!overflow.queue.is_made() && !overflow.singles.is_made());
         assert!(overflow.pop().is_none() && overflow.pop_one().is_none());
-        assert!(overflow.queue.get().is_none(), "a pop makes nothing");
+        assert!(!overflow.queue.is_made(), "a pop makes nothing");
         assert_eq!(overflow.reserve(1), 1);
         overflow.push_one(Node::boxed(1), 0);
-        assert!(overflow.singles.get().is_some());
-        assert!(overflow.queue.get().is_none(), "each queue on its own");
+        assert!(overflow.singles.is_made());
+        assert!(!overflow.queue.is_made(), "each queue on its own");
     }
 
     #[test]
