@@ -739,6 +739,12 @@ mod ring {
         pub(crate) fn len(&self) -> usize {
             self.0.len()
         }
+
+        /// Values it can hold.
+        #[cfg(test)]
+        pub(crate) fn capacity(&self) -> usize {
+            self.0.capacity()
+        }
     }
 }
 

@@ -32,9 +32,10 @@
 //! Tasks travel through one lock-free queue, each as four words and the
 //! generation `wait` counts it in: closures of up to three words are stored
 //! inline, so most tasks cost no allocation (`task.rs`). The queue is a
-//! bounded ring (`crossbeam_queue::ArrayQueue`) sized for all that
-//! admission lets queue, with an unbounded `crossbeam_deque::Injector`
-//! behind it for tasks that do not fit (`queue.rs`): a push to the ring is
+//! bounded ring (`crossbeam_queue::ArrayQueue`) sized for what admission
+//! lets queue (the queue capacity, and tasks for a few free workers), with
+//! an unbounded `crossbeam_deque::Injector` behind it, made on first use,
+//! for tasks that do not fit (`queue.rs`): a push to the ring is
 //! one compare-and-swap and a store, cheaper for the submitter, which feeds
 //! every worker alone. The order is first in, first out, approximately
 //! across the two parts. Every decision about a task is made on one atomic word

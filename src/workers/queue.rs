@@ -8,10 +8,12 @@
 //! (`crossbeam_queue::ArrayQueue`) is one compare-and-swap on the tail and a
 //! plain release store of the slot's stamp. So tasks go to the ring, sized
 //! for what admission lets queue (`queue_capacity` plus a task for each free
-//! worker), and only those that find it full go to the `Injector`: tasks
-//! that workers submit past the capacity, tasks admitted after
-//! `set_max_workers` raised the bound, or a backlog deeper than the ring's
-//! cap on its size (`MAX_RING_SLOTS`, above the default capacity).
+//! worker, up to `FREE_WORKER_SLOTS` of those), and only those that find it
+//! full go to the `Injector`, made on the first of them: tasks that workers
+//! submit past the capacity, tasks admitted after `set_max_workers` raised
+//! the bound, a burst for more free workers than the ring keeps slots for,
+//! or a backlog deeper than the ring's cap on its size (`MAX_RING_SLOTS`,
+//! above the default capacity).
 //!
 //! Order: while the overflow holds a task, every push goes there too, and
 //! pops take from the ring first. So once tasks overflow, the ring drains
@@ -32,7 +34,8 @@
 use crossbeam_utils::CachePadded;
 
 use super::submit::Job;
-use crate::sync::{AtomicUsize, Ordering, Queue, Ring};
+use crate::lazy::LazyQueue;
+use crate::sync::{AtomicUsize, Ordering, Ring};
 
 /// The most slots a ring gets. The ring must hold all that admission lets
 /// queue: a smaller one overflows whenever the submitter runs ahead of the
@@ -43,11 +46,22 @@ use crate::sync::{AtomicUsize, Ordering, Queue, Ring};
 /// one slot, so that the models send tasks through the overflow too.
 const MAX_RING_SLOTS: usize = if cfg!(stashpool_loom) { 1 } else { 1 << 13 };
 
+/// The most ring slots kept for tasks on their way to free workers. Such a
+/// task waits only until the worker it was admitted for (one that is
+/// spinning, parked or just starting) takes it, so a full set, a task for
+/// every free worker at once, needs a burst of submits as large as the pool
+/// while every worker is idle; a pool of many workers would pay a slot for
+/// each of them, all of its life, for that. Past this many, such a burst
+/// overflows, and costs the overflow's allocations until it drains.
+const FREE_WORKER_SLOTS: usize = 64;
+
 /// Admitted tasks that no worker has taken yet.
 pub(crate) struct TaskQueue {
     ring: Ring<Job>,
-    /// Tasks that found the ring full (or found tasks here already).
-    overflow: Queue<Job>,
+    /// Tasks that found the ring full (or found tasks here already); made
+    /// on the first such task, so a pool whose tasks always fit the ring
+    /// holds no block of it.
+    overflow: LazyQueue<Job>,
     /// Tasks pushed to `overflow` and not yet popped from it: counted
     /// before the push and after the pop, so never below the tasks there.
     /// Read by every push; written only while tasks overflow, so its line
@@ -56,11 +70,21 @@ pub(crate) struct TaskQueue {
 }
 
 impl TaskQueue {
-    /// A queue whose ring holds `slots` tasks (at most `MAX_RING_SLOTS`).
-    pub(crate) fn new(slots: usize) -> Self {
+    /// A queue for a pool that lets `capacity` tasks wait for a busy worker
+    /// and runs at most `max_workers`: its ring holds the capacity, and a
+    /// task for each free worker up to `FREE_WORKER_SLOTS`, at most
+    /// `MAX_RING_SLOTS` in all.
+    pub(crate) fn new(capacity: usize, max_workers: usize) -> Self {
+        let slots = capacity.saturating_add(max_workers.min(FREE_WORKER_SLOTS));
+        Self::with_slots(slots)
+    }
+
+    /// A queue whose ring holds `slots` tasks (at least one, at most
+    /// `MAX_RING_SLOTS`).
+    fn with_slots(slots: usize) -> Self {
         Self {
             ring: Ring::new(slots.clamp(1, MAX_RING_SLOTS)),
-            overflow: Queue::new(),
+            overflow: LazyQueue::new(),
             overflowed: CachePadded::new(AtomicUsize::new(0)),
         }
     }
@@ -133,7 +157,7 @@ mod tests {
     #[test]
     fn tasks_past_the_ring_overflow_and_keep_their_order() {
         let (ran, generations) = (Arc::new(Mutex::new(Vec::new())), Generations::new());
-        let queue = TaskQueue::new(2);
+        let queue = TaskQueue::with_slots(2);
         for i in 0..5 {
             queue.push(job(&ran, &generations, i));
         }
@@ -150,9 +174,35 @@ mod tests {
     }
 
     #[test]
+    fn the_ring_holds_the_capacity_and_a_few_free_workers_tasks() {
+        assert_eq!(TaskQueue::new(4096, 2).ring.capacity(), 4098);
+        assert_eq!(TaskQueue::new(0, 256).ring.capacity(), FREE_WORKER_SLOTS);
+        assert_eq!(
+            TaskQueue::new(10, 256).ring.capacity(),
+            10 + FREE_WORKER_SLOTS
+        );
+        assert_eq!(
+            TaskQueue::new(usize::MAX, 1).ring.capacity(),
+            MAX_RING_SLOTS
+        );
+    }
+
+    #[test]
+    fn the_overflow_is_made_by_the_first_task_that_needs_it() {
+        let (ran, generations) = (Arc::new(Mutex::new(Vec::new())), Generations::new());
+        let queue = TaskQueue::with_slots(1);
+        queue.push(job(&ran, &generations, 0));
+        assert!(!queue.overflow.is_made(), "the task fit the ring");
+        queue.push(job(&ran, &generations, 1));
+        assert!(queue.overflow.is_made());
+        run_all(&queue);
+        assert_eq!(*ran.lock().unwrap(), [0, 1]);
+    }
+
+    #[test]
     fn a_zero_sized_ring_still_holds_a_task() {
         let (ran, generations) = (Arc::new(Mutex::new(Vec::new())), Generations::new());
-        let queue = TaskQueue::new(0);
+        let queue = TaskQueue::with_slots(0);
         queue.push(job(&ran, &generations, 0));
         assert!(queue.ring.pop().is_some());
         assert!(queue.pop().is_none());

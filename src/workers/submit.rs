@@ -148,9 +148,9 @@ impl Shared {
                 state: AtomicState::new(),
                 generations: CachePadded::new(Generations::new()),
             }),
-            // Room for all that admission lets queue under the bound it
-            // starts with: the capacity, and a task for each free worker.
-            queue: TaskQueue::new(capacity(&config, config.max_workers) + config.max_workers),
+            // Room for what admission lets queue under the bound it starts
+            // with (`queue.rs`).
+            queue: TaskQueue::new(capacity(&config, config.max_workers), config.max_workers),
             finished: CachePadded::new(AtomicWord::new(0)),
             panicked: AtomicWord::new(0),
             dropped: AtomicWord::new(0),
