@@ -581,15 +581,60 @@ fn the_pooled_server_reuses_its_buffers() {
         }
     }
     let stats = parse_counters(server.get_when_free("/stats").text());
-    // The /stats connection took a reader and a writer too.
-    assert_eq!(stats["readers.created"], 1, "{stats:?}");
-    assert_eq!(stats["readers.reused"], connections, "{stats:?}");
-    assert_eq!(stats["writers.created"], 1, "{stats:?}");
-    assert_eq!(stats["writers.reused"], connections, "{stats:?}");
-    // One buffer per request, all on one thread: made once, then reused by
-    // every later request (the /stats request included).
-    assert_eq!(stats["buffers.created"], 1, "{stats:?}");
-    assert_eq!(stats["buffers.reused"], 10 * connections, "{stats:?}");
+    // The client waits for each answer, so every request is a burst of its
+    // own: it takes a reader, a writer and a buffer, and gives all three
+    // back before the next. All on one thread: each made once, then reused
+    // by every later request (the /stats request included).
+    let requests = 10 * connections;
+    for pool in ["readers", "writers", "buffers"] {
+        assert_eq!(stats[&format!("{pool}.created")], 1, "{pool}: {stats:?}");
+        assert_eq!(
+            stats[&format!("{pool}.reused")],
+            requests,
+            "{pool}: {stats:?}"
+        );
+    }
+}
+
+/// Objects of `pool` out of it now, by the counters of `stats`: made, and
+/// neither idle in the pool nor dropped by it.
+fn out_of(stats: &HashMap<String, u64>, pool: &str) -> u64 {
+    let count = |what: &str| stats[&format!("{pool}.{what}")];
+    count("created") - count("idle") - count("rejected") - count("trimmed")
+}
+
+#[test]
+fn connections_between_requests_hold_no_buffers() {
+    // Kept-alive connections that have been answered and sent nothing
+    // since hold no reader, writer or buffer: only the /stats connection,
+    // which is being answered, has them out.
+    let held = 3;
+    let server = Server::start(&["--workers", &(held + 1).to_string()]);
+    let mut clients: Vec<Client> = (0..held)
+        .map(|_| server.client_when_free("/json").0)
+        .collect();
+    for client in &mut clients {
+        assert_eq!(client.get("/").status, 200);
+    }
+    // A connection gives its buffers back just after its answer is sent,
+    // so the client may read the answer first: ask until they are back.
+    let start = Instant::now();
+    let pools = ["readers", "writers", "buffers"];
+    loop {
+        let stats = parse_counters(server.get_when_free("/stats").text());
+        if pools.iter().all(|pool| out_of(&stats, pool) == 1) {
+            break;
+        }
+        assert!(
+            start.elapsed() < DEADLINE,
+            "idle connections still hold buffers: {stats:?}"
+        );
+        thread::yield_now();
+    }
+    // And they are served again when they send.
+    for client in &mut clients {
+        assert_eq!(client.get("/json").status, 200);
+    }
 }
 
 #[test]
@@ -611,6 +656,49 @@ fn connections_that_never_send_take_no_buffers() {
     assert_eq!(stats["readers.reused"], 0, "{stats:?}");
     assert_eq!(stats["writers.created"], 1, "{stats:?}");
     assert_eq!(stats["writers.reused"], 0, "{stats:?}");
+}
+
+#[test]
+fn the_pools_shrink_when_the_burst_is_over() {
+    // Three requests in flight at once, each begun but not finished, take
+    // three readers; once answered, the two that no later request takes
+    // are trimmed by the server's sweeps (every 20 ms here), wherever the
+    // workers left them.
+    let in_flight = 3;
+    let server = Server::start(&["--workers", "4", "--sweep-every-ms", "20"]);
+    let mut clients: Vec<Client> = (0..in_flight).map(|_| server.client()).collect();
+    for client in &mut clients {
+        client.send(b"GET /json HTTP/1.1\r\nHost: test\r\n");
+    }
+    let start = Instant::now();
+    while out_of(&server.stats(), "readers") < in_flight as u64 + 1 {
+        assert!(
+            start.elapsed() < DEADLINE,
+            "the requests never took their readers"
+        );
+        thread::yield_now();
+    }
+    for client in &mut clients {
+        client.send(b"\r\n");
+        assert_eq!(client.response().status, 200);
+    }
+    let start = Instant::now();
+    loop {
+        let stats = server.stats();
+        // The /stats requests reuse one reader and keep it young (unless
+        // this thread stalls for two sweeps, when it is trimmed too and the
+        // next request makes one).
+        if stats["readers.trimmed"] >= in_flight as u64 {
+            assert_eq!(stats["readers.idle"], 0, "{stats:?}");
+            assert_eq!(out_of(&stats, "readers"), 1, "{stats:?}");
+            break;
+        }
+        assert!(
+            start.elapsed() < DEADLINE,
+            "the idle readers were never trimmed: {stats:?}"
+        );
+        thread::yield_now();
+    }
 }
 
 /// Requests `/json` `n` times on one connection and returns how many
@@ -693,8 +781,8 @@ fn heap_growth(server: &Server, n: u64) -> i64 {
 
 #[test]
 fn requests_leave_no_heap_behind() {
-    // Both modes keep a connection's buffers for its life and free (plain)
-    // or pool (pooled) each request's. What a request leaves behind would
+    // Both modes take a connection's buffers for each burst of requests
+    // and free (plain) or pool (pooled) them after it. What a request leaves behind would
     // add up over 3 * 300 requests; the margin covers one connection's
     // buffers and thread, the /stats connection before the last one, which
     // the server may not have closed yet.

@@ -2,63 +2,109 @@
 //! client closes, asks to close, times out or sends something the server
 //! refuses.
 //!
+//! A connection holds buffers only while it has requests to serve. It
+//! waits for a request to begin with none (a one-byte `peek`), then takes
+//! a reader and a writer for the burst of requests that has arrived (one,
+//! or several pipelined), and one buffer per request, which holds the head,
+//! then the body or the document sent back. When the burst is answered and
+//! flushed and nothing more has arrived, it gives the reader and the writer
+//! back and waits again. So the buffers a server holds follow the requests
+//! in flight, not the connections open: a kept-alive connection between
+//! requests, or one that never sends, holds none.
+//!
 //! The pooled and the plain server run this same code; they differ only in
-//! where their buffers come from. Pooled: the reader's and writer's buffers
-//! from [`READERS`] and [`WRITERS`] for the connection, taken once its
-//! first request begins to arrive (so a connection that never sends holds
-//! none), and one buffer per
-//! request from [`BUFFERS`], taken once the request has begun to arrive
-//! (so an idle connection holds none) and given back when it has been
-//! answered; it holds the head, then the body or the document sent back.
-//! Plain: `std::io::BufReader`/`BufWriter` of the same size, and a fresh
-//! `Vec` of the same capacity per request.
+//! where the buffers come from ([`Buffers`]). Pooled: [`READERS`],
+//! [`WRITERS`] and [`BUFFERS`], so taking them costs no allocation. Plain:
+//! `std::io::BufReader`/`BufWriter` of the same size and a `Vec` of the
+//! same capacity, allocated when taken and freed when given back.
 
 use std::io::{self, BufRead, BufReader, BufWriter, Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::LazyLock;
+use std::thread;
 use std::time::{Duration, Instant};
 
-use stashpool::bytes::BytePool;
-use stashpool::io::{BufReaderPool, BufWriterPool, PooledBufReader};
+use stashpool::bytes::{BytePool, PooledBuffer};
+use stashpool::io::{BufReaderPool, BufWriterPool, PooledBufReader, PooledBufWriter};
+use stashpool::Pool;
 
 use crate::counters::{self, ERRORS, REQUESTS, TIMEOUTS};
 use crate::http::{self, HeadError, Reject, Request, Status};
 
-/// Size of a connection's read and write buffers, in both modes: Go's
-/// `net/http` default, and a single page. A pooled read buffer is zeroed
+/// Size of the read and write buffers, in both modes: Go's `net/http`
+/// default, and a single page. A pooled read buffer is zeroed
 /// whole (so one connection's bytes never reach the next), which makes all
 /// of its pages resident, where std's `BufReader` leaves the pages it never
 /// reads into untouched; at one page the two cost the same memory.
 pub const IO_BUFFER: usize = 4 * 1024;
 /// Capacity of a per-request buffer, in both modes: a request head, the
-/// JSON document and the benchmark's bodies fit without growing. Small,
-/// because the pooled server keeps an idle one in each worker's stash, and
-/// it runs a worker per open connection.
-///
-/// That idle buffer per worker is most of the memory the pooled server
-/// holds beyond the plain one once connections far outnumber cores. The
-/// plain server frees its buffer after each request, and glibc makes at
-/// most eight arenas per core: past that many threads, threads share an
-/// arena and reuse each other's freed buffers, so the plain server keeps
-/// about as many as requests are in flight at once, not one per thread.
+/// JSON document and the benchmark's bodies fit without growing.
 pub const BUFFER: usize = 2 * 1024;
 
 /// Read buffers of the pooled server's connections.
-pub static READERS: BufReaderPool = BufReaderPool::new(IO_BUFFER);
+pub static READERS: LazyLock<BufReaderPool> = LazyLock::new(|| {
+    BufReaderPool::builder(IO_BUFFER)
+        .max_idle(max_idle())
+        .manual_sweep()
+        .build()
+});
 /// Write buffers of the pooled server's connections.
-pub static WRITERS: BufWriterPool = BufWriterPool::new(IO_BUFFER);
+pub static WRITERS: LazyLock<BufWriterPool> = LazyLock::new(|| {
+    BufWriterPool::builder(IO_BUFFER)
+        .max_idle(max_idle())
+        .manual_sweep()
+        .build()
+});
 /// Per-request buffers of the pooled server. A body that grew one past the
 /// pool's `max_capacity` is dropped on return, not pooled, so a large
 /// upload does not pin its memory.
+pub static BUFFERS: LazyLock<BytePool> = LazyLock::new(|| {
+    BytePool::builder(BUFFER)
+        .max_idle(max_idle())
+        .manual_sweep()
+        .build()
+});
+
+/// Idle objects each pool keeps per core.
 ///
-/// The default knobs, although with many workers each stash pins an idle
-/// buffer (see [`BUFFER`]): `local_capacity(0)` or a small `max_idle`
-/// would send every return through the shared overflow instead, which
-/// allocates a block of its own every few dozen pushes and leaves spare
-/// batch buffers in each worker's stash; that costs about as much resident
-/// memory as the buffers it saves with many workers, and more with few.
-pub static BUFFERS: BytePool = BytePool::new(BUFFER);
+/// A connection holds its reader and writer only while a burst of its
+/// requests is being served, and a request its buffer only while it is
+/// served, so about as many of each are in use at once as requests are in
+/// flight: a few per core. Without a bound, every worker that has a stash
+/// would keep an idle reader, writer and buffer of its own, which with a
+/// worker per connection is a set per connection, more than the plain
+/// server's freed buffers. Past the bound a worker's share of it is zero,
+/// so its objects go back through the pool's shared ring of single
+/// objects, which allocates nothing once made, and serve every worker.
+pub const IDLE_PER_CORE: usize = 4;
+
+fn max_idle() -> usize {
+    IDLE_PER_CORE * thread::available_parallelism().map_or(1, usize::from)
+}
+
+/// The pooled server's pools, for sweeping and reporting them together.
+///
+/// They are built with `manual_sweep`: the server sweeps them from the
+/// thread that already prints its counters ([`sweep_pools`]), rather than
+/// from stashpool's background sweeper, a thread the plain server has no
+/// counterpart of.
+pub fn pools() -> [(&'static str, &'static dyn Pool); 3] {
+    [
+        ("buffers", &*BUFFERS),
+        ("readers", &*READERS),
+        ("writers", &*WRITERS),
+    ]
+}
+
+/// One sweep of every pool: what has sat idle since the last sweep is
+/// dropped, so after a burst the pools shrink back within two sweeps.
+pub fn sweep_pools() {
+    for (_, pool) in pools() {
+        pool.sweep();
+    }
+}
 
 /// What a connection may send and how long it may take.
 #[derive(Clone, Copy, Debug)]
@@ -86,47 +132,71 @@ pub fn serve(stream: TcpStream, limits: &Limits, plain: bool) {
         .set_read_timeout(Some(limits.read_timeout))
         .and_then(|()| stream.set_write_timeout(Some(limits.read_timeout)))
         .and_then(|()| stream.set_nodelay(true));
-    if configured.is_err() || !first_request_begins(&stream) {
+    if configured.is_err() {
         return;
     }
-    let timed = Timed {
-        stream: &stream,
-        timeout: limits.read_timeout,
-        deadline: None,
-        shortened: false,
-    };
     if plain {
-        Connection {
-            stream: &stream,
-            reader: BufReader::with_capacity(IO_BUFFER, timed),
-            writer: BufWriter::with_capacity(IO_BUFFER, &stream),
-            take: || Fresh(Vec::with_capacity(BUFFER)),
-            limits,
-            id,
-            served: 0,
-        }
-        .run();
+        Connection::new(&stream, limits, id, Plain).run();
     } else {
-        Connection {
-            stream: &stream,
-            reader: READERS.reader(timed),
-            writer: WRITERS.writer(&stream),
-            take: || BUFFERS.get(),
-            limits,
-            id,
-            served: 0,
-        }
-        .run();
+        Connection::new(&stream, limits, id, Pools).run();
     }
 }
 
-/// Waits, without a buffer, for the connection's first request to begin:
-/// `false` when the client closed, timed out or failed first. Only then
-/// does the connection take its read and write buffers, so one that never
-/// sends anything (a port probe, a client that connects ahead of need)
-/// holds none, and in the pooled server leaves none idle in its worker's
-/// stash: the same rule as a request's buffer, one step earlier.
-fn first_request_begins(stream: &TcpStream) -> bool {
+/// Where a connection's buffers come from; the one difference between the
+/// two servers.
+trait Buffers<'s> {
+    type Reader: TimedReader<'s>;
+    type Writer: Write;
+    type Buffer: DerefMut<Target = Vec<u8>>;
+    fn reader(&self, timed: Timed<'s>) -> Self::Reader;
+    fn writer(&self, stream: &'s TcpStream) -> Self::Writer;
+    /// A per-request buffer.
+    fn buffer(&self) -> Self::Buffer;
+}
+
+/// The pooled server's buffers: [`READERS`], [`WRITERS`] and [`BUFFERS`].
+struct Pools;
+
+impl<'s> Buffers<'s> for Pools {
+    type Reader = PooledBufReader<'static, Timed<'s>>;
+    type Writer = PooledBufWriter<'static, &'s TcpStream>;
+    type Buffer = PooledBuffer<'static>;
+    fn reader(&self, timed: Timed<'s>) -> Self::Reader {
+        READERS.reader(timed)
+    }
+    fn writer(&self, stream: &'s TcpStream) -> Self::Writer {
+        WRITERS.writer(stream)
+    }
+    fn buffer(&self) -> Self::Buffer {
+        BUFFERS.get()
+    }
+}
+
+/// The plain server's buffers: std's, and a fresh `Vec` per request, each
+/// allocated when taken and freed when dropped.
+struct Plain;
+
+impl<'s> Buffers<'s> for Plain {
+    type Reader = BufReader<Timed<'s>>;
+    type Writer = BufWriter<&'s TcpStream>;
+    type Buffer = Fresh;
+    fn reader(&self, timed: Timed<'s>) -> Self::Reader {
+        BufReader::with_capacity(IO_BUFFER, timed)
+    }
+    fn writer(&self, stream: &'s TcpStream) -> Self::Writer {
+        BufWriter::with_capacity(IO_BUFFER, stream)
+    }
+    fn buffer(&self) -> Fresh {
+        Fresh(Vec::with_capacity(BUFFER))
+    }
+}
+
+/// Waits, without a buffer, for a request to begin: `false` when the
+/// client closed, timed out or failed first. Only then does the connection
+/// take its read and write buffers, so one that sends nothing (a port
+/// probe, a client that connects ahead of need, a kept-alive connection
+/// between requests) holds none.
+fn request_begins(stream: &TcpStream) -> bool {
     loop {
         match stream.peek(&mut [0u8]) {
             Ok(0) => return false,
@@ -171,7 +241,16 @@ pub struct Timed<'s> {
     shortened: bool,
 }
 
-impl Timed<'_> {
+impl<'s> Timed<'s> {
+    fn new(stream: &'s TcpStream, timeout: Duration) -> Self {
+        Timed {
+            stream,
+            timeout,
+            deadline: None,
+            shortened: false,
+        }
+    }
+
     /// Starts the request's deadline, if it has not started.
     fn arm(&mut self) {
         if self.deadline.is_none() {
@@ -241,15 +320,13 @@ enum Outcome {
     Refuse(Reject),
 }
 
-struct Connection<'s, R, W, F> {
+/// One connection's state between its requests: no buffers.
+struct Connection<'s, B> {
     stream: &'s TcpStream,
-    reader: R,
-    writer: W,
-    /// Where per-request buffers come from.
-    take: F,
     limits: &'s Limits,
     id: u64,
     served: u64,
+    buffers: B,
 }
 
 fn is_timeout(error: &io::Error) -> bool {
@@ -259,25 +336,44 @@ fn is_timeout(error: &io::Error) -> bool {
     )
 }
 
-impl<'s, R, W, F, B> Connection<'s, R, W, F>
-where
-    R: TimedReader<'s>,
-    W: Write,
-    F: Fn() -> B,
-    B: DerefMut<Target = Vec<u8>>,
-{
+impl<'s, B: Buffers<'s>> Connection<'s, B> {
+    fn new(stream: &'s TcpStream, limits: &'s Limits, id: u64, buffers: B) -> Self {
+        Connection {
+            stream,
+            limits,
+            id,
+            served: 0,
+            buffers,
+        }
+    }
+
+    /// Serves bursts of requests until the connection ends. A burst is what
+    /// the client sends back to back: one request, or several pipelined.
+    /// It takes a reader and a writer when it begins and gives them back
+    /// when it has been answered and nothing more has arrived, so that the
+    /// buffers a server holds follow the requests in flight, not the
+    /// connections open.
     fn run(mut self) {
-        loop {
-            match self.request() {
-                Outcome::Next => {}
-                Outcome::Close => return,
-                Outcome::Refuse(reject) => {
-                    REQUESTS.add(1);
-                    ERRORS.add(1);
-                    if http::write_reject(&mut self.writer, reject, "").is_ok() {
-                        linger(self.stream, self.limits.read_timeout);
+        while request_begins(self.stream) {
+            let mut reader = self
+                .buffers
+                .reader(Timed::new(self.stream, self.limits.read_timeout));
+            let mut writer = self.buffers.writer(self.stream);
+            loop {
+                match self.request(&mut reader, &mut writer) {
+                    // More of the burst is here already.
+                    Outcome::Next if reader.buffered() > 0 => {}
+                    // Answered and flushed: the buffers go back.
+                    Outcome::Next => break,
+                    Outcome::Close => return,
+                    Outcome::Refuse(reject) => {
+                        REQUESTS.add(1);
+                        ERRORS.add(1);
+                        if http::write_reject(&mut writer, reject, "").is_ok() {
+                            linger(self.stream, self.limits.read_timeout);
+                        }
+                        return;
                     }
-                    return;
                 }
             }
         }
@@ -287,11 +383,11 @@ where
     ///
     /// One buffer serves the whole request: it holds the head until the
     /// head is parsed, then the body, or the document sent back.
-    fn request(&mut self) -> Outcome {
-        // Wait for the request to begin before taking its buffer, so that
-        // an idle kept-alive connection holds none.
+    fn request(&mut self, reader: &mut B::Reader, writer: &mut B::Writer) -> Outcome {
+        // The request has begun (`request_begins`, or bytes left over
+        // from the one before): read them before taking its buffer.
         loop {
-            match self.reader.fill_buf() {
+            match reader.fill_buf() {
                 Ok([]) => return Outcome::Close,
                 Ok(_) => break,
                 Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
@@ -303,10 +399,8 @@ where
                 }
             }
         }
-        let mut buf = (self.take)();
-        let read = http::read_head(&mut self.reader, &mut buf, self.limits.max_head, |r| {
-            r.timed().arm()
-        });
+        let mut buf = self.buffers.buffer();
+        let read = http::read_head(reader, &mut buf, self.limits.max_head, |r| r.timed().arm());
         match read {
             Ok(()) => {}
             Err(HeadError::Closed | HeadError::Truncated) => return Outcome::Close,
@@ -345,17 +439,17 @@ where
         if length > 0 {
             let length = length as usize; // at most max_body
             if call.expect_continue {
-                let sent = write!(self.writer, "HTTP/1.1 {}\r\n\r\n", Status::CONTINUE)
-                    .and_then(|()| self.writer.flush());
+                let sent = write!(writer, "HTTP/1.1 {}\r\n\r\n", Status::CONTINUE)
+                    .and_then(|()| writer.flush());
                 if sent.is_err() {
                     return Outcome::Close;
                 }
             }
             buf.resize(length, 0);
-            if self.reader.buffered() < length {
-                self.reader.timed().arm();
+            if reader.buffered() < length {
+                reader.timed().arm();
             }
-            if let Err(error) = self.reader.read_exact(&mut buf) {
+            if let Err(error) = reader.read_exact(&mut buf) {
                 if !is_timeout(&error) {
                     return Outcome::Close;
                 }
@@ -366,20 +460,20 @@ where
                 });
             }
         }
-        if self.reader.timed().disarm().is_err() {
+        if reader.timed().disarm().is_err() {
             return Outcome::Close;
         }
         self.served += 1;
-        if self.respond(&call, &mut buf).is_err() {
+        if self.respond(writer, &call, &mut buf).is_err() {
             return Outcome::Close;
         }
         REQUESTS.add(1);
         if !call.keep_alive {
-            let _ = self.writer.flush();
+            let _ = writer.flush();
             return Outcome::Close;
         }
         // Pipelined requests already read are answered before one flush.
-        if self.reader.buffered() == 0 && self.writer.flush().is_err() {
+        if reader.buffered() == 0 && writer.flush().is_err() {
             return Outcome::Close;
         }
         Outcome::Next
@@ -387,34 +481,44 @@ where
 
     /// Answers `call`; `buf` holds the request body, and is free for the
     /// answer's.
-    fn respond(&mut self, call: &Call, buf: &mut Vec<u8>) -> io::Result<()> {
+    fn respond(&self, writer: &mut B::Writer, call: &Call, buf: &mut Vec<u8>) -> io::Result<()> {
         match call.route {
-            Route::Hello => self.send(call, Status::OK, TEXT, HELLO, ""),
+            Route::Hello => send(writer, call, Status::OK, TEXT, HELLO, ""),
             Route::Json => {
                 buf.clear();
                 json_document(buf, self.id, self.served)?;
-                self.send(call, Status::OK, "application/json", buf, "")
+                send(writer, call, Status::OK, "application/json", buf, "")
             }
             Route::Stats => {
                 buf.clear();
                 write_stats(buf)?;
                 buf.push(b'\n');
-                self.send(call, Status::OK, TEXT, buf, "")
+                send(writer, call, Status::OK, TEXT, buf, "")
             }
-            Route::Echo => self.send(call, Status::OK, "application/octet-stream", buf, ""),
-            Route::ReadOnly => self.error(
+            Route::Echo => send(
+                writer,
+                call,
+                Status::OK,
+                "application/octet-stream",
+                buf,
+                "",
+            ),
+            Route::ReadOnly => error(
+                writer,
                 call,
                 Status::METHOD_NOT_ALLOWED,
                 b"405 Method Not Allowed: use GET or HEAD\n",
                 "Allow: GET, HEAD\r\n",
             ),
-            Route::WriteOnly => self.error(
+            Route::WriteOnly => error(
+                writer,
                 call,
                 Status::METHOD_NOT_ALLOWED,
                 b"405 Method Not Allowed: use POST or PUT\n",
                 "Allow: POST, PUT\r\n",
             ),
-            Route::NotFound => self.error(
+            Route::NotFound => error(
+                writer,
                 call,
                 Status::NOT_FOUND,
                 b"404 Not Found: the routes are /, /json, /stats and /echo\n",
@@ -422,34 +526,42 @@ where
             ),
         }
     }
+}
 
-    fn error(&mut self, call: &Call, status: Status, body: &[u8], extra: &str) -> io::Result<()> {
-        ERRORS.add(1);
-        self.send(call, status, TEXT, body, extra)
-    }
+/// Answers `call` with an error.
+fn error(
+    writer: &mut impl Write,
+    call: &Call,
+    status: Status,
+    body: &[u8],
+    extra: &str,
+) -> io::Result<()> {
+    ERRORS.add(1);
+    send(writer, call, status, TEXT, body, extra)
+}
 
-    fn send(
-        &mut self,
-        call: &Call,
-        status: Status,
-        content_type: &str,
-        body: &[u8],
-        extra: &str,
-    ) -> io::Result<()> {
-        http::write_head(
-            &mut self.writer,
-            status,
-            content_type,
-            body.len(),
-            call.keep_alive,
-            call.minor,
-            extra,
-        )?;
-        if !call.head_only {
-            self.writer.write_all(body)?;
-        }
-        Ok(())
+/// Writes an answer: head, then body unless the request was `HEAD`.
+fn send(
+    writer: &mut impl Write,
+    call: &Call,
+    status: Status,
+    content_type: &str,
+    body: &[u8],
+    extra: &str,
+) -> io::Result<()> {
+    http::write_head(
+        writer,
+        status,
+        content_type,
+        body.len(),
+        call.keep_alive,
+        call.minor,
+        extra,
+    )?;
+    if !call.head_only {
+        writer.write_all(body)?;
     }
+    Ok(())
 }
 
 /// What a request asks for.
@@ -527,15 +639,12 @@ fn json_document(out: &mut Vec<u8>, connection: u64, request: u64) -> io::Result
 /// The counters and the pools' statistics, as `key=value` pairs.
 pub fn write_stats(out: &mut impl Write) -> io::Result<()> {
     counters::write_counters(out)?;
-    for (name, stats) in [
-        ("buffers", BUFFERS.stats()),
-        ("readers", READERS.stats()),
-        ("writers", WRITERS.stats()),
-    ] {
+    for (name, pool) in pools() {
+        let stats = pool.stats();
         write!(
             out,
-            " {name}.created={} {name}.reused={} {name}.rejected={} {name}.idle={}",
-            stats.created, stats.reused, stats.rejected, stats.idle
+            " {name}.created={} {name}.reused={} {name}.rejected={} {name}.trimmed={} {name}.idle={}",
+            stats.created, stats.reused, stats.rejected, stats.trimmed, stats.idle
         )?;
     }
     Ok(())

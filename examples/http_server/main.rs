@@ -1,7 +1,7 @@
 //! A small HTTP/1.1 keep-alive server on `std::net`, built on stashpool's
 //! pools the way Go servers use `bp`: a bounded set of workers for the
-//! connections, a pooled reader and writer per connection, a pooled buffer
-//! per request.
+//! connections, a pooled reader and writer for each burst of requests, a
+//! pooled buffer per request.
 //!
 //! ```text
 //! cargo run --release --example http_server                  # pooled, on 127.0.0.1:8080
@@ -30,15 +30,20 @@
 //! takes one buffer per request from a
 //! [`BytePool`](stashpool::bytes::BytePool) of 2 KiB buffers: it holds the
 //! request head, then the body, or the JSON document sent back. A
-//! connection takes its reader and writer once its first request begins to
-//! arrive, and each request its buffer once that request does, so an idle
-//! connection holds none.
+//! connection takes its reader and writer when a request begins to arrive
+//! and gives them back once it has answered every request that arrived
+//! with it, so a connection between requests holds none, and the pools
+//! hold about as many as requests are in flight, whatever the number of
+//! connections. Each pool keeps a few idle objects per core, and the
+//! server sweeps them from its monitor thread rather than from stashpool's
+//! background sweeper.
 //!
 //! `--plain`: the same code, but each connection gets its own
-//! `std::thread::spawn`ed thread and std's `BufReader`/`BufWriter`, and
-//! each per-request buffer is a fresh `Vec` of the same capacity. The two
-//! differ only in where threads and buffers come from, so comparing them
-//! measures the pools.
+//! `std::thread::spawn`ed thread, and the reader, writer and per-request
+//! buffer are std's `BufReader`/`BufWriter` and a `Vec` of the same
+//! capacity, allocated where the pooled server takes them from its pools.
+//! The two differ only in where threads and buffers come from, so
+//! comparing them measures the pools.
 //!
 //! # Bad input
 //!
@@ -103,7 +108,8 @@ static ALLOCATOR: Counting = Counting;
 
 const USAGE: &str = "\
 usage: http_server [--plain] [--addr HOST:PORT] [--workers N] [--read-timeout-ms MS]
-                   [--max-head BYTES] [--max-body BYTES] [--stats-every SECS] [--duration SECS]
+                   [--max-head BYTES] [--max-body BYTES] [--stats-every SECS]
+                   [--sweep-every-ms MS] [--duration SECS]
 
   --plain             plain allocation and a std::thread per connection (default: pooled)
   --addr HOST:PORT    where to listen (default 127.0.0.1:8080; port 0 picks a free one)
@@ -112,6 +118,7 @@ usage: http_server [--plain] [--addr HOST:PORT] [--workers N] [--read-timeout-ms
   --max-head BYTES    largest request head (default 8192); larger: 431
   --max-body BYTES    largest request body (default 1048576); larger: 413
   --stats-every SECS  print the counters this often (default 10; 0: only at the end)
+  --sweep-every-ms MS sweep the pools this often (default 5000, stashpool's default)
   --duration SECS     stop after this long (default: at SIGINT or SIGTERM)";
 
 /// The command line.
@@ -122,6 +129,8 @@ struct Config {
     workers: usize,
     limits: Limits,
     stats_every: Option<Duration>,
+    /// How often the pooled server sweeps its pools.
+    sweep_every: Duration,
     duration: Option<Duration>,
 }
 
@@ -137,6 +146,7 @@ impl Config {
                 max_body: 1024 * 1024,
             },
             stats_every: Some(Duration::from_secs(10)),
+            sweep_every: stashpool::DEFAULT_SWEEP_INTERVAL,
             duration: None,
         };
         while let Some(flag) = args.next() {
@@ -170,6 +180,7 @@ impl Config {
                 "--stats-every" => {
                     config.stats_every = Some(number()?).filter(|&s| s > 0).map(Duration::from_secs)
                 }
+                "--sweep-every-ms" => config.sweep_every = Duration::from_millis(number()?.max(1)),
                 "--duration" => config.duration = Some(Duration::from_secs(number()?)),
                 _ => return Err(format!("unknown flag {flag:?}")),
             }
@@ -284,14 +295,20 @@ fn report(label: &str, started: Instant, plain: bool, workers: Option<&WorkerPoo
     let _ = stdout.flush();
 }
 
-/// Prints the counters on the interval; when the server is told to stop,
+/// Sweeps the pooled server's pools and prints the counters on their
+/// intervals; when the server is told to stop,
 /// prints them a last time and ends the process. Polls the stop flag,
 /// which a signal handler can only set, not announce.
 fn monitor(config: &Config, started: Instant, workers: Option<&WorkerPool>) -> ! {
     const TICK: Duration = Duration::from_millis(50);
     let mut next = config.stats_every.map(|every| started + every);
+    let mut next_sweep = started + config.sweep_every;
     loop {
         thread::sleep(TICK);
+        if !config.plain && Instant::now() >= next_sweep {
+            conn::sweep_pools();
+            next_sweep = Instant::now() + config.sweep_every;
+        }
         if config.duration.is_some_and(|d| started.elapsed() >= d) {
             STOP.store(true, Ordering::Relaxed);
         }
@@ -324,7 +341,15 @@ fn main() {
     let started = Instant::now();
     // Connection tasks borrow the limits for as long as the process runs.
     let limits: &'static Limits = Box::leak(Box::new(config.limits));
-    let workers = (!config.plain).then(|| WorkerPool::new(config.workers));
+    // No queue beyond the workers: at most `workers` connections are
+    // admitted (`Slot`), so a connection never needs to wait in a queue for
+    // one, and the queue's ring, which is sized for the queue capacity and
+    // allocated whole when the pool is made, stays a slot per worker.
+    let workers = (!config.plain).then(|| {
+        WorkerPool::builder(config.workers)
+            .queue_capacity(0)
+            .build()
+    });
     println!(
         "http_server: listening on http://{local} ({}, {} workers)",
         if config.plain {
