@@ -75,6 +75,9 @@ pub fn read_head<R: BufRead>(
     mut before_refill: impl FnMut(&mut R),
 ) -> Result<(), HeadError> {
     let mut seen = 0usize;
+    // Where the line being read begins in `head`: a line can arrive in
+    // pieces, over several reads.
+    let mut line_start = head.len();
     loop {
         if seen > 0 {
             before_refill(reader);
@@ -104,7 +107,6 @@ pub fn read_head<R: BufRead>(
         if seen > max {
             return Err(HeadError::TooLarge);
         }
-        let line_start = head.len();
         head.extend_from_slice(&available[..take]);
         reader.consume(take);
         if line_ended {
@@ -116,6 +118,7 @@ pub fn read_head<R: BufRead>(
                     return Ok(());
                 }
             }
+            line_start = head.len();
         }
     }
 }
@@ -326,4 +329,52 @@ pub fn write_reject(out: &mut impl Write, reject: Reject, extra: &str) -> io::Re
     )?;
     writeln!(out, "{status}: {reason}")?;
     out.flush()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::BufReader;
+
+    /// `read_head` over `bytes` delivered `chunk` bytes per read.
+    fn head_in_chunks(bytes: &[u8], chunk: usize) -> Result<Vec<u8>, HeadError> {
+        let mut reader = BufReader::with_capacity(chunk, bytes);
+        let mut head = Vec::new();
+        read_head(&mut reader, &mut head, 1024, |_| {}).map(|()| head)
+    }
+
+    #[test]
+    fn a_head_read_in_pieces_ends_only_at_its_blank_line() {
+        let request = b"GET / HTTP/1.1\r\nHost: t\r\nX-A: b\r\n\r\nGET /next";
+        let head_len = request.len() - b"GET /next".len();
+        // Every split, lines cut between their `\r` and `\n` included.
+        for chunk in 1..=request.len() {
+            let head = head_in_chunks(request, chunk)
+                .unwrap_or_else(|error| panic!("chunk {chunk}: {error:?}"));
+            assert_eq!(head, &request[..head_len], "chunk {chunk}");
+        }
+    }
+
+    #[test]
+    fn blank_lines_before_the_request_line_are_skipped_in_pieces_too() {
+        let request = b"\r\n\r\nGET / HTTP/1.1\r\n\r\n";
+        for chunk in 1..=request.len() {
+            let head = head_in_chunks(request, chunk).unwrap();
+            assert_eq!(head, b"GET / HTTP/1.1\r\n\r\n", "chunk {chunk}");
+        }
+    }
+
+    #[test]
+    fn a_head_past_the_limit_is_too_large_however_it_arrives() {
+        let request = format!("GET / HTTP/1.1\r\n{}\r\n", "X-A: b\r\n".repeat(200));
+        for chunk in [1, 7, 512, 4096] {
+            assert!(
+                matches!(
+                    head_in_chunks(request.as_bytes(), chunk),
+                    Err(HeadError::TooLarge)
+                ),
+                "chunk {chunk}"
+            );
+        }
+    }
 }
