@@ -27,8 +27,8 @@ use std::sync::LazyLock;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use stashpool::bytes::{BytePool, PooledBuffer};
-use stashpool::io::{BufReaderPool, BufWriterPool, PooledBufReader, PooledBufWriter};
+use stashpool::bytes::BytePool;
+use stashpool::io::{BufReaderPool, BufWriterPool, PooledBufReader};
 use stashpool::Pool;
 
 use crate::counters::{self, ERRORS, REQUESTS, TIMEOUTS};
@@ -146,29 +146,24 @@ pub fn serve(stream: TcpStream, limits: &Limits, plain: bool) {
 /// Where a connection's buffers come from; the one difference between the
 /// two servers.
 trait Buffers<'s> {
-    type Reader: TimedReader<'s>;
-    type Writer: Write;
-    type Buffer: DerefMut<Target = Vec<u8>>;
-    fn reader(&self, timed: Timed<'s>) -> Self::Reader;
-    fn writer(&self, stream: &'s TcpStream) -> Self::Writer;
+    /// A reader over the connection's socket (its `Timed`).
+    fn reader<'t>(&self, timed: &'t mut Timed<'s>) -> impl TimedReader<'s> + 't;
+    fn writer(&self, stream: &'s TcpStream) -> impl Write + 's;
     /// A per-request buffer.
-    fn buffer(&self) -> Self::Buffer;
+    fn buffer(&self) -> impl DerefMut<Target = Vec<u8>>;
 }
 
 /// The pooled server's buffers: [`READERS`], [`WRITERS`] and [`BUFFERS`].
 struct Pools;
 
 impl<'s> Buffers<'s> for Pools {
-    type Reader = PooledBufReader<'static, Timed<'s>>;
-    type Writer = PooledBufWriter<'static, &'s TcpStream>;
-    type Buffer = PooledBuffer<'static>;
-    fn reader(&self, timed: Timed<'s>) -> Self::Reader {
+    fn reader<'t>(&self, timed: &'t mut Timed<'s>) -> impl TimedReader<'s> + 't {
         READERS.reader(timed)
     }
-    fn writer(&self, stream: &'s TcpStream) -> Self::Writer {
+    fn writer(&self, stream: &'s TcpStream) -> impl Write + 's {
         WRITERS.writer(stream)
     }
-    fn buffer(&self) -> Self::Buffer {
+    fn buffer(&self) -> impl DerefMut<Target = Vec<u8>> {
         BUFFERS.get()
     }
 }
@@ -178,61 +173,29 @@ impl<'s> Buffers<'s> for Pools {
 struct Plain;
 
 impl<'s> Buffers<'s> for Plain {
-    type Reader = BufReader<Timed<'s>>;
-    type Writer = BufWriter<&'s TcpStream>;
-    type Buffer = Fresh;
-    fn reader(&self, timed: Timed<'s>) -> Self::Reader {
+    fn reader<'t>(&self, timed: &'t mut Timed<'s>) -> impl TimedReader<'s> + 't {
         BufReader::with_capacity(IO_BUFFER, timed)
     }
-    fn writer(&self, stream: &'s TcpStream) -> Self::Writer {
+    fn writer(&self, stream: &'s TcpStream) -> impl Write + 's {
         BufWriter::with_capacity(IO_BUFFER, stream)
     }
-    fn buffer(&self) -> Fresh {
+    fn buffer(&self) -> impl DerefMut<Target = Vec<u8>> {
         Fresh(Vec::with_capacity(BUFFER))
     }
 }
 
 /// Most bytes a connection reads before it takes its reader: the first
-/// read of every burst lands here, on the connection's stack, and the
-/// reader it takes next starts from them. Enough for the head of a typical
-/// API request; a longer one goes on in the reader's buffer. Reading the
-/// first bytes rather than waiting for them with a `peek` saves a system
-/// call per burst.
-const FIRST_BYTES: usize = 512;
+/// read of every burst lands in its [`Timed`], and the reader it takes
+/// next starts from them. Enough for the head of a typical API request; a
+/// longer one goes on in the reader's buffer. Reading the first bytes
+/// rather than waiting for them with a `peek` saves a system call per
+/// burst. Small, because it is on every connection's stack, and a few
+/// hundred bytes more there take another page for some threads' stacks.
+const FIRST_BYTES: usize = 256;
 
-/// Waits, without a buffer, for a request to begin, and reads its first
-/// bytes: `None` when the client closed, timed out or failed first. Only
-/// then does the connection take its read and write buffers, so one that
-/// sends nothing (a port probe, a client that connects ahead of need, a
-/// kept-alive connection between requests) holds none.
-fn request_begins(stream: &TcpStream) -> Option<FirstBytes> {
-    let mut first = FirstBytes {
-        bytes: [0; FIRST_BYTES],
-        start: 0,
-        end: 0,
-    };
-    let mut stream = stream;
-    loop {
-        match stream.read(&mut first.bytes) {
-            Ok(0) => return None,
-            Ok(n) => {
-                first.end = n;
-                return Some(first);
-            }
-            Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
-            Err(error) => {
-                if is_timeout(&error) {
-                    TIMEOUTS.add(1);
-                }
-                return None;
-            }
-        }
-    }
-}
-
-/// The first bytes of a burst, read before the connection took a reader
-/// ([`request_begins`]); the reader reads them before the socket.
-pub struct FirstBytes {
+/// The first bytes of a burst, read before the connection takes a reader
+/// ([`Timed::begin`]); the reader reads them before the socket.
+struct FirstBytes {
     bytes: [u8; FIRST_BYTES],
     /// `bytes[start..end]` are yet to be read.
     start: usize,
@@ -269,11 +232,12 @@ impl DerefMut for Fresh {
     }
 }
 
-/// The socket as the buffered reader sees it: the burst's first bytes,
+/// The socket as the buffered reader sees it: each burst's first bytes,
 /// then the socket. A read waits at most the read timeout (set on the
 /// socket once per connection); once a request has begun and needs another
 /// read, the reads share one deadline, so a request trickled in a byte at
-/// a time still ends in time.
+/// a time still ends in time. One per connection, lent to each burst's
+/// reader.
 pub struct Timed<'s> {
     stream: &'s TcpStream,
     first: FirstBytes,
@@ -285,13 +249,44 @@ pub struct Timed<'s> {
 }
 
 impl<'s> Timed<'s> {
-    fn new(stream: &'s TcpStream, first: FirstBytes, timeout: Duration) -> Self {
+    fn new(stream: &'s TcpStream, timeout: Duration) -> Self {
         Timed {
             stream,
-            first,
+            first: FirstBytes {
+                bytes: [0; FIRST_BYTES],
+                start: 0,
+                end: 0,
+            },
             timeout,
             deadline: None,
             shortened: false,
+        }
+    }
+
+    /// Waits, without a buffer, for a request to begin, and reads its
+    /// first bytes: `false` when the client closed, timed out or failed
+    /// first. Only then does the connection take its read and write
+    /// buffers, so one that sends nothing (a port probe, a client that
+    /// connects ahead of need, a kept-alive connection between requests)
+    /// holds none.
+    fn begin(&mut self) -> bool {
+        debug_assert_eq!(self.first.pending(), 0, "the last burst was read whole");
+        let mut stream = self.stream;
+        loop {
+            match stream.read(&mut self.first.bytes) {
+                Ok(0) => return false,
+                Ok(n) => {
+                    (self.first.start, self.first.end) = (0, n);
+                    return true;
+                }
+                Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+                Err(error) => {
+                    if is_timeout(&error) {
+                        TIMEOUTS.add(1);
+                    }
+                    return false;
+                }
+            }
         }
     }
 
@@ -338,7 +333,7 @@ trait TimedReader<'s>: BufRead {
     fn buffered(&self) -> usize;
 }
 
-impl<'s> TimedReader<'s> for BufReader<Timed<'s>> {
+impl<'s> TimedReader<'s> for BufReader<&mut Timed<'s>> {
     fn timed(&mut self) -> &mut Timed<'s> {
         self.get_mut()
     }
@@ -347,7 +342,7 @@ impl<'s> TimedReader<'s> for BufReader<Timed<'s>> {
     }
 }
 
-impl<'s> TimedReader<'s> for PooledBufReader<'_, Timed<'s>> {
+impl<'s> TimedReader<'s> for PooledBufReader<'_, &mut Timed<'s>> {
     fn timed(&mut self) -> &mut Timed<'s> {
         self.get_mut()
     }
@@ -401,9 +396,9 @@ impl<'s, B: Buffers<'s>> Connection<'s, B> {
     /// buffers a server holds follow the requests in flight, not the
     /// connections open.
     fn run(mut self) {
-        while let Some(first) = request_begins(self.stream) {
-            let timed = Timed::new(self.stream, first, self.limits.read_timeout);
-            let mut reader = self.buffers.reader(timed);
+        let mut timed = Timed::new(self.stream, self.limits.read_timeout);
+        while timed.begin() {
+            let mut reader = self.buffers.reader(&mut timed);
             let mut writer = self.buffers.writer(self.stream);
             loop {
                 match self.request(&mut reader, &mut writer) {
@@ -429,8 +424,8 @@ impl<'s, B: Buffers<'s>> Connection<'s, B> {
     ///
     /// One buffer serves the whole request: it holds the head until the
     /// head is parsed, then the body, or the document sent back.
-    fn request(&mut self, reader: &mut B::Reader, writer: &mut B::Writer) -> Outcome {
-        // The request has begun (`request_begins`, or bytes left over
+    fn request(&mut self, reader: &mut impl TimedReader<'s>, writer: &mut impl Write) -> Outcome {
+        // The request has begun (`Timed::begin`, or bytes left over
         // from the one before): read them before taking its buffer.
         loop {
             match reader.fill_buf() {
@@ -527,7 +522,7 @@ impl<'s, B: Buffers<'s>> Connection<'s, B> {
 
     /// Answers `call`; `buf` holds the request body, and is free for the
     /// answer's.
-    fn respond(&self, writer: &mut B::Writer, call: &Call, buf: &mut Vec<u8>) -> io::Result<()> {
+    fn respond(&self, writer: &mut impl Write, call: &Call, buf: &mut Vec<u8>) -> io::Result<()> {
         match call.route {
             Route::Hello => send(writer, call, Status::OK, TEXT, HELLO, ""),
             Route::Json => {
