@@ -8,8 +8,10 @@
 //! catch, and never in an abort. Every byte buffer the resource pools make
 //! goes through here.
 
+#[cfg(any(feature = "image", test))]
 use std::alloc::{self, Layout};
 use std::fmt;
+use std::mem::MaybeUninit;
 
 /// The largest byte buffer Rust can describe: `isize::MAX` bytes.
 pub(crate) const MAX_LEN: usize = isize::MAX as usize;
@@ -45,6 +47,7 @@ pub(crate) fn with_capacity(capacity: usize) -> Vec<u8> {
 /// # Panics
 ///
 /// If the allocation fails (also when `len > isize::MAX`).
+#[cfg(any(feature = "image", test))]
 pub(crate) fn zeroed(len: usize) -> Vec<u8> {
     if len == 0 {
         return Vec::new();
@@ -64,6 +67,27 @@ pub(crate) fn zeroed(len: usize) -> Vec<u8> {
     //   has;
     // - its `len` bytes are initialized: the allocator zeroed them.
     unsafe { Vec::from_raw_parts(ptr, len, len) }
+}
+
+/// `len` bytes not yet initialised, from a plain allocation: no page of it
+/// is touched until its bytes are written.
+///
+/// For buffers whose users initialise what they use, as they use it
+/// (`io::scratch`): a small block from `calloc` is zeroed whole, touching
+/// all its pages, whenever the allocator reuses freed memory for it.
+///
+/// # Panics
+///
+/// If the allocation fails (also when `len > isize::MAX`).
+pub(crate) fn uninit(len: usize) -> Box<[MaybeUninit<u8>]> {
+    let mut buf = Vec::<MaybeUninit<u8>>::new();
+    if let Err(err) = buf.try_reserve_exact(len) {
+        failed(len, err);
+    }
+    // SAFETY: `MaybeUninit<u8>` needs no initialisation, and the capacity
+    // is at least `len` (reserved above, on an empty vector).
+    unsafe { buf.set_len(len) };
+    buf.into_boxed_slice()
 }
 
 #[cold]
@@ -114,6 +138,15 @@ mod tests {
         for &len in too_big {
             let caught = std::panic::catch_unwind(|| zeroed(len));
             assert!(caught.is_err(), "{len} bytes should not be allocatable");
+            let caught = std::panic::catch_unwind(|| uninit(len));
+            assert!(caught.is_err(), "{len} bytes should not be allocatable");
+        }
+    }
+
+    #[test]
+    fn uninit_is_exact() {
+        for len in [0, 1, 4096] {
+            assert_eq!(uninit(len).len(), len);
         }
     }
 }

@@ -31,7 +31,9 @@ const BAD_SIZE: &str =
 ///   handed, up to the whole buffer: a short stream costs a `memset` of
 ///   1 KiB, a long one of the buffer (std's `BufReader` zeroes its fresh
 ///   buffer too, for readers without a `read_buf` of their own), and a
-///   reader never read from costs nothing.
+///   reader never read from costs nothing. A new buffer is not zeroed when
+///   it is made, only as it is first handed out, so it costs memory (in
+///   resident pages) as far as it was ever handed out, not its size.
 /// * [`Reset::Keep`]: nothing is zeroed; the inner reader may see bytes of
 ///   an earlier stream in the buffer it is handed (as with Go's `bp`).
 ///   What this reader returns to its own caller is only ever what its
@@ -276,7 +278,7 @@ impl<R> PooledBufReader<'_, R> {
     /// assert_eq!(reader.buffer(), b"bc");
     /// ```
     pub fn buffer(&self) -> &[u8] {
-        &self.buf[self.pos..self.filled]
+        &self.buf.bytes()[self.pos..self.filled]
     }
 
     /// The size of the buffer, in bytes.

@@ -9,22 +9,74 @@
 //! few hundred bytes of a 64 KiB buffer pays for a few hundred. Under
 //! [`Reset::Keep`] nothing is zeroed, and a reader may see bytes an earlier
 //! user's reader left.
+//!
+//! A buffer is not zeroed when it is made either: a [`Chunk`] zeroes each
+//! byte the first time it is lent, as std's `BufReader` initialises its
+//! buffer as it goes. So a new buffer costs what its first user is lent,
+//! not its size, in `memset` and in resident pages: a reader's 4 KiB
+//! buffer lent 1 KiB touches one page, where a zeroed allocation (which
+//! `calloc` clears whole when it reuses freed memory) would touch two.
 
 use std::fmt;
-use std::ops::Deref;
+use std::mem::MaybeUninit;
 
 use crate::resource::sealed::Knobs;
 use crate::{fallible, LocalPool, Pooled, Recycle, Reset};
 
-/// Makes zeroed buffers of one length.
+/// A buffer whose front is initialised: `bytes[..init]` (zeroes, or what
+/// readers wrote there), and the rest not yet.
+pub(crate) struct Chunk {
+    bytes: Box<[MaybeUninit<u8>]>,
+    /// Every byte before this is initialised.
+    init: usize,
+}
+
+impl Chunk {
+    /// The buffer's size.
+    fn len(&self) -> usize {
+        self.bytes.len()
+    }
+
+    /// The initialised front.
+    fn front(&self) -> &[u8] {
+        // SAFETY:
+        // - `bytes[..init]` is initialised (the field's invariant), and
+        //   `init <= bytes.len()`;
+        // - `MaybeUninit<u8>` has the layout of `u8`;
+        // - the slice borrows `self`, so no `&mut` to those bytes exists.
+        unsafe { std::slice::from_raw_parts(self.bytes.as_ptr().cast::<u8>(), self.init) }
+    }
+
+    /// The first `n` bytes (at most the buffer), initialised: those never
+    /// lent before are zeroed first.
+    fn front_mut(&mut self, n: usize) -> &mut [u8] {
+        let n = n.min(self.bytes.len());
+        if n > self.init {
+            self.bytes[self.init..n].fill(MaybeUninit::new(0));
+            self.init = n;
+        }
+        // SAFETY:
+        // - `bytes[..n]` is initialised: `n <= init` now, and the front up
+        //   to `init` is initialised (the field's invariant);
+        // - `MaybeUninit<u8>` has the layout of `u8`, and any byte written
+        //   through the slice is initialised, which keeps the invariant;
+        // - the slice borrows `self` mutably, so it is the only access.
+        unsafe { std::slice::from_raw_parts_mut(self.bytes.as_mut_ptr().cast::<u8>(), n) }
+    }
+}
+
+/// Makes buffers of one length, not yet initialised ([`Chunk`]).
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Zeroed {
+pub(crate) struct Fresh {
     len: usize,
 }
 
-impl Recycle<Box<[u8]>> for Zeroed {
-    fn create(&self) -> Box<[u8]> {
-        fallible::zeroed(self.len).into_boxed_slice()
+impl Recycle<Chunk> for Fresh {
+    fn create(&self) -> Chunk {
+        Chunk {
+            bytes: fallible::uninit(self.len),
+            init: 0,
+        }
     }
 
     // `Scratch` zeroes what it lent before the buffer comes back here, and
@@ -37,7 +89,7 @@ const FIRST_WINDOW: usize = 1024;
 
 /// A pool of buffers of `len` bytes.
 pub(crate) struct ScratchPool {
-    pool: LocalPool<Box<[u8]>, Zeroed>,
+    pool: LocalPool<Chunk, Fresh>,
     reset: Reset,
 }
 
@@ -48,7 +100,7 @@ impl ScratchPool {
     pub(crate) const fn new(len: usize, message: &str) -> Self {
         fallible::check_len(len, message);
         Self {
-            pool: LocalPool::new(Zeroed { len }),
+            pool: LocalPool::new(Fresh { len }),
             reset: Reset::Zero,
         }
     }
@@ -57,7 +109,7 @@ impl ScratchPool {
     pub(crate) fn with_knobs(len: usize, message: &str, knobs: Knobs) -> Self {
         fallible::check_len(len, message);
         Self {
-            pool: knobs.pool(Zeroed { len }),
+            pool: knobs.pool(Fresh { len }),
             reset: knobs.reset,
         }
     }
@@ -102,7 +154,7 @@ impl fmt::Debug for ScratchPool {
 /// A buffer from a [`ScratchPool`]; what it lent is zeroed on return under
 /// [`Reset::Zero`].
 pub(crate) struct Scratch<'a> {
-    buf: Pooled<'a, Box<[u8]>, Zeroed>,
+    buf: Pooled<'a, Chunk, Fresh>,
     /// How many leading bytes `lend` handed out since the buffer left the
     /// pool: the most a reader could have written.
     lent: usize,
@@ -112,13 +164,26 @@ pub(crate) struct Scratch<'a> {
 }
 
 impl Scratch<'_> {
+    /// The buffer's size.
+    #[inline]
+    pub(crate) fn len(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// The bytes lent so far, in this use or an earlier one (the front of
+    /// the buffer; what a reader wrote there, or zeroes).
+    #[inline]
+    pub(crate) fn bytes(&self) -> &[u8] {
+        self.buf.front()
+    }
+
     /// The first `n` bytes (at most the whole buffer), to pass to a
     /// reader; under [`Reset::Zero`] they are zeroed on return.
     #[inline]
     pub(crate) fn lend(&mut self, n: usize) -> &mut [u8] {
-        let n = n.min(self.buf.len());
-        self.lent = self.lent.max(n);
-        &mut self.buf[..n]
+        let buf = self.buf.front_mut(n);
+        self.lent = self.lent.max(buf.len());
+        buf
     }
 
     /// The whole buffer, to pass to a reader.
@@ -146,19 +211,10 @@ impl Scratch<'_> {
     }
 }
 
-impl Deref for Scratch<'_> {
-    type Target = [u8];
-
-    #[inline]
-    fn deref(&self) -> &[u8] {
-        &self.buf
-    }
-}
-
 impl Drop for Scratch<'_> {
     fn drop(&mut self) {
         if self.reset == Reset::Zero {
-            self.buf[..self.lent].fill(0);
+            self.buf.front_mut(self.lent).fill(0);
         }
     }
 }
@@ -176,15 +232,36 @@ mod tests {
         drop(buf);
         let mut buf = pool.get();
         assert_eq!(pool.stats_for_test().reused, 1);
-        assert!(buf.iter().all(|&b| b == 0));
+        assert_eq!(buf.bytes(), [0; 16]);
+        assert!(buf.lend_all().iter().all(|&b| b == 0));
         // Bytes past what was lent are never handed out, so never zeroed:
         // write them behind the lend's back to see that.
         buf.lend_all()[32..].fill(0xAA);
         buf.lent = 16;
         drop(buf);
         let buf = pool.get();
-        assert!(buf[..16].iter().all(|&b| b == 0));
-        assert!(buf[32..].iter().all(|&b| b == 0xAA));
+        assert!(buf.bytes()[..16].iter().all(|&b| b == 0));
+        assert!(buf.bytes()[32..].iter().all(|&b| b == 0xAA));
+    }
+
+    #[test]
+    fn a_new_buffer_is_initialised_only_as_far_as_it_is_lent() {
+        let pool = ScratchPool::new(4 * FIRST_WINDOW, "bad length");
+        let mut buf = pool.get();
+        assert!(buf.bytes().is_empty(), "nothing lent yet");
+        assert_eq!(buf.len(), 4 * FIRST_WINDOW);
+        assert_eq!(
+            buf.lend_window(),
+            vec![0; FIRST_WINDOW],
+            "zeroed as it is lent"
+        );
+        buf.lend(10).fill(7);
+        drop(buf);
+        // Back in the pool with its lent front zeroed, the rest untouched.
+        let mut buf = pool.get();
+        assert_eq!(buf.bytes(), vec![0; FIRST_WINDOW]);
+        assert_eq!(buf.lend_all().len(), 4 * FIRST_WINDOW);
+        assert_eq!(buf.bytes(), vec![0; 4 * FIRST_WINDOW]);
     }
 
     #[test]
@@ -214,7 +291,7 @@ mod tests {
         };
         let pool = ScratchPool::with_knobs(8, "bad length", knobs);
         pool.get().lend_all().fill(3);
-        assert!(pool.get().iter().all(|&b| b == 3));
+        assert_eq!(pool.get().bytes(), [3; 8]);
     }
 
     #[test]
