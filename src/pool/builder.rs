@@ -53,11 +53,20 @@ pub(crate) const STASHES_PER_CORE: usize = 8;
 pub(crate) fn default_max_stashes() -> usize {
     #[cfg(not(stashpool_loom))]
     {
-        static MAX: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-        *MAX.get_or_init(|| {
-            let cores = std::thread::available_parallelism().map_or(1, usize::from);
-            cores.saturating_mul(STASHES_PER_CORE)
-        })
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        // Not a `OnceLock`: a process forked while another thread was
+        // filling one would wait for that thread forever. Threads that race
+        // here compute the same answer, and any of them may store it.
+        static MAX: AtomicUsize = AtomicUsize::new(0);
+        match MAX.load(Ordering::Relaxed) {
+            0 => {
+                let cores = std::thread::available_parallelism().map_or(1, usize::from);
+                let max = cores.saturating_mul(STASHES_PER_CORE);
+                MAX.store(max, Ordering::Relaxed);
+                max
+            }
+            max => max,
+        }
     }
     #[cfg(stashpool_loom)]
     {
@@ -150,7 +159,10 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPoolBuilder<T, R> {
     /// same thread id, so shares are cut for the most threads that used the
     /// pool at once (at most the bound on stashes, see
     /// [`local_capacity`](Self::local_capacity)). An exiting thread's
-    /// objects move to the overflow.
+    /// objects move to the overflow. A pool makes at most `n` stashes, since
+    /// more would have a share of zero: the threads past them take and
+    /// return objects through the overflow, as threads past the bound on
+    /// stashes do.
     ///
     /// # Examples
     ///
@@ -199,9 +211,16 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPoolBuilder<T, R> {
 
     /// Makes the pool.
     pub fn build(self) -> LocalPool<T, R> {
+        let mut config = self.config;
+        // Resolved here rather than on first use (which a `const` pool must
+        // leave it to): where a pool is built is usually where a program
+        // sets up, and the core count is read from the system (files, under
+        // cgroups) on a deep stack, better not paid by the first thread to
+        // use the pool.
+        config.max_stashes = Some(config.max_stashes.unwrap_or_else(default_max_stashes));
         LocalPool {
             recycler: self.recycler,
-            config: self.config,
+            config,
             shared: OnceLock::new(),
         }
     }

@@ -382,7 +382,12 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
         self.shared.get_or_init(|| {
             let config = self.config;
             let id = next_id();
-            let max_stashes = config.max_stashes.unwrap_or_else(default_max_stashes);
+            // A stash beyond `max_idle` stashes would have a share of zero:
+            // it could keep nothing, only cost its memory and exit hook.
+            let max_stashes = config
+                .max_stashes
+                .unwrap_or_else(default_max_stashes)
+                .min(config.max_idle);
             let shared = Arc::new(Shared::new(
                 config.local_capacity,
                 config.max_idle,

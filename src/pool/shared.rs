@@ -5,7 +5,8 @@
 //! weakly, and exiting threads can reach it to flush their stashes.
 //!
 //! A pool makes at most `max_stashes` stashes (`builder::STASHES_PER_CORE`
-//! per core): a thread whose thread id is at or past that has none, and its
+//! per core, and at most `max_idle`, past which a stash's share would be
+//! zero): a thread whose thread id is at or past that has none, and its
 //! gets and returns go to the overflow one object at a time, as those of a
 //! thread in its teardown do (the stashless paths). Ids are dense and
 //! reused lowest first, so the stashes go to the threads that came first,
@@ -495,6 +496,31 @@ mod tests {
             assert!(stashes(shared).len() <= BOUND);
             let stats = pool.stats();
             assert!(stats.created <= BOUND as u64 + 1, "{stats:?}");
+        });
+    }
+
+    /// A pool that keeps at most 2 idle objects makes at most 2 stashes:
+    /// a third would have a share of zero. The threads with ids below 2 get
+    /// one; every other thread, though below the bound on stashes, has none.
+    #[test]
+    fn a_pool_makes_no_more_stashes_than_it_keeps_idle_objects() {
+        within_deadline(|| {
+            const MAX_IDLE: usize = 2;
+            let threads = if cfg!(miri) { 4 } else { 8 };
+            let pool: LocalPool<Vec<u8>> = LocalPool::builder(Vec::new as fn() -> Vec<u8>)
+                .max_idle(MAX_IDLE)
+                .manual_sweep()
+                .build();
+            for (id, stash) in round(&pool, threads) {
+                assert_eq!(
+                    stash.is_some(),
+                    id < MAX_IDLE,
+                    "thread {id}: a stash iff below max_idle"
+                );
+            }
+            let shared = pool.shared.get().unwrap();
+            assert!(stashes(shared).len() <= MAX_IDLE);
+            assert_eq!(shared.max_stashes, MAX_IDLE);
         });
     }
 }
