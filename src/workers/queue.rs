@@ -48,12 +48,13 @@ const MAX_RING_SLOTS: usize = if cfg!(stashpool_loom) { 1 } else { 1 << 13 };
 
 /// The most ring slots kept for tasks on their way to free workers. Such a
 /// task waits only until the worker it was admitted for (one that is
-/// spinning, parked or just starting) takes it, so a full set, a task for
-/// every free worker at once, needs a burst of submits as large as the pool
-/// while every worker is idle; a pool of many workers would pay a slot for
-/// each of them, all of its life, for that. Past this many, such a burst
-/// overflows, and costs the overflow's allocations until it drains.
-const FREE_WORKER_SLOTS: usize = 64;
+/// spinning, parked or just starting) takes it, a matter of microseconds,
+/// so a full set, a task for every free worker at once, needs a burst of
+/// submits as large as the pool while every worker is idle; a pool of many
+/// workers would pay a slot for each of them, all of its life, for that.
+/// Past this many, such a burst overflows, and costs the overflow's
+/// allocations (a block per few dozen tasks) until it drains.
+const FREE_WORKER_SLOTS: usize = 16;
 
 /// Admitted tasks that no worker has taken yet.
 pub(crate) struct TaskQueue {
