@@ -99,6 +99,14 @@ pub fn pools() -> [(&'static str, &'static dyn Pool); 3] {
     ]
 }
 
+/// Builds the pools now, before the first connection, so that no worker
+/// pays for it on its first request.
+pub fn build_pools() {
+    LazyLock::force(&READERS);
+    LazyLock::force(&WRITERS);
+    LazyLock::force(&BUFFERS);
+}
+
 /// One sweep of every pool: what has sat idle since the last sweep is
 /// dropped, so after a burst the pools shrink back within two sweeps.
 pub fn sweep_pools() {

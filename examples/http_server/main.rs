@@ -345,6 +345,9 @@ fn main() {
     // admitted (`Slot`), so a connection never needs to wait in a queue for
     // one, and the queue's ring, which is sized for the queue capacity and
     // allocated whole when the pool is made, stays a slot per worker.
+    if !config.plain {
+        conn::build_pools();
+    }
     let workers = (!config.plain).then(|| {
         WorkerPool::builder(config.workers)
             .queue_capacity(0)
