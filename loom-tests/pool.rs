@@ -63,6 +63,27 @@ fn drop_and_check(pool: LocalPool<Obj, Maker>, ledger: &Ledger) {
     assert_eq!(ledger.live(), 0, "every object dropped exactly once");
 }
 
+/// Two threads race to use a new pool first, so both make its shared state
+/// and race to publish it: one state wins, the other is dropped unseen, and
+/// both threads' objects end up pooled in the winner.
+#[test]
+fn first_uses_race_to_make_the_shared_state() {
+    loom::model(|| {
+        let ledger = Ledger::new();
+        let pool = Arc::new(pool(&ledger, 1));
+        let other = {
+            let (pool, ledger) = (Arc::clone(&pool), Arc::clone(&ledger));
+            thread::spawn(move || pool.put(Ledger::track(&ledger)))
+        };
+        pool.put(Ledger::track(&ledger));
+        other.join().unwrap();
+        let stats = pool.stats();
+        assert_eq!((stats.returned, stats.idle), (2, 2), "{stats:?}");
+        let pool = Arc::try_unwrap(pool).ok().unwrap();
+        drop_and_check(pool, &ledger);
+    });
+}
+
 /// Two threads get, use and return while objects sit in the overflow: each
 /// object has one holder at a time, and the counts come out exact.
 #[test]

@@ -30,12 +30,12 @@ pub(crate) use std::sync::atomic::Ordering;
 #[cfg(not(stashpool_loom))]
 pub(crate) use std::sync::atomic::{compiler_fence, fence, AtomicBool, AtomicPtr, AtomicUsize};
 #[cfg(not(stashpool_loom))]
-pub(crate) use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
+pub(crate) use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 #[cfg(not(stashpool_loom))]
 pub(crate) use std::thread_local;
 
 #[cfg(stashpool_loom)]
-pub(crate) use self::loom_impl::{AtomicBool, OnceLock};
+pub(crate) use self::loom_impl::AtomicBool;
 #[cfg(stashpool_loom)]
 pub(crate) use loom::sync::atomic::{fence, AtomicPtr, AtomicU64, AtomicUsize};
 #[cfg(stashpool_loom)]
@@ -531,7 +531,6 @@ mod imp {
 
 #[cfg(stashpool_loom)]
 mod loom_impl {
-    use loom::sync::atomic::AtomicPtr;
     use loom::sync::{Condvar, Mutex};
     use std::cell::Cell;
     use std::sync::atomic::Ordering;
@@ -652,54 +651,6 @@ mod loom_impl {
     impl std::fmt::Debug for AtomicBool {
         fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
             self.inner.fmt(f)
-        }
-    }
-
-    /// loom stand-in for `std::sync::OnceLock` (a locked slow path and an
-    /// acquire load on the fast path, the same shape as std's).
-    pub(crate) struct OnceLock<T> {
-        value: AtomicPtr<T>,
-        init: Mutex<()>,
-    }
-
-    impl<T> OnceLock<T> {
-        pub(crate) fn new() -> Self {
-            Self {
-                value: AtomicPtr::new(std::ptr::null_mut()),
-                init: Mutex::new(()),
-            }
-        }
-
-        pub(crate) fn get(&self) -> Option<&T> {
-            let ptr = self.value.load(Ordering::Acquire);
-            // SAFETY: a non-null pointer came from `Box::into_raw` below and
-            // is freed only by `Drop`.
-            (!ptr.is_null()).then(|| unsafe { &*ptr })
-        }
-
-        pub(crate) fn get_or_init(&self, f: impl FnOnce() -> T) -> &T {
-            if let Some(value) = self.get() {
-                return value;
-            }
-            let _init = self.init.lock().unwrap();
-            if let Some(value) = self.get() {
-                return value;
-            }
-            let ptr = Box::into_raw(Box::new(f()));
-            self.value.store(ptr, Ordering::Release);
-            // SAFETY: just made from a live box.
-            unsafe { &*ptr }
-        }
-    }
-
-    impl<T> Drop for OnceLock<T> {
-        fn drop(&mut self) {
-            let ptr = self.value.with_mut(|ptr| *ptr);
-            if !ptr.is_null() {
-                // SAFETY: came from `Box::into_raw`; `&mut self` means no
-                // reference handed out by `get` is alive.
-                drop(unsafe { Box::from_raw(ptr) });
-            }
         }
     }
 }

@@ -4,8 +4,8 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::time::Duration;
 
+use crate::pool::cell::SharedCell;
 use crate::pool::local_pool::LocalPool;
-use crate::sync::OnceLock;
 use crate::Recycle;
 
 /// How many objects one thread keeps in its private stash by default.
@@ -46,6 +46,7 @@ pub const MIN_SWEEP_INTERVAL: Duration = Duration::from_millis(1);
 /// moment; glibc's malloc bounds its arenas by the same rule (8 per core on
 /// 64-bit targets), which is what a pool with no stashes would be compared
 /// with.
+#[cfg_attr(stashpool_loom, allow(dead_code))]
 pub(crate) const STASHES_PER_CORE: usize = 8;
 
 /// The bound on a pool's stashes: [`STASHES_PER_CORE`] per core, read once
@@ -221,7 +222,7 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPoolBuilder<T, R> {
         LocalPool {
             recycler: self.recycler,
             config,
-            shared: OnceLock::new(),
+            shared: SharedCell::new(),
         }
     }
 }

@@ -98,11 +98,8 @@ thread_local! {
 }
 
 /// Flushes `stash` into `shared`'s overflow when this thread exits.
-pub(crate) fn register<T: Send + 'static>(shared: &Arc<Shared<T>>, stash: *const Stash<T>) {
-    let hook = Box::new(Hook {
-        shared: Arc::clone(shared),
-        stash,
-    });
+pub(crate) fn register<T: Send + 'static>(shared: Arc<Shared<T>>, stash: *const Stash<T>) {
+    let hook = Box::new(Hook { shared, stash });
     // Fails only while this thread's thread-locals are being destroyed; the
     // stash is then simply left for sweeps.
     let _ = HOOKS.try_with(|all| {

@@ -7,11 +7,12 @@ use std::mem;
 use std::time::Duration;
 
 use crate::pool::builder::{default_max_stashes, Config, LocalPoolBuilder};
+use crate::pool::cell::{SharedCell, SharedRef};
 use crate::pool::guard::{Pooled, PooledOwned};
 use crate::pool::node::{Home, Node};
 use crate::pool::shared::Shared;
 use crate::pool::stash::{Counters, Stash};
-use crate::sync::{Arc, OnceLock};
+use crate::sync::Arc;
 use crate::{Recycle, Stats};
 
 /// A pool of reusable objects: Go's `sync.Pool`, with per-thread stashes.
@@ -73,7 +74,7 @@ pub struct LocalPool<T: Send + 'static, R: Recycle<T> = fn() -> T> {
     pub(super) recycler: R,
     pub(super) config: Config,
     /// Made on first use (so that `new` can be `const`).
-    pub(super) shared: OnceLock<Arc<Shared<T>>>,
+    pub(super) shared: SharedCell<T>,
 }
 
 impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
@@ -98,7 +99,7 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
         Self {
             recycler,
             config: Config::DEFAULT,
-            shared: OnceLock::new(),
+            shared: SharedCell::new(),
         }
     }
 
@@ -241,13 +242,13 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
         // stash it came from, which this thread owns throughout the call.
         let shared = self.shared();
         let Some(stash) = Shared::stash(shared) else {
-            return self.with_stashless(shared, f);
+            return self.with_stashless(&shared, f);
         };
-        let mut node = self.take_from(shared, stash);
+        let mut node = self.take_from(&shared, stash);
         // If `f` unwinds, `node` is dropped with this frame, not pooled: the
         // object may be half-modified.
         let out = f(&mut node.value);
-        self.recycle_into_stash(shared, stash, node);
+        self.recycle_into_stash(&shared, stash, node);
         out
     }
 
@@ -370,7 +371,7 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
     // === internals ===
 
     #[inline(always)]
-    fn shared(&self) -> &Arc<Shared<T>> {
+    fn shared(&self) -> SharedRef<'_, T> {
         match self.shared.get() {
             Some(shared) => shared,
             None => self.init(),
@@ -378,27 +379,30 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
     }
 
     #[cold]
-    fn init(&self) -> &Arc<Shared<T>> {
-        self.shared.get_or_init(|| {
-            let config = self.config;
-            let id = next_id();
-            // A stash beyond `max_idle` stashes would have a share of zero:
-            // it could keep nothing, only cost its memory and exit hook.
-            let max_stashes = config
-                .max_stashes
-                .unwrap_or_else(default_max_stashes)
-                .min(config.max_idle);
-            let shared = Arc::new(Shared::new(
-                config.local_capacity,
-                config.max_idle,
-                max_stashes,
-                id,
-            ));
-            if let Some(interval) = config.sweep_every {
-                register(id, &shared, interval);
-            }
-            shared
-        })
+    fn init(&self) -> SharedRef<'_, T> {
+        let config = self.config;
+        self.shared.get_or_make(
+            || {
+                // A stash beyond `max_idle` stashes would have a share of
+                // zero: it could keep nothing, only cost its memory and
+                // exit hook.
+                let max_stashes = config
+                    .max_stashes
+                    .unwrap_or_else(default_max_stashes)
+                    .min(config.max_idle);
+                Arc::new(Shared::new(
+                    config.local_capacity,
+                    config.max_idle,
+                    max_stashes,
+                    next_id(),
+                ))
+            },
+            |shared| {
+                if let Some(interval) = config.sweep_every {
+                    register(shared.id, shared, interval);
+                }
+            },
+        )
     }
 
     /// Takes an object out of the pool, or makes one, for a guard: the node
@@ -408,12 +412,12 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
         let shared = self.shared();
         match Shared::stash(shared) {
             Some(stash) => {
-                let mut node = self.take_from(shared, stash);
+                let mut node = self.take_from(&shared, stash);
                 node.home = Home::here(stash);
                 node
             }
             None => {
-                let mut node = self.take_stashless(shared);
+                let mut node = self.take_stashless(&shared);
                 node.home = Home::NONE;
                 node
             }
@@ -465,7 +469,7 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
         // the pool alive for this call.
         match unsafe { node.home.owned() } {
             // `lend` made the shared state, so it is there.
-            Some(stash) => self.recycle_into_stash(self.shared(), stash, node),
+            Some(stash) => self.recycle_into_stash(&self.shared(), stash, node),
             // Out of line, so that the common case stays small enough to
             // inline into the guard's drop.
             None => outlined(|| self.return_node(node)),
@@ -478,8 +482,8 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
     pub(crate) fn return_node(&self, node: Box<Node<T>>) {
         let shared = self.shared();
         match Shared::stash(shared) {
-            Some(stash) => self.recycle_into_stash(shared, stash, node),
-            None => self.recycle_into_overflow(shared, node),
+            Some(stash) => self.recycle_into_stash(&shared, stash, node),
+            None => self.recycle_into_overflow(&shared, node),
         }
     }
 
@@ -600,7 +604,7 @@ fn register<T: Send + 'static>(_: u64, _: &Arc<Shared<T>>, _: Duration) {}
 impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
     #[doc(hidden)]
     pub fn loom_background_sweep(&self) -> impl FnOnce() + Send + 'static {
-        let shared = Arc::clone(self.init());
+        let shared = self.init().to_arc();
         move || shared.sweep()
     }
 

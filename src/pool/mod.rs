@@ -9,6 +9,7 @@
 //! | `guard.rs` | `Pooled`, `PooledOwned`: one-pointer guards |
 //! | `recycle.rs` | `Recycle`: how objects are made and reset |
 //! | `node.rs` | the heap node an object lives in while pooled or lent |
+//! | `cell.rs` | where a pool keeps its shared state: made on first use, published with one compare-and-swap |
 //! | `shared.rs` | a pool's shared state: the stash table and its bound, the overflow, the counters |
 //! | `stash.rs` | one thread's stash and the owner's side of the stash handshake |
 //! | `overflow.rs` | the shared overflow: batches of objects in a `crossbeam_deque::Injector`, and single objects |
@@ -28,6 +29,7 @@
 mod background;
 mod barrier;
 mod builder;
+mod cell;
 mod exit;
 mod guard;
 mod local_pool;

@@ -18,13 +18,14 @@
 //! while holding it: the objects they drop are dropped after it is released.
 
 use crate::pool::barrier::{self, Strategy};
+use crate::pool::cell::SharedRef;
 use crate::pool::node::Node;
 use crate::pool::overflow::Overflow;
 use crate::pool::owner;
 use crate::pool::stash::{Counters, Spill, Stash, StashBox};
 use crate::sync::{
-    fork_gate, lock, thread_index, Arc, AtomicBool, AtomicCount, ForkGuard, Mutex, MutexGuard,
-    Ordering, PerThread,
+    fork_gate, lock, thread_index, AtomicBool, AtomicCount, ForkGuard, Mutex, MutexGuard, Ordering,
+    PerThread,
 };
 use crate::Stats;
 
@@ -120,7 +121,7 @@ impl<T: Send> Shared<T> {
     /// This thread's stash, made on first use; `None` once this thread's
     /// thread-locals are being destroyed (see `exit.rs`).
     #[inline(always)]
-    pub(crate) fn stash(this: &Arc<Self>) -> Option<&Stash<T>>
+    pub(crate) fn stash(this: SharedRef<'_, T>) -> Option<&Stash<T>>
     where
         T: 'static,
     {
@@ -139,7 +140,7 @@ impl<T: Send> Shared<T> {
     /// `stash` after a miss in the cache's first entry: its second entry,
     /// else this thread's entry in the table.
     #[inline(never)]
-    fn find_stash(this: &Arc<Self>) -> Option<&Stash<T>>
+    fn find_stash(this: SharedRef<'_, T>) -> Option<&Stash<T>>
     where
         T: 'static,
     {
@@ -147,7 +148,7 @@ impl<T: Send> Shared<T> {
             // SAFETY: as in `stash`.
             return Some(unsafe { &*stash.cast::<Stash<T>>() });
         }
-        match this.stashes.get() {
+        match this.get().stashes.get() {
             Some(stash) => {
                 if stash.hooked_by.load(Ordering::Relaxed) != owner::serial() {
                     Self::adopt(this, stash);
@@ -164,7 +165,7 @@ impl<T: Send> Shared<T> {
     /// an exited thread (that thread's hook has run, so without a hook of
     /// its own this thread's objects would not be flushed when it exits).
     #[cold]
-    fn adopt(this: &Arc<Self>, stash: &StashBox<T>)
+    fn adopt(this: SharedRef<'_, T>, stash: &StashBox<T>)
     where
         T: 'static,
     {
@@ -172,50 +173,53 @@ impl<T: Send> Shared<T> {
         if owner::ended() {
             return;
         }
-        crate::pool::exit::register(this, stash.as_ptr());
+        crate::pool::exit::register(this.to_arc(), stash.as_ptr());
         stash.hooked_by.store(owner::serial(), Ordering::Relaxed);
     }
 
     #[cold]
-    fn new_stash(this: &Arc<Self>) -> Option<&Stash<T>>
+    fn new_stash(this: SharedRef<'_, T>) -> Option<&Stash<T>>
     where
         T: 'static,
     {
+        let shared = this.get();
         if owner::ended() {
             return None;
         }
         // Past the bound, no stash (module docs): checked before the lock,
         // since a thread without a stash comes here on every get and return.
-        if thread_index().is_none_or(|id| id >= this.max_stashes) {
+        if thread_index().is_none_or(|id| id >= shared.max_stashes) {
             return None;
         }
         let (epoch, capacity) = {
-            let sweeping = this.lock_sweep();
-            (sweeping.epoch, this.stash_capacity(sweeping.stashes + 1))
+            let sweeping = shared.lock_sweep();
+            (sweeping.epoch, shared.stash_capacity(sweeping.stashes + 1))
         };
         let mut made = false;
         // `None` once this thread is too far into its teardown to hold a
         // thread id (its id guard is destroyed): go around stashes then.
-        let stash = this.stashes.get_or(|| {
+        let stash = shared.stashes.get_or(|| {
             made = true;
             StashBox::new(Stash::new(epoch, capacity))
         })?;
         if made {
-            let mut sweeping = this.lock_sweep();
+            let mut sweeping = shared.lock_sweep();
             // A sweep that ran between reading the epoch and the stash
             // entering the table did not see it: the stash is still empty
             // (only this thread fills it), so catching up is all it needs.
             let epoch = sweeping.epoch;
-            stash.with_owner(this.strategy, |local| local.epoch = local.epoch.max(epoch));
+            stash.with_owner(shared.strategy, |local| {
+                local.epoch = local.epoch.max(epoch)
+            });
             sweeping.stashes += 1;
-            if this.max_idle != usize::MAX {
+            if shared.max_idle != usize::MAX {
                 // One more stash: every other one's share shrinks.
-                let capacity = this.stash_capacity(sweeping.stashes);
-                this.rebalance(capacity);
+                let capacity = shared.stash_capacity(sweeping.stashes);
+                shared.rebalance(capacity);
             }
         }
         Self::adopt(this, stash);
-        owner::remember(this.id, stash.as_ptr().cast());
+        owner::remember(shared.id, stash.as_ptr().cast());
         Some(stash)
     }
 
@@ -470,7 +474,7 @@ mod tests {
                     "thread {id}: a stash iff below the bound"
                 );
             }
-            let made = stashes(shared);
+            let made = stashes(&shared);
             assert!(made.len() <= BOUND, "{} stashes", made.len());
             let stats = pool.stats();
             assert!(
@@ -493,7 +497,7 @@ mod tests {
                     );
                 }
             }
-            assert!(stashes(shared).len() <= BOUND);
+            assert!(stashes(&shared).len() <= BOUND);
             let stats = pool.stats();
             assert!(stats.created <= BOUND as u64 + 1, "{stats:?}");
         });
@@ -519,7 +523,7 @@ mod tests {
                 );
             }
             let shared = pool.shared.get().unwrap();
-            assert!(stashes(shared).len() <= MAX_IDLE);
+            assert!(stashes(&shared).len() <= MAX_IDLE);
             assert_eq!(shared.max_stashes, MAX_IDLE);
         });
     }
