@@ -23,11 +23,12 @@
 //!
 //! Where `membarrier` is unavailable (another OS, an old kernel, a seccomp
 //! policy, Miri, loom) both sides use `SeqCst` fences: correct, slower for
-//! owners. The choice is made once per process, before any pool's first use,
-//! and every pool records it, so owners never mix strategies.
+//! owners. The choice is made once per process (threads that race to make
+//! it first reach the same one), before any pool's first use, and every
+//! pool records it, so owners never mix strategies.
 
 #[cfg(all(target_os = "linux", not(stashpool_loom), not(miri)))]
-use std::sync::OnceLock;
+use std::sync::atomic::AtomicU8;
 
 use crate::sync::{fence, Ordering};
 
@@ -48,8 +49,29 @@ pub(crate) enum Strategy {
 pub(crate) fn strategy() -> Strategy {
     #[cfg(all(target_os = "linux", not(stashpool_loom), not(miri)))]
     {
-        static STRATEGY: OnceLock<Strategy> = OnceLock::new();
-        *STRATEGY.get_or_init(linux::register)
+        // Not a `OnceLock`: a process forked while another thread was
+        // filling one would wait for that thread for ever. Threads that
+        // race here all register (registration is idempotent) and reach the
+        // same answer, since the kernel's does not change.
+        const UNKNOWN: u8 = 0;
+        const MEMBARRIER: u8 = 1;
+        const FENCE: u8 = 2;
+        static STRATEGY: AtomicU8 = AtomicU8::new(UNKNOWN);
+        match STRATEGY.load(std::sync::atomic::Ordering::Acquire) {
+            MEMBARRIER => Strategy::Membarrier,
+            FENCE => Strategy::Fence,
+            _ => {
+                let strategy = linux::register();
+                let code = match strategy {
+                    Strategy::Membarrier => MEMBARRIER,
+                    Strategy::Fence => FENCE,
+                };
+                // Release: a thread that reads the answer sees the
+                // registration made before it.
+                STRATEGY.store(code, std::sync::atomic::Ordering::Release);
+                strategy
+            }
+        }
     }
     #[cfg(not(all(target_os = "linux", not(stashpool_loom), not(miri))))]
     {
