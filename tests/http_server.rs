@@ -11,6 +11,12 @@
 //! as one, instead of in the crate's public API. Every socket read has a
 //! deadline, so a server that hangs fails a test instead of stalling it.
 
+/// The server's HTTP parser, whose unit tests run with these (the example
+/// is built as the binary these tests start, not as a test harness).
+#[path = "../examples/http_server/http.rs"]
+#[allow(dead_code)]
+mod http;
+
 use std::collections::HashMap;
 use std::env;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -339,6 +345,31 @@ fn pipelined_requests_are_answered_in_order() {
 }
 
 #[test]
+fn a_request_that_follows_in_pieces_does_not_hold_back_the_answers_before_it() {
+    // The server's read timeout outlasts the client's deadline: an answer
+    // held back until the next request completes or times out fails here.
+    let server = Server::start(&["--read-timeout-ms", "600000"]);
+    let mut client = server.client();
+    // A whole request and the start of the next, in one write.
+    client.send(b"GET / HTTP/1.1\r\nHost: t\r\n\r\nGET /json HT");
+    assert_eq!(
+        client.response().status,
+        200,
+        "the first answer comes at once"
+    );
+    client.send(b"TP/1.1\r\nHost: t\r\n\r\n");
+    assert_eq!(client.response().status, 200);
+    // A body followed by the CRLF that clients may add (RFC 9112, 2.2):
+    // the answer comes, and the connection is idle, not mid-request.
+    client.send(b"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\n\r\nhi\r\n");
+    let echo = client.response();
+    assert_eq!((echo.status, echo.body.as_slice()), (200, &b"hi"[..]));
+    assert_eq!(client.get("/").status, 200);
+    let stats = server.stats();
+    assert_eq!((stats["errors"], stats["timeouts"]), (0, 0), "{stats:?}");
+}
+
+#[test]
 fn http_1_0_closes_unless_asked_to_keep_alive() {
     let server = Server::start(&[]);
     let mut client = server.client();
@@ -464,6 +495,15 @@ fn expect_100_continue_gets_an_interim_answer() {
     assert_eq!(client.read_response(false).status, 100);
     client.send(b"hello");
     assert_eq!(client.response().body, b"hello");
+    // HTTP/1.0 has no 100 Continue: the expectation is ignored, and the
+    // first answer is the final one.
+    let mut client = server.client();
+    client.send(b"POST /echo HTTP/1.0\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\nhello");
+    let answer = client.response();
+    assert_eq!(
+        (answer.status, answer.body.as_slice()),
+        (200, &b"hello"[..])
+    );
 }
 
 #[test]

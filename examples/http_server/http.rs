@@ -230,7 +230,9 @@ pub fn parse(head: &[u8]) -> Result<Request<'_>, Reject> {
         minor,
         content_length: content_length.unwrap_or(0),
         keep_alive,
-        expect_continue: expect_continue && content_length.unwrap_or(0) > 0,
+        // An HTTP/1.0 client cannot know 100 Continue: the expectation is
+        // ignored there (RFC 9110, section 10.1.1).
+        expect_continue: expect_continue && minor == 1 && content_length.unwrap_or(0) > 0,
     })
 }
 
