@@ -35,10 +35,10 @@ use crate::counters::{self, ERRORS, REQUESTS, TIMEOUTS};
 use crate::http::{self, HeadError, Reject, Request, Status};
 
 /// Size of the read and write buffers, in both modes: Go's `net/http`
-/// default, and a single page. A pooled read buffer is zeroed
-/// whole (so one connection's bytes never reach the next), which makes all
-/// of its pages resident, where std's `BufReader` leaves the pages it never
-/// reads into untouched; at one page the two cost the same memory.
+/// default, and a single page. std's `BufReader` zeroes its whole buffer
+/// on its first read (the socket reader here has no `read_buf` of its own);
+/// a pooled reader zeroes what it lends the socket, 1 KiB at first, and on
+/// return what was lent, so one connection's bytes never reach the next.
 pub const IO_BUFFER: usize = 4 * 1024;
 /// Capacity of a per-request buffer, in both modes: a request head, the
 /// JSON document and the benchmark's bodies fit without growing.
@@ -359,6 +359,27 @@ impl<'s> TimedReader<'s> for PooledBufReader<'_, &mut Timed<'s>> {
     }
 }
 
+/// Consumes the empty lines a client may send between requests (RFC 9112,
+/// section 2.2), such as a CRLF after a body, from what is already
+/// buffered, without reading more: a burst that ends in them is over.
+fn skip_buffered_blank_lines<'s>(reader: &mut impl TimedReader<'s>) {
+    while reader.buffered() > 0 {
+        // Bytes are buffered (in the reader or in the burst's first bytes),
+        // so this does not wait on the socket.
+        let Ok(buffered) = reader.fill_buf() else {
+            return;
+        };
+        let blank = buffered
+            .iter()
+            .take_while(|&&b| b == b'\r' || b == b'\n')
+            .count();
+        if blank == 0 {
+            return;
+        }
+        reader.consume(blank);
+    }
+}
+
 /// How one request ended.
 enum Outcome {
     /// Answered; read the next request.
@@ -410,10 +431,18 @@ impl<'s, B: Buffers<'s>> Connection<'s, B> {
             let mut writer = self.buffers.writer(self.stream);
             loop {
                 match self.request(&mut reader, &mut writer) {
-                    // More of the burst is here already.
-                    Outcome::Next if reader.buffered() > 0 => {}
-                    // Answered and flushed: the buffers go back.
-                    Outcome::Next => break,
+                    Outcome::Next => {
+                        skip_buffered_blank_lines(&mut reader);
+                        // More of the burst is here already.
+                        if reader.buffered() > 0 {
+                            continue;
+                        }
+                        // Answered and flushed: the buffers go back.
+                        if writer.flush().is_err() {
+                            return;
+                        }
+                        break;
+                    }
                     Outcome::Close => return,
                     Outcome::Refuse(reject) => {
                         REQUESTS.add(1);
@@ -449,7 +478,13 @@ impl<'s, B: Buffers<'s>> Connection<'s, B> {
             }
         }
         let mut buf = self.buffers.buffer();
-        let read = http::read_head(reader, &mut buf, self.limits.max_head, |r| r.timed().arm());
+        // Before any read that can wait, the answers to the requests before
+        // this one in the burst go out: their client may be waiting for
+        // them before it sends the rest of this one.
+        let read = http::read_head(reader, &mut buf, self.limits.max_head, |r| {
+            let _ = writer.flush(); // a failed flush fails the next write too
+            r.timed().arm()
+        });
         match read {
             Ok(()) => {}
             Err(HeadError::Closed | HeadError::Truncated) => return Outcome::Close,
@@ -496,6 +531,7 @@ impl<'s, B: Buffers<'s>> Connection<'s, B> {
             }
             buf.resize(length, 0);
             if reader.buffered() < length {
+                let _ = writer.flush(); // as before a head's reads
                 reader.timed().arm();
             }
             if let Err(error) = reader.read_exact(&mut buf) {
