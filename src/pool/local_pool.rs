@@ -383,13 +383,7 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
         let config = self.config;
         self.shared.get_or_make(
             || {
-                // A stash beyond `max_idle` stashes would have a share of
-                // zero: it could keep nothing, only cost its memory and
-                // exit hook.
-                let max_stashes = config
-                    .max_stashes
-                    .unwrap_or_else(default_max_stashes)
-                    .min(config.max_idle);
+                let max_stashes = config.max_stashes.unwrap_or_else(default_max_stashes);
                 Arc::new(Shared::new(
                     config.local_capacity,
                     config.max_idle,

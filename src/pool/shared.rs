@@ -4,9 +4,10 @@
 //! can be built in a `const` context, the background sweeper can hold it
 //! weakly, and exiting threads can reach it to flush their stashes.
 //!
-//! A pool makes at most `max_stashes` stashes (`builder::STASHES_PER_CORE`
-//! per core, and at most `max_idle`, past which a stash's share would be
-//! zero): a thread whose thread id is at or past that has none, and its
+//! A pool makes stashes only for threads whose thread id is below
+//! `max_stashes` (`builder::STASHES_PER_CORE` per core), and at most
+//! `max_idle` of them, past which a stash's share would be zero; a thread
+//! without one has none, and its
 //! gets and returns go to the overflow one object at a time, as those of a
 //! thread in its teardown do (the stashless paths). Ids are dense and
 //! reused lowest first, so the stashes go to the threads that came first,
@@ -24,8 +25,8 @@ use crate::pool::overflow::Overflow;
 use crate::pool::owner;
 use crate::pool::stash::{Counters, Spill, Stash, StashBox};
 use crate::sync::{
-    fork_gate, lock, thread_index, AtomicBool, AtomicCount, ForkGuard, Mutex, MutexGuard, Ordering,
-    PerThread,
+    fork_gate, lock, thread_index, AtomicBool, AtomicCount, AtomicUsize, ForkGuard, Mutex,
+    MutexGuard, Ordering, PerThread,
 };
 use crate::Stats;
 
@@ -73,9 +74,13 @@ pub(crate) struct Shared<T: Send> {
     /// without 64-bit atomics: a stamp that wrapped reads as old, and its
     /// object is trimmed a sweep early, never kept too long.
     pub(super) epoch: AtomicCount,
-    /// The most stashes the pool makes: threads whose id (`per_thread`) is
-    /// at or past this have none and use the overflow directly.
+    /// The bound on stashes by thread id: threads whose id (`per_thread`)
+    /// is at or past this have none and use the overflow directly.
     pub(crate) max_stashes: usize,
+    /// `Sweeping::stashes`, for threads that check without the lock
+    /// whether the pool has made `max_idle` stashes, past which a stash's
+    /// share would be zero. Stored under the sweep lock.
+    stashes_made: AtomicUsize,
     /// Set (under the sweep lock) once the pool has dropped.
     pub(super) closed: AtomicBool,
     /// Objects dropped by sweeps.
@@ -106,6 +111,7 @@ impl<T: Send> Shared<T> {
             }),
             epoch: AtomicCount::new(0),
             max_stashes,
+            stashes_made: AtomicUsize::new(0),
             closed: AtomicBool::new(false),
             trimmed: AtomicCount::new(0),
             orphans: Counters::default(),
@@ -149,15 +155,25 @@ impl<T: Send> Shared<T> {
             return Some(unsafe { &*stash.cast::<Stash<T>>() });
         }
         match this.get().stashes.get() {
-            Some(stash) => {
-                if stash.hooked_by.load(Ordering::Relaxed) != owner::serial() {
-                    Self::adopt(this, stash);
-                }
-                owner::remember(this.id, stash.as_ptr().cast());
-                Some(stash)
-            }
+            Some(stash) => Some(Self::claim(this, stash)),
             None => Self::new_stash(this),
         }
+    }
+
+    /// `stash`, this thread's entry in the table, hooked for this thread's
+    /// exit and remembered in its cache.
+    fn claim<'a>(this: SharedRef<'a, T>, stash: &'a StashBox<T>) -> &'a Stash<T>
+    where
+        T: 'static,
+    {
+        // Zero: a stash this thread just made, never hooked (a thread's
+        // serial is zero, too, until it registers its first hook).
+        let hooked_by = stash.hooked_by.load(Ordering::Relaxed);
+        if hooked_by == 0 || hooked_by != owner::serial() {
+            Self::adopt(this, stash);
+        }
+        owner::remember(this.id, stash.as_ptr().cast());
+        stash
     }
 
     /// Registers this thread's exit hook for `stash`, which this thread
@@ -191,9 +207,30 @@ impl<T: Send> Shared<T> {
         if thread_index().is_none_or(|id| id >= shared.max_stashes) {
             return None;
         }
+        // The id just taken may be an exited thread's, whose stash this
+        // thread takes over.
+        if let Some(stash) = shared.stashes.get() {
+            return Some(Self::claim(this, stash));
+        }
+        // Nor past `max_idle` stashes, whose shares would be zero: such a
+        // stash could keep nothing, only cost its bookkeeping. Checked
+        // without the lock first, for the same reason.
+        if shared.stashes_made.load(Ordering::Relaxed) >= shared.max_idle {
+            return None;
+        }
         let (epoch, capacity) = {
-            let sweeping = shared.lock_sweep();
-            (sweeping.epoch, shared.stash_capacity(sweeping.stashes + 1))
+            let mut sweeping = shared.lock_sweep();
+            if sweeping.stashes >= shared.max_idle {
+                return None;
+            }
+            // Counted now, so that threads racing to make stashes make no
+            // more than `max_idle` between them; given back below if this
+            // thread makes none.
+            sweeping.stashes += 1;
+            shared
+                .stashes_made
+                .store(sweeping.stashes, Ordering::Relaxed);
+            (sweeping.epoch, shared.stash_capacity(sweeping.stashes))
         };
         let mut made = false;
         // `None` once this thread is too far into its teardown to hold a
@@ -201,26 +238,31 @@ impl<T: Send> Shared<T> {
         let stash = shared.stashes.get_or(|| {
             made = true;
             StashBox::new(Stash::new(epoch, capacity))
-        })?;
-        if made {
-            let mut sweeping = shared.lock_sweep();
-            // A sweep that ran between reading the epoch and the stash
-            // entering the table did not see it: the stash is still empty
-            // (only this thread fills it), so catching up is all it needs.
-            let epoch = sweeping.epoch;
-            stash.with_owner(shared.strategy, |local| {
-                local.epoch = local.epoch.max(epoch)
-            });
-            sweeping.stashes += 1;
-            if shared.max_idle != usize::MAX {
-                // One more stash: every other one's share shrinks.
-                let capacity = shared.stash_capacity(sweeping.stashes);
-                shared.rebalance(capacity);
-            }
+        });
+        let mut sweeping = shared.lock_sweep();
+        let Some(stash) = stash else {
+            sweeping.stashes -= 1;
+            shared
+                .stashes_made
+                .store(sweeping.stashes, Ordering::Relaxed);
+            return None;
+        };
+        debug_assert!(made, "only this thread makes its entry, and it had none");
+        let _ = made;
+        // A sweep that ran between reading the epoch and the stash entering
+        // the table did not see it: the stash is still empty (only this
+        // thread fills it), so catching up is all it needs.
+        let epoch = sweeping.epoch;
+        stash.with_owner(shared.strategy, |local| {
+            local.epoch = local.epoch.max(epoch)
+        });
+        if shared.max_idle != usize::MAX {
+            // One more stash: every other one's share shrinks.
+            let capacity = shared.stash_capacity(sweeping.stashes);
+            shared.rebalance(capacity);
         }
-        Self::adopt(this, stash);
-        owner::remember(shared.id, stash.as_ptr().cast());
-        Some(stash)
+        drop(sweeping);
+        Some(Self::claim(this, stash))
     }
 
     /// Takes the sweep lock, inside the fork gate (`sync::fork_gate`).
@@ -503,28 +545,41 @@ mod tests {
         });
     }
 
-    /// A pool that keeps at most 2 idle objects makes at most 2 stashes:
-    /// a third would have a share of zero. The threads with ids below 2 get
-    /// one; every other thread, though below the bound on stashes, has none.
+    /// A pool that keeps at most 2 idle objects makes at most 2 stashes (a
+    /// third would have a share of zero), for the first threads that use
+    /// it, whatever their thread ids: two threads that took ids for another
+    /// pool first, and stay alive, do not take this pool's stashes.
     #[test]
     fn a_pool_makes_no_more_stashes_than_it_keeps_idle_objects() {
         within_deadline(|| {
             const MAX_IDLE: usize = 2;
             let threads = if cfg!(miri) { 4 } else { 8 };
-            let pool: LocalPool<Vec<u8>> = LocalPool::builder(Vec::new as fn() -> Vec<u8>)
-                .max_idle(MAX_IDLE)
-                .manual_sweep()
-                .build();
-            for (id, stash) in round(&pool, threads) {
-                assert_eq!(
-                    stash.is_some(),
-                    id < MAX_IDLE,
-                    "thread {id}: a stash iff below max_idle"
-                );
-            }
-            let shared = pool.shared.get().unwrap();
-            assert!(stashes(&shared).len() <= MAX_IDLE);
-            assert_eq!(shared.max_stashes, MAX_IDLE);
+            let other: LocalPool<Vec<u8>> = LocalPool::new(Vec::new);
+            let (hold, release) = (Barrier::new(3), Barrier::new(3));
+            std::thread::scope(|s| {
+                for _ in 0..2 {
+                    s.spawn(|| {
+                        other.with(|buf| buf.push(1)); // takes a thread id
+                        hold.wait();
+                        release.wait();
+                    });
+                }
+                hold.wait();
+                let pool: LocalPool<Vec<u8>> = LocalPool::builder(Vec::new as fn() -> Vec<u8>)
+                    .max_idle(MAX_IDLE)
+                    .manual_sweep()
+                    .build();
+                let used = round(&pool, threads);
+                let shared = pool.shared.get().unwrap();
+                let eligible = used
+                    .iter()
+                    .filter(|&&(id, _)| id < shared.max_stashes)
+                    .count();
+                let with_stash = used.iter().filter(|&&(_, stash)| stash.is_some()).count();
+                assert_eq!(with_stash, eligible.min(MAX_IDLE), "{used:?}");
+                assert_eq!(stashes(&shared).len(), with_stash);
+                release.wait();
+            });
         });
     }
 }
