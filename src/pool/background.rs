@@ -152,7 +152,8 @@ fn after(now: Instant, interval: Duration) -> Instant {
 #[cfg(target_os = "linux")]
 mod fork {
     use std::cell::RefCell;
-    use std::sync::{MutexGuard, Once, RwLockWriteGuard};
+    use std::sync::atomic::AtomicBool;
+    use std::sync::{MutexGuard, RwLockWriteGuard};
 
     use super::{Registry, REGISTRY, RESUME};
     use crate::sync::{lock, FORK_GATE};
@@ -166,16 +167,23 @@ mod fork {
     }
 
     /// Installs the fork handlers, once per process.
+    ///
+    /// Not a `Once`: a process forked while another thread was inside one
+    /// would leave its child waiting for ever on that thread. The first
+    /// caller installs; a caller that races it goes on without waiting,
+    /// and a fork in the moment before the handlers are in place is
+    /// unguarded, as a fork before any pool was made is.
     pub(crate) fn install() {
-        static INSTALL: Once = Once::new();
-        INSTALL.call_once(|| {
-            // SAFETY: the three handlers are `extern "C" fn()` without
-            // arguments that never unwind (nothing in them panics: poisoned
-            // locks are taken anyway and thread-local access is fallible).
-            // If registration fails (out of memory) forks are simply not
-            // guarded, as before.
-            let _ = unsafe { libc::pthread_atfork(Some(prepare), Some(parent), Some(child)) };
-        });
+        static INSTALLED: AtomicBool = AtomicBool::new(false);
+        if INSTALLED.load(Ordering::Relaxed) || INSTALLED.swap(true, Ordering::Relaxed) {
+            return;
+        }
+        // SAFETY: the three handlers are `extern "C" fn()` without
+        // arguments that never unwind (nothing in them panics: poisoned
+        // locks are taken anyway and thread-local access is fallible). If
+        // registration fails (out of memory) forks are simply not guarded,
+        // as before.
+        let _ = unsafe { libc::pthread_atfork(Some(prepare), Some(parent), Some(child)) };
     }
 
     extern "C" fn prepare() {

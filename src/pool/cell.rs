@@ -9,7 +9,9 @@
 //! a thread that does not exist there. Here the racing threads each make a
 //! `Shared` and publish theirs with one compare-and-swap; the losers drop
 //! theirs, which nothing else has seen. A forked child finds the state
-//! either published or not, never half made.
+//! either published or not, never half made (published and not yet
+//! registered with the background sweeper, if the fork fell between the
+//! two: the child then sweeps that pool only when asked).
 //!
 //! The cell holds the pointer from `Arc::into_raw`, so the hot path is one
 //! acquire load and a dereference, as with a `OnceLock`; a [`SharedRef`]

@@ -94,7 +94,7 @@ impl<T> Overflow<T> {
         self.singles.push(Single { node, stamp });
     }
 
-    /// Takes the oldest single object, if any.
+    /// Takes a single object, if any.
     pub(crate) fn pop_one(&self) -> Option<Box<Node<T>>> {
         let single = self.singles.pop()?;
         self.len.fetch_sub(1, Ordering::Relaxed);

@@ -16,11 +16,11 @@
 //! ever be queued then; what does not fit (a bound above the ring, all of
 //! it idle at once) goes to an `Injector` behind it, made on first use.
 //!
-//! Order: a pop tries the ring first, so singles that went to the spill
-//! queue while the ring was full wait until the ring runs dry, and sweeps
-//! may drop them first. Singles are interchangeable idle objects; the
-//! order only decides which of them a sweep finds old, and a sweep looks
-//! at every one of them anyway.
+//! Order: a get tries the ring first, so singles that went to the spill
+//! queue while the ring was full wait until the ring runs dry; a sweep
+//! takes them first (`pop_for_sweep`), so it reaches them even while
+//! returns keep arriving in the ring. Singles are interchangeable idle
+//! objects; the order only decides which of them a sweep finds old.
 
 use crate::lazy::{Lazy, LazyQueue};
 use crate::pool::node::Node;
@@ -71,6 +71,19 @@ impl<T> Singles<T> {
         match self.ring.get()?.pop() {
             Some(single) => Some(single),
             None => self.spill.pop(),
+        }
+    }
+
+    /// Takes a single for a sweep: the spill queue's oldest first, else the
+    /// ring's. Singles wait in the spill queue while the ring keeps taking
+    /// new ones, so a sweep that looks at a snapshot's worth of singles
+    /// takes those first: returns arriving meanwhile in the ring cannot
+    /// keep it from reaching them.
+    pub(crate) fn pop_for_sweep(&self) -> Option<Single<T>> {
+        let ring = self.ring.get()?;
+        match self.spill.pop() {
+            Some(single) => Some(single),
+            None => ring.pop(),
         }
     }
 
@@ -133,6 +146,17 @@ mod tests {
         assert_eq!(singles.pop().map(|s| s.node.value), Some(0));
         singles.push(single(2)); // the ring has room again
         assert_eq!(drain(&singles), [2, 1]);
+    }
+
+    #[test]
+    fn a_sweep_takes_the_spilled_singles_first() {
+        let singles = Singles::<u64>::new(1);
+        singles.push(single(0));
+        singles.push(single(1)); // spilled
+        singles.push(single(2)); // spilled
+        let order: Vec<_> =
+            std::iter::from_fn(|| singles.pop_for_sweep().map(|s| s.node.value)).collect();
+        assert_eq!(order, [1, 2, 0]);
     }
 
     #[test]

@@ -331,13 +331,16 @@ impl<T> Overflow<T> {
                 self.put_back(batch);
             }
         }
-        // Then single objects, oldest first, each looked at once.
+        // Then single objects, spilled ones first, each looked at once.
         for _ in 0..self.singles.len() {
             if excess == 0 {
                 break;
             }
-            let Some(node) = self.pop_one() else { break };
-            dead.push(node);
+            let Some(single) = self.singles.pop_for_sweep() else {
+                break;
+            };
+            self.len.fetch_sub(1, Ordering::Relaxed);
+            dead.push(single.node);
             excess -= 1;
         }
     }
@@ -367,7 +370,7 @@ impl<T> Overflow<T> {
         }
         let mut kept = Vec::new();
         for _ in 0..self.singles.len() {
-            let Some(single) = self.singles.pop() else {
+            let Some(single) = self.singles.pop_for_sweep() else {
                 break;
             };
             if all || single.stamp + 2 <= epoch {
