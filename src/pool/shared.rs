@@ -79,7 +79,8 @@ pub(crate) struct Shared<T: Send> {
     pub(crate) max_stashes: usize,
     /// `Sweeping::stashes`, for threads that check without the lock
     /// whether the pool has made `max_idle` stashes, past which a stash's
-    /// share would be zero. Stored under the sweep lock.
+    /// share would be zero. Stored under the sweep lock; kept only when
+    /// `max_idle` bounds the pool.
     stashes_made: AtomicUsize,
     /// Set (under the sweep lock) once the pool has dropped.
     pub(super) closed: AtomicBool,
@@ -215,7 +216,8 @@ impl<T: Send> Shared<T> {
         // Nor past `max_idle` stashes, whose shares would be zero: such a
         // stash could keep nothing, only cost its bookkeeping. Checked
         // without the lock first, for the same reason.
-        if shared.stashes_made.load(Ordering::Relaxed) >= shared.max_idle {
+        let bounded = shared.max_idle != usize::MAX;
+        if bounded && shared.stashes_made.load(Ordering::Relaxed) >= shared.max_idle {
             return None;
         }
         let (epoch, capacity) = {
@@ -227,9 +229,11 @@ impl<T: Send> Shared<T> {
             // more than `max_idle` between them; given back below if this
             // thread makes none.
             sweeping.stashes += 1;
-            shared
-                .stashes_made
-                .store(sweeping.stashes, Ordering::Relaxed);
+            if bounded {
+                shared
+                    .stashes_made
+                    .store(sweeping.stashes, Ordering::Relaxed);
+            }
             (sweeping.epoch, shared.stash_capacity(sweeping.stashes))
         };
         let mut made = false;
@@ -242,9 +246,11 @@ impl<T: Send> Shared<T> {
         let mut sweeping = shared.lock_sweep();
         let Some(stash) = stash else {
             sweeping.stashes -= 1;
-            shared
-                .stashes_made
-                .store(sweeping.stashes, Ordering::Relaxed);
+            if bounded {
+                shared
+                    .stashes_made
+                    .store(sweeping.stashes, Ordering::Relaxed);
+            }
             return None;
         };
         debug_assert!(made, "only this thread makes its entry, and it had none");
@@ -256,7 +262,7 @@ impl<T: Send> Shared<T> {
         stash.with_owner(shared.strategy, |local| {
             local.epoch = local.epoch.max(epoch)
         });
-        if shared.max_idle != usize::MAX {
+        if bounded {
             // One more stash: every other one's share shrinks.
             let capacity = shared.stash_capacity(sweeping.stashes);
             shared.rebalance(capacity);
