@@ -203,6 +203,11 @@ impl<T: Send> Shared<T> {
         if owner::ended() {
             return None;
         }
+        // A pool whose stashes can keep nothing (`local_capacity(0)`, or
+        // `max_idle(0)`) makes none: every object goes through the overflow.
+        if shared.stash_capacity(1) == 0 {
+            return None;
+        }
         // Past the bound, no stash (module docs): checked before the lock,
         // since a thread without a stash comes here on every get and return.
         if thread_index().is_none_or(|id| id >= shared.max_stashes) {
@@ -587,5 +592,25 @@ mod tests {
                 release.wait();
             });
         });
+    }
+
+    /// A pool whose stashes could keep nothing makes none: its threads take
+    /// and return objects through the overflow, which holds them.
+    #[test]
+    fn a_pool_without_room_in_stashes_makes_none() {
+        let pool: LocalPool<Vec<u8>> = LocalPool::builder(Vec::new as fn() -> Vec<u8>)
+            .local_capacity(0)
+            .manual_sweep()
+            .build();
+        let used = round(&pool, 2);
+        assert!(used.iter().all(|&(_, stash)| stash.is_none()), "{used:?}");
+        let shared = pool.shared.get().unwrap();
+        assert!(stashes(&shared).is_empty());
+        let stats = pool.stats();
+        assert_eq!(
+            (stats.created, stats.idle),
+            (1, 1),
+            "one object, shared: {stats:?}"
+        );
     }
 }
