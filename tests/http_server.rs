@@ -701,11 +701,19 @@ fn connections_that_never_send_take_no_buffers() {
 #[test]
 fn the_pools_shrink_when_the_burst_is_over() {
     // Three requests in flight at once, each begun but not finished, take
-    // three readers; once answered, the two that no later request takes
-    // are trimmed by the server's sweeps (every 20 ms here), wherever the
-    // workers left them.
+    // three readers. Once they are answered and the server is idle, its
+    // sweeps (every 20 ms here) drop all three, wherever the workers left
+    // them. Watched through the counters the server prints each second, so
+    // that no request of the test's own keeps a reader in use.
     let in_flight = 3;
-    let server = Server::start(&["--workers", "4", "--sweep-every-ms", "20"]);
+    let server = Server::start(&[
+        "--workers",
+        "4",
+        "--sweep-every-ms",
+        "20",
+        "--stats-every",
+        "1",
+    ]);
     let mut clients: Vec<Client> = (0..in_flight).map(|_| server.client()).collect();
     for client in &mut clients {
         client.send(b"GET /json HTTP/1.1\r\nHost: test\r\n");
@@ -722,22 +730,28 @@ fn the_pools_shrink_when_the_burst_is_over() {
         client.send(b"\r\n");
         assert_eq!(client.response().status, 200);
     }
+    let made = server.stats()["readers.created"];
+    assert!(
+        made > in_flight as u64,
+        "one reader each, and the /stats one"
+    );
     let start = Instant::now();
     loop {
-        let stats = server.stats();
-        // The /stats requests reuse one reader and keep it young (unless
-        // this thread stalls for two sweeps, when it is trimmed too and the
-        // next request makes one).
-        if stats["readers.trimmed"] >= in_flight as u64 {
-            assert_eq!(stats["readers.idle"], 0, "{stats:?}");
-            assert_eq!(out_of(&stats, "readers"), 1, "{stats:?}");
-            break;
-        }
         assert!(
             start.elapsed() < DEADLINE,
-            "the idle readers were never trimmed: {stats:?}"
+            "the idle readers were never trimmed"
         );
-        thread::yield_now();
+        let line = server
+            .lines
+            .recv_timeout(DEADLINE)
+            .expect("the server prints its counters every second");
+        let stats = parse_counters(&line);
+        if stats["readers.idle"] == 0 {
+            assert_eq!(stats["readers.trimmed"], stats["readers.created"], "{line}");
+            assert!(stats["readers.created"] >= made, "{line}");
+            assert_eq!(out_of(&stats, "readers"), 0, "{line}");
+            break;
+        }
     }
 }
 

@@ -47,6 +47,7 @@ pub const BUFFER: usize = 2 * 1024;
 /// Read buffers of the pooled server's connections.
 pub static READERS: LazyLock<BufReaderPool> = LazyLock::new(|| {
     BufReaderPool::builder(IO_BUFFER)
+        .local_capacity(0)
         .max_idle(max_idle())
         .manual_sweep()
         .build()
@@ -54,6 +55,7 @@ pub static READERS: LazyLock<BufReaderPool> = LazyLock::new(|| {
 /// Write buffers of the pooled server's connections.
 pub static WRITERS: LazyLock<BufWriterPool> = LazyLock::new(|| {
     BufWriterPool::builder(IO_BUFFER)
+        .local_capacity(0)
         .max_idle(max_idle())
         .manual_sweep()
         .build()
@@ -63,6 +65,7 @@ pub static WRITERS: LazyLock<BufWriterPool> = LazyLock::new(|| {
 /// upload does not pin its memory.
 pub static BUFFERS: LazyLock<BytePool> = LazyLock::new(|| {
     BytePool::builder(BUFFER)
+        .local_capacity(0)
         .max_idle(max_idle())
         .manual_sweep()
         .build()
@@ -70,16 +73,19 @@ pub static BUFFERS: LazyLock<BytePool> = LazyLock::new(|| {
 
 /// Idle objects each pool keeps per core.
 ///
-/// A connection holds its reader and writer only while a burst of its
-/// requests is being served, and a request its buffer only while it is
-/// served, so about as many of each are in use at once as requests are in
-/// flight: a few per core. Without a bound, every worker that has a stash
-/// would keep an idle reader, writer and buffer of its own, which with a
-/// worker per connection is a set per connection, more than the plain
-/// server's freed buffers. Past the bound a worker's share of it is zero,
-/// so its objects go back through the pool's shared ring of single
-/// objects, which allocates nothing once made, and serve every worker.
-pub const IDLE_PER_CORE: usize = 4;
+/// The pools are shaped for a worker per connection. A worker takes each
+/// pool's object once per burst of its connection's requests (a reader and
+/// a writer) or per request (a buffer), so about as many are in use at
+/// once as requests are in flight, and a stash per worker would keep an
+/// idle set for every open connection. With no stashes
+/// (`local_capacity(0)`), every return goes to the pool's shared ring,
+/// which allocates nothing once made, and any worker takes it from there:
+/// the pools hold about as many objects as requests were in flight at
+/// once. `max_idle` bounds what they keep beyond that: enough that a burst
+/// does not drop objects on return only to make them again (which churns
+/// the allocator's arenas), few enough that an idle server holds little.
+/// Sweeps give back the rest.
+pub const IDLE_PER_CORE: usize = 8;
 
 fn max_idle() -> usize {
     IDLE_PER_CORE * thread::available_parallelism().map_or(1, usize::from)

@@ -32,11 +32,14 @@
 //! request head, then the body, or the JSON document sent back. A
 //! connection takes its reader and writer when a request begins to arrive
 //! and gives them back once it has answered every request that arrived
-//! with it, so a connection between requests holds none, and the pools
-//! hold about as many as requests are in flight, whatever the number of
-//! connections. Each pool keeps a few idle objects per core, and the
-//! server sweeps them from its monitor thread rather than from stashpool's
-//! background sweeper.
+//! with it, so a connection between requests holds none. The pools keep
+//! no per-thread stashes (`local_capacity(0)`: a worker per connection
+//! would keep an idle set per connection), so what one worker returns the
+//! next takes, and they hold about as many objects as requests are in
+//! flight, whatever the number of connections, and at most 8 idle per
+//! core. They are built before the first connection and swept from the
+//! server's monitor thread rather than from stashpool's background
+//! sweeper.
 //!
 //! `--plain`: the same code, but each connection gets its own
 //! `std::thread::spawn`ed thread, and the reader, writer and per-request
