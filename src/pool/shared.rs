@@ -233,12 +233,8 @@ impl<T: Send> Shared<T> {
             // Counted now, so that threads racing to make stashes make no
             // more than `max_idle` between them; given back below if this
             // thread makes none.
-            sweeping.stashes += 1;
-            if bounded {
-                shared
-                    .stashes_made
-                    .store(sweeping.stashes, Ordering::Relaxed);
-            }
+            let stashes = sweeping.stashes + 1;
+            shared.count_stashes(&mut sweeping, stashes);
             (sweeping.epoch, shared.stash_capacity(sweeping.stashes))
         };
         let mut made = false;
@@ -250,16 +246,11 @@ impl<T: Send> Shared<T> {
         });
         let mut sweeping = shared.lock_sweep();
         let Some(stash) = stash else {
-            sweeping.stashes -= 1;
-            if bounded {
-                shared
-                    .stashes_made
-                    .store(sweeping.stashes, Ordering::Relaxed);
-            }
+            let stashes = sweeping.stashes - 1;
+            shared.count_stashes(&mut sweeping, stashes);
             return None;
         };
         debug_assert!(made, "only this thread makes its entry, and it had none");
-        let _ = made;
         // A sweep that ran between reading the epoch and the stash entering
         // the table did not see it: the stash is still empty (only this
         // thread fills it), so catching up is all it needs.
@@ -274,6 +265,15 @@ impl<T: Send> Shared<T> {
         }
         drop(sweeping);
         Some(Self::claim(this, stash))
+    }
+
+    /// Sets the count of stashes made, under the sweep lock, and its
+    /// mirror for the check made without the lock (bounded pools only).
+    fn count_stashes(&self, sweeping: &mut Sweeping, stashes: usize) {
+        sweeping.stashes = stashes;
+        if self.max_idle != usize::MAX {
+            self.stashes_made.store(stashes, Ordering::Relaxed);
+        }
     }
 
     /// Takes the sweep lock, inside the fork gate (`sync::fork_gate`).
