@@ -216,8 +216,10 @@ fn dropping_the_pool_drops_objects_of_exited_and_live_threads() {
             let pool = Arc::clone(&pool);
             thread::spawn(move || {
                 pool.with(|_| ());
-                stashed_tx.send(()).unwrap();
+                // Let go of the pool before saying so: the main thread
+                // unwraps it as soon as it hears.
                 drop(pool);
+                stashed_tx.send(()).unwrap();
                 go_rx.recv().unwrap();
             })
         };
