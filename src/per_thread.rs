@@ -36,6 +36,9 @@ pub(crate) fn thread_index() -> Option<usize> {
     thread_id::current_or_take().map(Slot::id)
 }
 
+#[cfg(target_os = "linux")]
+pub(crate) use thread_id::give_back_id;
+
 /// One bucket per bit of an id, so every id has one.
 const BUCKETS: usize = usize::BITS as usize;
 
@@ -376,5 +379,34 @@ mod tests {
         .unwrap();
         assert_eq!(got.lock().unwrap().take(), Some((None, None)));
         assert_eq!(released_by(TAG_HERE), [id.id()], "one id, given back once");
+    }
+
+    /// A thread whose first use of a pool is in a `pthread_key_create`
+    /// destructor, after its thread-local destructors ran, takes an id
+    /// there and still gives it back (the pool's late exit, `pool::exit`).
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_first_use_in_a_pthread_key_destructor_gives_the_id_back() {
+        const TAG_HERE: u64 = 4;
+        static POOL: crate::LocalPool<Vec<u8>> = crate::LocalPool::new(Vec::new);
+        extern "C" fn late(_: *mut libc::c_void) {
+            TAG.with(|tag| tag.set(TAG_HERE));
+            POOL.put(vec![1]);
+        }
+        let mut key: libc::pthread_key_t = 0;
+        // SAFETY: a valid place for the key; `late` lives as long as the
+        // process.
+        assert_eq!(unsafe { libc::pthread_key_create(&mut key, Some(late)) }, 0);
+        thread::spawn(move || {
+            let value = std::ptr::NonNull::<u8>::dangling().as_ptr().cast();
+            // SAFETY: a live key; any non-null value runs its destructor.
+            let set = unsafe { libc::pthread_setspecific(key, value) };
+            assert_eq!(set, 0);
+        })
+        .join()
+        .unwrap();
+        assert_eq!(released_by(TAG_HERE).len(), 1, "its id went back");
+        // SAFETY: no thread uses the key any more.
+        unsafe { libc::pthread_key_delete(key) };
     }
 }

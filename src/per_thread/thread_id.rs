@@ -115,6 +115,12 @@ struct IdGuard {
 
 impl Drop for IdGuard {
     fn drop(&mut self) {
+        self.give_back();
+    }
+}
+
+impl IdGuard {
+    fn give_back(&self) {
         let Some(id) = self.id.take() else { return };
         // First forget the id, then free it: from here on this thread finds
         // no entry of its own, and once the id is free another thread may be
@@ -136,6 +142,15 @@ impl Drop for IdGuard {
 std::thread_local! {
     static THREAD: Cell<Option<Slot>> = const { Cell::new(None) };
     static GUARD: IdGuard = const { IdGuard { id: Cell::new(None) } };
+}
+
+/// Gives this thread's id back now, if its id guard still holds one: for a
+/// thread whose guard's destructor will not run, having been registered
+/// after the thread's thread-local destructors ran (`pool::exit`'s late
+/// exit). Its thread-locals without destructors are still readable then.
+#[cfg(target_os = "linux")]
+pub(crate) fn give_back_id() {
+    let _ = GUARD.try_with(IdGuard::give_back);
 }
 
 /// This thread's slot, if it holds an id. Never takes one.

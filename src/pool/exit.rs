@@ -64,8 +64,9 @@ struct Hooks {
     slot: RefCell<Option<crate::sync::ThreadSlot>>,
 }
 
-impl Drop for Hooks {
-    fn drop(&mut self) {
+impl Hooks {
+    /// Runs and forgets every hook: the thread is exiting.
+    fn run(&self) {
         // From here on this thread makes no new stashes, and guards dropped
         // on it look their stash up. Hooks are registered after the thread's
         // id (whose release ends the thread's claim on its stashes), so where
@@ -73,8 +74,11 @@ impl Drop for Hooks {
         // owner token and the stash cache rely on that, and debug builds
         // check it.
         owner::end();
+        // Taken out whole, so the list's memory goes too (the late exit
+        // runs where this thread-local's own destructor never will).
+        let hooks = std::mem::take(&mut *self.hooks.borrow_mut());
         if owner::SHORTCUTS {
-            for hook in self.hooks.get_mut().iter() {
+            for hook in &hooks {
                 debug_assert!(
                     hook.is_closed() || hook.still_owned(),
                     "stashpool: a thread gave up its thread id before its exit hooks ran"
@@ -83,13 +87,19 @@ impl Drop for Hooks {
         }
         // Flushing runs no user code (objects move, none drop), so nothing
         // here can re-enter this thread's hooks.
-        for hook in self.hooks.get_mut().drain(..) {
+        for hook in hooks {
             hook.flush();
         }
         #[cfg(stashpool_loom)]
-        if let Some(slot) = self.slot.get_mut().take() {
+        if let Some(slot) = self.slot.borrow_mut().take() {
             slot.release();
         }
+    }
+}
+
+impl Drop for Hooks {
+    fn drop(&mut self) {
+        self.run();
     }
 }
 
@@ -116,4 +126,78 @@ pub(crate) fn register<T: Send + 'static>(shared: Arc<Shared<T>>, stash: *const 
         hooks.push(hook);
         owner::begin();
     });
+}
+
+/// Makes sure what this thread leaves behind (its exit hooks, its thread
+/// id) is dealt with even where its thread-local destructors have already
+/// run (`late`); called when the thread takes a thread id for a stash.
+pub(crate) fn arm() {
+    if owner::arm() {
+        late::arm();
+    }
+}
+
+/// The late exit: a thread whose first use of a pool comes after its
+/// thread-locals' destructors have run (from a `pthread_key_create`
+/// destructor, which glibc runs after them) registers its hooks and its id
+/// guard with a list that has already been run, so neither would run. A
+/// pthread key of stashpool's own, set when a thread takes its id for a
+/// stash (`arm`), runs them then: its destructor runs after every thread-local
+/// destructor, and glibc runs key destructors again (up to
+/// `PTHREAD_DESTRUCTOR_ITERATIONS` rounds) when one sets a key. A thread
+/// whose ordinary teardown ran its hooks and gave its id back finds
+/// nothing left to do there.
+#[cfg(all(target_os = "linux", not(stashpool_loom)))]
+mod late {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// The key, plus one; 0 until made. Not a `OnceLock`: racing threads
+    /// each make one and the losers delete theirs, so a fork never leaves a
+    /// child waiting on a parent thread that was making it.
+    static KEY: AtomicUsize = AtomicUsize::new(0);
+
+    fn key() -> Option<libc::pthread_key_t> {
+        let known = KEY.load(Ordering::Acquire);
+        if known != 0 {
+            return libc::pthread_key_t::try_from(known - 1).ok();
+        }
+        let mut key: libc::pthread_key_t = 0;
+        // SAFETY: `key` is a valid place for the new key; `run` is an
+        // `extern "C"` function that lives as long as the process.
+        if unsafe { libc::pthread_key_create(&mut key, Some(run)) } != 0 {
+            return None; // Out of keys: the ordinary teardown still works.
+        }
+        let new = usize::try_from(key).ok()?.checked_add(1)?;
+        match KEY.compare_exchange(0, new, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => Some(key),
+            Err(winner) => {
+                // SAFETY: the key was made above and never set by anyone.
+                unsafe { libc::pthread_key_delete(key) };
+                libc::pthread_key_t::try_from(winner - 1).ok()
+            }
+        }
+    }
+
+    /// Makes the key's destructor run when this thread exits.
+    pub(super) fn arm() {
+        if let Some(key) = key() {
+            // Any non-null value: the destructor only needs to run.
+            // SAFETY: `key` is a live key made by `pthread_key_create`.
+            unsafe {
+                libc::pthread_setspecific(key, std::ptr::NonNull::<u8>::dangling().as_ptr().cast())
+            };
+        }
+    }
+
+    /// The key's destructor: what the thread-local destructors did not do.
+    extern "C" fn run(_: *mut libc::c_void) {
+        let _ = super::HOOKS.try_with(super::Hooks::run);
+        crate::per_thread::give_back_id();
+    }
+}
+
+/// Elsewhere the late exit is not needed or not available (see above).
+#[cfg(not(all(target_os = "linux", not(stashpool_loom))))]
+mod late {
+    pub(super) fn arm() {}
 }

@@ -186,7 +186,7 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
                 node
             }
             None => {
-                let mut node = shared.pop_stashless()?;
+                let mut node = shared.pop_single(&shared.orphans)?;
                 node.home = Home::NONE;
                 node
             }
@@ -511,17 +511,16 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
 
     // === without a stash ===
     //
-    // A thread has no stash when its thread id is at or past the pool's
-    // bound on stashes (`Shared::max_stashes`), or when its thread-locals
-    // are being destroyed (its thread id can already belong to another
-    // thread). It still pools: objects come from the overflow (or
+    // A thread has no stash when every slot of the pool is held by other
+    // threads (`shared.rs`), or when its thread-locals are being destroyed
+    // (its thread id can already belong to another thread). It still pools: objects come from the overflow (or
     // `create`) and go back to it directly, one at a time.
 
     /// Recycles `node` straight into the overflow (no stash on this thread).
     #[cold]
     fn recycle_into_overflow(&self, shared: &Shared<T>, node: Box<Node<T>>) {
         if let Some(node) = self.recycle(&shared.orphans, node) {
-            shared.push_stashless(node);
+            shared.push_single(&shared.orphans, node);
         }
     }
 
@@ -529,7 +528,7 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
     /// stash.
     #[cold]
     fn take_stashless(&self, shared: &Shared<T>) -> Box<Node<T>> {
-        match shared.pop_stashless() {
+        match shared.pop_single(&shared.orphans) {
             Some(node) => node,
             None => self.create(&shared.orphans),
         }

@@ -4,19 +4,22 @@
 //! can be built in a `const` context, the background sweeper can hold it
 //! weakly, and exiting threads can reach it to flush their stashes.
 //!
-//! A pool makes stashes only for threads whose thread id is below
-//! `max_stashes` (`builder::STASHES_PER_CORE` per core), and at most
-//! `max_idle` of them, past which a stash's share would be zero; a thread
-//! without one has none, and its
-//! gets and returns go to the overflow one object at a time, as those of a
-//! thread in its teardown do (the stashless paths). Ids are dense and
-//! reused lowest first, so the stashes go to the threads that came first,
-//! and a stash whose thread exited goes, with its id, to the next thread.
+//! **Slots.** A pool's stashes live in its table, one per thread id (an
+//! index, never a ration), but only `max_stashes` of them at once hold a
+//! *slot*, and only a stash that holds one keeps objects: the pool hands
+//! its slots to the threads that use *it*, and takes them back from
+//! threads that exited (their exit flush) or that have not touched the pool
+//! since the previous sweep (the sweep). A thread without a slot goes to the
+//! overflow one object at a time (the stashless paths) and asks for a slot
+//! again on its slow paths, so it gets one as soon as one is free. What a
+//! thread pays in this pool therefore depends only on how this pool is used
+//! (`implementation`, section 3a).
 //!
 //! The sweep lock serialises everything that touches another thread's stash
-//! or changes the pool's epoch: sweeps, making a stash, flushing the stash
-//! of an exiting thread, and closing the pool. None of them runs user code
-//! while holding it: the objects they drop are dropped after it is released.
+//! or changes the pool's epoch or its slots: sweeps, making a stash, taking
+//! a slot, flushing the stash of an exiting thread, and closing the pool.
+//! None of them runs user code while holding it: the objects they drop are
+//! dropped after it is released.
 
 use crate::pool::barrier::{self, Strategy};
 use crate::pool::cell::SharedRef;
@@ -34,11 +37,9 @@ use crate::Stats;
 pub(super) struct Sweeping {
     /// The sweep count: the pool's epoch.
     pub(super) epoch: u64,
-    /// How many stashes the pool has made: the `max_idle` shares are cut
-    /// for this many. (Stashes of exited threads stay, for the next thread
-    /// given the same id, so this counts the most threads that used the
-    /// pool at once, not every thread that ever did.)
-    pub(super) stashes: usize,
+    /// How many stashes hold a slot now (module docs): at most
+    /// `Shared::max_stashes`; the `max_idle` shares are cut for this many.
+    pub(super) held: usize,
 }
 
 /// The sweep lock, held (see `Shared::lock_sweep`).
@@ -74,14 +75,14 @@ pub(crate) struct Shared<T: Send> {
     /// without 64-bit atomics: a stamp that wrapped reads as old, and its
     /// object is trimmed a sweep early, never kept too long.
     pub(super) epoch: AtomicCount,
-    /// The bound on stashes by thread id: threads whose id (`per_thread`)
-    /// is at or past this have none and use the overflow directly.
+    /// The most stashes that hold a slot at once: `builder::STASHES_PER_CORE`
+    /// per core, and no more than `max_idle` (a stash past that many would
+    /// have a share of zero).
     pub(crate) max_stashes: usize,
-    /// `Sweeping::stashes`, for threads that check without the lock
-    /// whether the pool has made `max_idle` stashes, past which a stash's
-    /// share would be zero. Stored under the sweep lock; kept only when
-    /// `max_idle` bounds the pool.
-    stashes_made: AtomicUsize,
+    /// `Sweeping::held`, for threads without a slot, which check without
+    /// the lock whether one is free on every slow path. Stored under the
+    /// sweep lock.
+    held: AtomicUsize,
     /// Set (under the sweep lock) once the pool has dropped.
     pub(super) closed: AtomicBool,
     /// Objects dropped by sweeps.
@@ -106,13 +107,10 @@ impl<T: Send> Shared<T> {
         Self {
             stashes: PerThread::new(),
             overflow: Overflow::new(max_idle),
-            sweep: Mutex::new(Sweeping {
-                epoch: 0,
-                stashes: 0,
-            }),
+            sweep: Mutex::new(Sweeping { epoch: 0, held: 0 }),
             epoch: AtomicCount::new(0),
-            max_stashes,
-            stashes_made: AtomicUsize::new(0),
+            max_stashes: max_stashes.min(max_idle),
+            held: AtomicUsize::new(0),
             closed: AtomicBool::new(false),
             trimmed: AtomicCount::new(0),
             orphans: Counters::default(),
@@ -208,46 +206,43 @@ impl<T: Send> Shared<T> {
         if shared.stash_capacity(1) == 0 {
             return None;
         }
-        // Past the bound, no stash (module docs): checked before the lock,
-        // since a thread without a stash comes here on every get and return.
-        if thread_index().is_none_or(|id| id >= shared.max_stashes) {
+        // No slot free: no stash. Checked without the lock first, since a
+        // thread without a stash comes here on every get and return.
+        if shared.held.load(Ordering::Relaxed) >= shared.max_stashes {
             return None;
         }
-        // The id just taken may be an exited thread's, whose stash this
-        // thread takes over.
+        // The thread's id, taken now if it has none (an index into the
+        // table, not a ration); `None` once this thread is too far into its
+        // teardown to hold one: go around stashes then.
+        thread_index()?;
+        crate::pool::exit::arm();
+        // The id may be an exited thread's, whose stash this thread takes
+        // over: it holds no slot, and this thread asks for one on its next
+        // slow path (`take_slot`).
         if let Some(stash) = shared.stashes.get() {
             return Some(Self::claim(this, stash));
         }
-        // Nor past `max_idle` stashes, whose shares would be zero: such a
-        // stash could keep nothing, only cost its bookkeeping. Checked
-        // without the lock first, for the same reason.
-        let bounded = shared.max_idle != usize::MAX;
-        if bounded && shared.stashes_made.load(Ordering::Relaxed) >= shared.max_idle {
-            return None;
-        }
         let (epoch, capacity) = {
             let mut sweeping = shared.lock_sweep();
-            if sweeping.stashes >= shared.max_idle {
+            if sweeping.held >= shared.max_stashes {
                 return None;
             }
-            // Counted now, so that threads racing to make stashes make no
-            // more than `max_idle` between them; given back below if this
-            // thread makes none.
-            let stashes = sweeping.stashes + 1;
-            shared.count_stashes(&mut sweeping, stashes);
-            (sweeping.epoch, shared.stash_capacity(sweeping.stashes))
+            // Counted now, so that threads racing for the last slots take
+            // no more than there are; given back below if this thread makes
+            // no stash.
+            let held = sweeping.held + 1;
+            shared.count_held(&mut sweeping, held);
+            (sweeping.epoch, shared.stash_capacity(held))
         };
         let mut made = false;
-        // `None` once this thread is too far into its teardown to hold a
-        // thread id (its id guard is destroyed): go around stashes then.
         let stash = shared.stashes.get_or(|| {
             made = true;
             StashBox::new(Stash::new(epoch, capacity))
         });
         let mut sweeping = shared.lock_sweep();
         let Some(stash) = stash else {
-            let stashes = sweeping.stashes - 1;
-            shared.count_stashes(&mut sweeping, stashes);
+            let held = sweeping.held - 1;
+            shared.count_held(&mut sweeping, held);
             return None;
         };
         debug_assert!(made, "only this thread makes its entry, and it had none");
@@ -258,22 +253,49 @@ impl<T: Send> Shared<T> {
         stash.with_owner(shared.strategy, |local| {
             local.epoch = local.epoch.max(epoch)
         });
-        if bounded {
-            // One more stash: every other one's share shrinks.
-            let capacity = shared.stash_capacity(sweeping.stashes);
+        if shared.max_idle != usize::MAX {
+            // One more slot held: every other one's share shrinks.
+            let capacity = shared.stash_capacity(sweeping.held);
             shared.rebalance(capacity);
         }
         drop(sweeping);
         Some(Self::claim(this, stash))
     }
 
-    /// Sets the count of stashes made, under the sweep lock, and its
-    /// mirror for the check made without the lock (bounded pools only).
-    fn count_stashes(&self, sweeping: &mut Sweeping, stashes: usize) {
-        sweeping.stashes = stashes;
-        if self.max_idle != usize::MAX {
-            self.stashes_made.store(stashes, Ordering::Relaxed);
+    /// Gives `stash`, this thread's, a slot again after the pool took its
+    /// last one back (module docs); `false` if none is free, or this
+    /// thread is tearing down (its exit flush has run, and would not run
+    /// again to give the slot back).
+    #[cold]
+    fn take_slot(&self, stash: &Stash<T>) -> bool {
+        if owner::ended() || self.held.load(Ordering::Relaxed) >= self.max_stashes {
+            return false;
         }
+        let mut sweeping = self.lock_sweep();
+        if sweeping.held >= self.max_stashes || self.closed.load(Ordering::Relaxed) {
+            return false;
+        }
+        let held = sweeping.held + 1;
+        self.count_held(&mut sweeping, held);
+        let capacity = self.stash_capacity(held);
+        // Under the sweep lock no sweeper holds a claim, so this enters at
+        // once; sweeps keep an unheld stash's epoch current too.
+        stash.with_owner(self.strategy, |local| {
+            local.held = true;
+            local.capacity = capacity;
+            local.seen = stash.counters.total();
+        });
+        if self.max_idle != usize::MAX {
+            self.rebalance(capacity);
+        }
+        true
+    }
+
+    /// Sets the count of slots held, under the sweep lock, and its mirror
+    /// for the check made without the lock.
+    pub(super) fn count_held(&self, sweeping: &mut Sweeping, held: usize) {
+        sweeping.held = held;
+        self.held.store(held, Ordering::Relaxed);
     }
 
     /// Takes the sweep lock, inside the fork gate (`sync::fork_gate`).
@@ -315,6 +337,10 @@ impl<T: Send> Shared<T> {
     #[cold]
     pub(crate) fn pop_overflow(&self, stash: &Stash<T>) -> Option<Box<Node<T>>> {
         crate::pool::local_pool::after_fork();
+        if !stash.with_owner(self.strategy, |local| local.held) && !self.take_slot(stash) {
+            // No slot: one object, as for a thread without a stash.
+            return self.pop_single(&stash.counters);
+        }
         let Some(mut batch) = self.overflow.pop() else {
             let node = self.overflow.pop_one()?;
             stash.counters.reused.bump();
@@ -346,8 +372,20 @@ impl<T: Send> Shared<T> {
     fn push_full(&self, stash: &Stash<T>, node: Box<Node<T>>) {
         crate::pool::local_pool::after_fork();
         let spill = stash.with_owner(self.strategy, |local| {
-            local.spill(node, local.capacity, &self.overflow)
+            if local.held {
+                local.spill(node, local.capacity, &self.overflow)
+            } else {
+                Spill::NoSlot(node)
+            }
         });
+        let spill = match spill {
+            Spill::NoSlot(node) if self.take_slot(stash) => stash
+                .with_owner(self.strategy, |local| {
+                    local.spill(node, local.capacity, &self.overflow)
+                }),
+            Spill::NoSlot(node) => return self.push_single(&stash.counters, node),
+            spill => spill,
+        };
         match spill {
             Spill::Kept => stash.counters.returned.bump(),
             Spill::Batch(batch) => {
@@ -365,17 +403,18 @@ impl<T: Send> Shared<T> {
                 stash.counters.rejected.bump();
                 drop(node);
             }
+            Spill::NoSlot(node) => self.push_single(&stash.counters, node),
         }
     }
 
-    /// Pools an object returned by a thread without a stash: straight to
-    /// the overflow's singles, or dropped (rejected) if it is full. Takes no
-    /// lock and allocates nothing (once the queue has room in its block):
-    /// past the bound on stashes, this is every return of most threads.
+    /// Pools an object returned by a thread without a stash, or whose
+    /// stash holds no slot: straight to the overflow's singles, or dropped
+    /// (rejected) if it is full. Takes no lock and allocates nothing (once
+    /// the queue has room in its block).
     #[cold]
-    pub(crate) fn push_stashless(&self, node: Box<Node<T>>) {
+    pub(crate) fn push_single<const S: bool>(&self, counters: &Counters<S>, node: Box<Node<T>>) {
         if self.overflow.reserve(1) == 0 {
-            self.orphans.rejected.bump();
+            counters.rejected.bump();
             return drop(node);
         }
         // Stamped with the sweep count as of now; a sweep running meanwhile
@@ -383,16 +422,16 @@ impl<T: Send> Shared<T> {
         // (It cannot race the pool's close: a return borrows the pool.)
         let stamp = self.epoch.load(Ordering::Acquire);
         self.overflow.push_one(node, stamp);
-        self.orphans.returned.bump();
+        counters.returned.bump();
     }
 
-    /// An object from the overflow for a thread without a stash: a single
-    /// if there is one, else one of a batch, the rest of which goes back to
-    /// the overflow, keeping its stamp.
+    /// One object from the overflow, for a thread without a stash or a
+    /// slot: a single if there is one, else one of a batch, the rest of
+    /// which goes back to the overflow, keeping its stamp.
     #[cold]
-    pub(crate) fn pop_stashless(&self) -> Option<Box<Node<T>>> {
+    pub(crate) fn pop_single<const S: bool>(&self, counters: &Counters<S>) -> Option<Box<Node<T>>> {
         if let Some(node) = self.overflow.pop_one() {
-            self.orphans.reused.bump();
+            counters.reused.bump();
             return Some(node);
         }
         let mut batch = self.overflow.pop()?;
@@ -400,7 +439,7 @@ impl<T: Send> Shared<T> {
         if !batch.items.is_empty() {
             self.overflow.put_back(batch);
         }
-        self.orphans.reused.bump();
+        counters.reused.bump();
         Some(node)
     }
 
@@ -438,12 +477,11 @@ impl<T: Send> Shared<T> {
 
 #[cfg(all(test, not(stashpool_loom)))]
 mod tests {
-    use std::collections::HashMap;
     use std::sync::{mpsc, Barrier, Mutex};
     use std::time::Duration;
 
     use super::*;
-    use crate::LocalPool;
+    use crate::{LocalPool, Pooled};
 
     /// How long a threaded test may take before it counts as deadlocked.
     const DEADLINE: Duration = Duration::from_secs(60);
@@ -473,10 +511,14 @@ mod tests {
         all
     }
 
+    /// What a thread of a `round` saw: its id, and its stash (address and
+    /// whether it held a slot) if it had one.
+    type Seen = (usize, Option<(usize, bool)>);
+
     /// One round: `threads` threads, all alive at once (so each holds an id
-    /// of its own), take turns using `pool` once. Each records its id and,
-    /// if it found one, its stash.
-    fn round(pool: &LocalPool<Vec<u8>>, threads: usize) -> Vec<(usize, Option<usize>)> {
+    /// of its own), take turns using `pool` once, then exit; joined one by
+    /// one, so every thread's exit hooks have run when this returns.
+    fn round(pool: &LocalPool<Vec<u8>>, threads: usize) -> Vec<Seen> {
         let turn = Mutex::new(());
         let all_used = Barrier::new(threads);
         std::thread::scope(|s| {
@@ -490,7 +532,10 @@ mod tests {
                         }
                         let shared = pool.shared.get().expect("used");
                         let id = thread_index().expect("a live thread has an id");
-                        let stash = shared.stashes.get().map(|s| s.as_ptr() as usize);
+                        let stash = shared.stashes.get().map(|stash| {
+                            let held = stash.with_owner(shared.strategy, |local| local.held);
+                            (stash.as_ptr() as usize, held)
+                        });
                         // Held until every thread has used the pool, so no
                         // id is given back and taken again within a round.
                         all_used.wait();
@@ -502,15 +547,19 @@ mod tests {
         })
     }
 
-    /// 64 threads that take turns with a pool bounded to 4 stashes: only
-    /// the threads with ids below 4 get one (ids are shared with every other
-    /// test running, so which threads those are varies), the others share
+    fn holding(seen: &[Seen]) -> usize {
+        seen.iter()
+            .filter(|(_, stash)| matches!(stash, Some((_, true))))
+            .count()
+    }
+
+    /// 64 threads that take turns with a pool of 4 slots: the first 4 to
+    /// use it hold one each, whatever their thread ids, and the others share
     /// objects through the overflow, so the pool makes at most one object
-    /// per stash and one for all the rest. A second round of 64 threads
-    /// makes no new stash: a thread given the id of an exited thread takes
-    /// over that thread's stash.
+    /// per slot and one for all the rest. Their exits give the slots back:
+    /// a second round's first 4 threads hold them again.
     #[test]
-    fn threads_past_the_bound_share_the_overflow() {
+    fn threads_past_the_slots_share_the_overflow() {
         within_deadline(|| {
             const BOUND: usize = 4;
             const THREADS: usize = if cfg!(miri) { 8 } else { 64 };
@@ -518,50 +567,32 @@ mod tests {
                 .manual_sweep()
                 .build();
             pool.config.max_stashes = Some(BOUND);
-            let first = round(&pool, THREADS);
-            let shared = pool.shared.get().unwrap();
-            for &(id, stash) in &first {
+            for round_number in 0..2 {
+                let seen = round(&pool, THREADS);
+                assert_eq!(holding(&seen), BOUND, "round {round_number}: {seen:?}");
+                let stats = pool.stats();
+                assert!(
+                    stats.created <= BOUND as u64 + 1,
+                    "turn-taking threads reuse objects: {stats:?}"
+                );
+                assert!(stats.created >= 1 && stats.idle as u64 == stats.created);
+                let shared = pool.shared.get().unwrap();
                 assert_eq!(
-                    stash.is_some(),
-                    id < BOUND,
-                    "thread {id}: a stash iff below the bound"
+                    shared.held.load(Ordering::Relaxed),
+                    0,
+                    "exits give slots back"
                 );
             }
-            let made = stashes(&shared);
-            assert!(made.len() <= BOUND, "{} stashes", made.len());
-            let stats = pool.stats();
-            assert!(
-                stats.created <= BOUND as u64 + 1,
-                "turn-taking threads reuse objects: {stats:?}"
-            );
-            assert!(stats.created >= 1 && stats.idle as u64 == stats.created);
-
-            let by_id: HashMap<usize, usize> = first
-                .iter()
-                .filter_map(|&(id, stash)| Some((id, stash?)))
-                .collect();
-            let second = round(&pool, THREADS);
-            for &(id, stash) in &second {
-                assert_eq!(stash.is_some(), id < BOUND);
-                if let (Some(stash), Some(&before)) = (stash, by_id.get(&id)) {
-                    assert_eq!(
-                        stash, before,
-                        "id {id}: the exited thread's stash is reused"
-                    );
-                }
-            }
-            assert!(stashes(&shared).len() <= BOUND);
-            let stats = pool.stats();
-            assert!(stats.created <= BOUND as u64 + 1, "{stats:?}");
         });
     }
 
-    /// A pool that keeps at most 2 idle objects makes at most 2 stashes (a
-    /// third would have a share of zero), for the first threads that use
-    /// it, whatever their thread ids: two threads that took ids for another
-    /// pool first, and stay alive, do not take this pool's stashes.
+    /// A pool that keeps at most 2 idle objects has 2 slots (a third would
+    /// have a share of zero), for the first threads that use it, whatever
+    /// their thread ids: threads that took ids for another pool first, and
+    /// stay alive, take none of this pool's slots, and neither do the
+    /// threads that used this pool before and exited.
     #[test]
-    fn a_pool_makes_no_more_stashes_than_it_keeps_idle_objects() {
+    fn a_pool_has_no_more_slots_than_it_keeps_idle_objects() {
         within_deadline(|| {
             const MAX_IDLE: usize = 2;
             let threads = if cfg!(miri) { 4 } else { 8 };
@@ -580,15 +611,10 @@ mod tests {
                     .max_idle(MAX_IDLE)
                     .manual_sweep()
                     .build();
-                let used = round(&pool, threads);
-                let shared = pool.shared.get().unwrap();
-                let eligible = used
-                    .iter()
-                    .filter(|&&(id, _)| id < shared.max_stashes)
-                    .count();
-                let with_stash = used.iter().filter(|&&(_, stash)| stash.is_some()).count();
-                assert_eq!(with_stash, eligible.min(MAX_IDLE), "{used:?}");
-                assert_eq!(stashes(&shared).len(), with_stash);
+                for _ in 0..2 {
+                    let seen = round(&pool, threads);
+                    assert_eq!(holding(&seen), MAX_IDLE, "{seen:?}");
+                }
                 release.wait();
             });
         });
@@ -612,5 +638,70 @@ mod tests {
             (1, 1),
             "one object, shared: {stats:?}"
         );
+    }
+
+    /// Whether this thread's stash in `pool` holds a slot (`None`: no stash).
+    fn holds_slot(pool: &LocalPool<Vec<u8>>) -> Option<bool> {
+        let shared = pool.shared.get()?;
+        let stash = shared.stashes.get()?;
+        Some(stash.with_owner(shared.strategy, |local| local.held))
+    }
+
+    /// The slot of a thread that stopped using the pool (blocked here) goes,
+    /// after a full sweep without use, to a thread that asks for one; the
+    /// blocked thread's objects stay pooled, and when it comes back it goes
+    /// through the overflow until a slot is free again.
+    #[test]
+    fn a_sweep_takes_an_idle_slot_back_for_the_next_thread() {
+        within_deadline(|| {
+            let mut pool: LocalPool<Vec<u8>> = LocalPool::builder(Vec::new as fn() -> Vec<u8>)
+                .manual_sweep()
+                .build();
+            pool.config.max_stashes = Some(1);
+            let (a_used, b_used, a_again) = (Barrier::new(2), Barrier::new(2), Barrier::new(2));
+            std::thread::scope(|s| {
+                let a = s.spawn(|| {
+                    pool.put(vec![1]);
+                    assert_eq!(holds_slot(&pool), Some(true));
+                    a_used.wait();
+                    b_used.wait(); // blocked while the sweeps run
+                    pool.put(vec![2]);
+                    assert_eq!(
+                        holds_slot(&pool),
+                        Some(false),
+                        "the slot is the other's now"
+                    );
+                    a_again.wait();
+                });
+                a_used.wait();
+                let b = s.spawn(|| {
+                    pool.put(vec![3]);
+                    assert_eq!(holds_slot(&pool), None, "no slot free: no stash");
+                    // The first sweep marks the slot's owner idle, the
+                    // second takes the slot back.
+                    pool.sweep();
+                    pool.sweep();
+                    assert_eq!(pool.stats().idle, 0, "the victim rule is unchanged");
+                    pool.put(vec![4]);
+                    assert_eq!(holds_slot(&pool), Some(true), "the freed slot");
+                    b_used.wait();
+                    a_again.wait();
+                    let mine = pool.try_get().map(Pooled::into_inner);
+                    assert_eq!(mine, Some(vec![4]), "from its stash");
+                    pool.put(vec![4]);
+                });
+                // Joined, not left to the scope's end: `join` waits for a
+                // thread's exit hooks, the scope only for its closure.
+                a.join().unwrap();
+                b.join().unwrap();
+            });
+            // Both threads' exits flushed what they held: nothing was lost.
+            let mut left: Vec<_> = std::iter::from_fn(|| pool.try_get().map(Pooled::into_inner))
+                .map(|v| v[0])
+                .collect();
+            left.sort_unstable();
+            assert_eq!(left, [2, 4]);
+            assert_eq!(pool.stats().created, 0);
+        });
     }
 }

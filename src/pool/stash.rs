@@ -75,6 +75,8 @@ impl<T> Stash<T> {
                 epoch,
                 capacity,
                 spares: Vec::new(),
+                held: true,
+                seen: 0,
             }),
             counters: Counters::default(),
             hooked_by: AtomicCount::new(0),
@@ -262,6 +264,17 @@ pub(crate) struct Local<T> {
     pub(super) capacity: usize,
     /// Empty buffers of batches installed here, for the next spills.
     spares: Vec<Vec<Box<Node<T>>>>,
+    /// Whether this stash holds one of its pool's slots (`shared.rs`).
+    /// A stash without one keeps nothing: its capacity is zero, its owner's
+    /// returns go to the overflow one by one, and its owner asks for a slot
+    /// again on its next slow path. Set by the owner under the sweep lock,
+    /// cleared by a sweeper holding the claim (an idle owner's slot taken
+    /// back) or by the owner's exit flush.
+    pub(super) held: bool,
+    /// The owner's operation count (`Counters::total`) when a sweep last
+    /// looked: a held stash whose count has not moved since is idle, and the
+    /// next sweep takes its slot back.
+    pub(super) seen: u64,
 }
 
 /// Most batch buffers a stash keeps for reuse: enough for a thread that
@@ -280,6 +293,9 @@ pub(crate) enum Spill<T> {
     One(Box<Node<T>>, u64),
     /// Neither the stash nor the overflow had room: drop this object.
     Rejected(Box<Node<T>>),
+    /// The stash holds no slot (`shared.rs`): the object goes to the
+    /// overflow unless the owner gets a slot back.
+    NoSlot(Box<Node<T>>),
 }
 
 impl<T> Local<T> {
@@ -418,6 +434,14 @@ impl<const SHARED: bool> Counters<SHARED> {
     pub(crate) fn snapshot(&self) -> [u64; 4] {
         [&self.created, &self.reused, &self.returned, &self.rejected].map(Counter::get)
     }
+
+    /// Every get and return counted so far: it moves whenever the owner
+    /// uses its stash, which is how a sweep tells an idle slot.
+    pub(crate) fn total(&self) -> u64 {
+        self.snapshot()
+            .iter()
+            .fold(0, |sum, n| sum.wrapping_add(*n))
+    }
 }
 
 impl<const SHARED: bool> Counter<SHARED> {
@@ -455,6 +479,8 @@ mod tests {
             epoch,
             capacity: usize::MAX,
             spares: Vec::new(),
+            held: true,
+            seen: 0,
         }
     }
 

@@ -74,20 +74,34 @@ impl<T: Send> Shared<T> {
                     // its object as returned during or after this sweep.
                     self.epoch.store(epoch, Ordering::Release);
                     let bounded = self.max_idle != usize::MAX;
-                    let capacity = self.stash_capacity(sweeping.stashes);
-                    let (mut kept, mut shed) = (0, Vec::new());
+                    let capacity = self.stash_capacity(sweeping.held);
+                    let (mut kept, mut shed, mut given_up) = (0, Vec::new(), 0);
                     self.with_every_stash(|stash| {
                         stash.with_claimed(|local| {
                             local.age(epoch, &mut dead);
+                            // A slot whose owner has not touched the pool
+                            // since the last sweep goes back to the pool,
+                            // for the next thread that asks.
+                            let ops = stash.counters.total();
+                            if local.held && ops == local.seen {
+                                // Room reserved: pushed under the lock.
+                                for batch in local.give_up(&self.overflow) {
+                                    self.overflow.push(batch);
+                                }
+                                given_up += 1;
+                            }
+                            local.seen = ops;
                             if bounded {
                                 // Shares as of now; what a stash holds
                                 // beyond its share goes to the overflow.
-                                local.capacity = capacity;
+                                local.capacity = if local.held { capacity } else { 0 };
                                 local.shed(&mut shed);
                                 kept += local.items.len();
                             }
                         });
                     });
+                    let held = sweeping.held - given_up;
+                    self.count_held(&mut sweeping, held);
                     self.overflow.trim(epoch, false, &mut dead);
                     if bounded {
                         // The bound: stashes and overflow together keep at
@@ -147,32 +161,34 @@ impl<T: Send> Shared<T> {
     /// Moves an exiting thread's objects to the overflow, so other threads
     /// can use them at once instead of after its id is reused.
     pub(crate) fn flush(&self, stash: &Stash<T>) {
-        let _sweeping = self.lock_sweep();
+        let mut sweeping = self.lock_sweep();
         if self.closed.load(Ordering::Relaxed) {
             return;
         }
         // Claimed like a sweep: by now the thread-id may already belong to a
         // new thread that owns this stash.
-        let mut batches = Vec::new();
+        let (mut batches, mut held) = (Vec::new(), false);
         self.with_claimed_stashes(&[stash], |stash| {
-            batches = stash
-                .with_claimed(|local| local.flush(&self.overflow))
-                .unwrap_or_default();
+            stash.with_claimed(|local| {
+                held = local.held;
+                batches = local.give_up(&self.overflow);
+            });
         });
+        if held {
+            let held = sweeping.held - 1;
+            self.count_held(&mut sweeping, held);
+        }
         // Pushed under the lock, so `close` cannot miss them.
         for batch in batches {
             self.overflow.push(batch);
         }
     }
 
-    /// Gives every stash `capacity` (its share of `max_idle`, after a stash
-    /// was made) and moves what a stash holds beyond it to the overflow,
-    /// ages kept. Call with the sweep lock held.
     pub(super) fn rebalance(&self, capacity: usize) {
         let mut shed = Vec::new();
         self.with_every_stash(|stash| {
             stash.with_claimed(|local| {
-                local.capacity = capacity;
+                local.capacity = if local.held { capacity } else { 0 };
                 local.shed(&mut shed);
             });
         });
@@ -298,6 +314,15 @@ impl<T> Local<T> {
         }
         self.release_memory();
         batches
+    }
+
+    /// Gives this stash's slot back (`shared.rs`): its objects go to the
+    /// overflow as far as it has room (the batches, whose room is
+    /// reserved), and from now on it keeps nothing.
+    pub(crate) fn give_up(&mut self, overflow: &Overflow<T>) -> Vec<Batch<T>> {
+        self.held = false;
+        self.capacity = 0;
+        self.flush(overflow)
     }
 
     /// Moves every object into `dead` (the pool is dropping).
