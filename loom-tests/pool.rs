@@ -580,14 +580,14 @@ fn stashless_return_races_a_sweep() {
     });
 }
 
-/// A pool bounded to one stash, which the main thread holds: a second
-/// thread has none. Its get takes the object the main thread spilled (or
+/// A pool with one slot, which the main thread holds: a second thread has
+/// no stash. Its get takes the object the main thread spilled (or
 /// makes one while the sweep holds that batch), and its return goes to the
 /// overflow's singles, stamped without the sweep lock, while a sweep ages
 /// the pool: the return is counted, survives that sweep, goes within two
 /// more, and every object is dropped exactly once.
 #[test]
-fn a_thread_past_the_stash_bound_races_a_sweep() {
+fn a_thread_without_a_slot_races_a_sweep() {
     loom::model(|| {
         let ledger = Ledger::new();
         let make: Maker = {
@@ -628,6 +628,97 @@ fn a_thread_past_the_stash_bound_races_a_sweep() {
         assert!(ledger.live() <= 1, "{:?}", pool.stats());
         pool.sweep();
         assert_eq!(ledger.live(), 0, "{:?}", pool.stats());
+        drop_and_check(pool, &ledger);
+    });
+}
+
+/// A pool with one slot.
+fn one_slot(ledger: &Arc<Ledger>, local_capacity: usize) -> LocalPool<Obj, Maker> {
+    let ledger = Arc::clone(ledger);
+    let make: Maker = Box::new(move || Ledger::track(&ledger));
+    LocalPool::builder(make)
+        .local_capacity(local_capacity)
+        .manual_sweep()
+        .loom_max_stashes(1)
+        .build()
+}
+
+/// The main thread holds the only slot and has not used the pool since the
+/// last sweep; a sweep that takes the slot back races the main thread's
+/// next get and return, which either comes first (and keeps the slot) or
+/// finds its slot gone and takes it again (it is free). No object is lost
+/// or handed out twice, and the slot is held once at most.
+#[test]
+fn taking_an_idle_slot_back_races_its_owners_get() {
+    loom::model(|| {
+        let ledger = Ledger::new();
+        let pool = Arc::new(one_slot(&ledger, 2));
+        pool.put(Ledger::track(&ledger));
+        pool.sweep(); // the owner's count, as of now
+        let sweeper = {
+            let pool = Arc::clone(&pool);
+            thread::spawn(move || pool.sweep())
+        };
+        pool.with(|obj| obj.hold(|_| ()));
+        sweeper.join().unwrap();
+        assert!(pool.loom_slots_held() <= 1);
+        let pool = Arc::try_unwrap(pool).ok().unwrap();
+        drop_and_check(pool, &ledger);
+    });
+}
+
+/// Two threads new to a pool with one slot (`max_idle(1)`) race for it:
+/// one gets it, the other goes through the overflow, and the pool keeps at
+/// most one idle object after a sweep.
+#[test]
+fn newcomers_race_for_the_last_slot() {
+    loom::model(|| {
+        let ledger = Ledger::new();
+        let pool = Arc::new(bounded(&ledger, 2, 1));
+        let threads: Vec<_> = (0..2)
+            .map(|_| {
+                let (pool, ledger) = (Arc::clone(&pool), Arc::clone(&ledger));
+                thread::spawn(move || {
+                    pool.with(|obj| obj.hold(|_| ()));
+                    pool.put(Ledger::track(&ledger));
+                    assert!(pool.loom_slots_held() <= 1);
+                })
+            })
+            .collect();
+        for thread in threads {
+            thread.join().unwrap();
+        }
+        pool.sweep();
+        assert!(pool.stats().idle <= 1, "{:?}", pool.stats());
+        let pool = Arc::try_unwrap(pool).ok().unwrap();
+        drop_and_check(pool, &ledger);
+    });
+}
+
+/// A thread that holds the only slot and stops using the pool (blocked, as
+/// far as the pool can tell) loses it to the second of two sweeps; a
+/// newcomer takes it while the blocked thread comes back and returns an
+/// object, which goes to the overflow or into its stash with the slot taken
+/// back again, whichever comes first.
+#[test]
+fn a_blocked_threads_slot_goes_to_a_newcomer() {
+    loom::model(|| {
+        let ledger = Ledger::new();
+        let pool = Arc::new(one_slot(&ledger, 1));
+        pool.put(Ledger::track(&ledger)); // the main thread's slot
+        pool.sweep();
+        pool.sweep(); // idle since the last one: the slot goes back
+        assert_eq!(pool.loom_slots_held(), 0);
+        let newcomer = {
+            let (pool, ledger) = (Arc::clone(&pool), Arc::clone(&ledger));
+            thread::spawn(move || pool.put(Ledger::track(&ledger)))
+        };
+        pool.put(Ledger::track(&ledger));
+        newcomer.join().unwrap();
+        assert!(pool.loom_slots_held() <= 1);
+        let stats = pool.stats();
+        assert_eq!((stats.returned, stats.rejected), (3, 0), "{stats:?}");
+        let pool = Arc::try_unwrap(pool).ok().unwrap();
         drop_and_check(pool, &ledger);
     });
 }

@@ -34,18 +34,8 @@ pub const DEFAULT_SWEEP_INTERVAL: Duration = Duration::from_secs(5);
 /// raised to it, so a typo cannot turn the sweeper into a busy loop.
 pub const MIN_SWEEP_INTERVAL: Duration = Duration::from_millis(1);
 
-/// How many stashes a pool makes per core (`available_parallelism`), at
-/// most.
-///
-/// Threads past that many (by thread id: ids are dense and reused lowest
-/// first) have no stash and take and return objects through the overflow,
-/// so the idle objects and the bookkeeping a pool keeps grow with the cores
-/// rather than with the threads: a program with 500 threads, most of them
-/// blocked, does not keep 500 stashes of idle buffers. More threads than
-/// this cannot all run at once anyway, so most of them are blocked at any
-/// moment; glibc's malloc bounds its arenas by the same rule (8 per core on
-/// 64-bit targets), which is what a pool with no stashes would be compared
-/// with.
+/// How many of a pool's stashes hold a slot at once, per core
+/// (`available_parallelism`): `implementation`, section 3a.
 #[cfg_attr(stashpool_loom, allow(dead_code))]
 pub(crate) const STASHES_PER_CORE: usize = 8;
 
@@ -128,13 +118,16 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPoolBuilder<T, R> {
     /// overflow and every get comes from it, a shared pool with no thread
     /// affinity (and one overflow operation per get and per put).
     ///
-    /// A pool makes stashes for at most 8 threads per core
-    /// (`available_parallelism`), as glibc bounds its malloc arenas: threads
-    /// past those (by stashpool's thread ids, dense and reused lowest first,
-    /// so the first threads alive to use a pool keep theirs) share their
-    /// objects through the overflow, as with `local_capacity(0)`. So a
-    /// program with a thread per connection keeps idle objects for the
-    /// threads that can run at once, not one per thread.
+    /// At most 8 threads per core (`available_parallelism`) keep a stash in
+    /// a pool at once, as glibc bounds its malloc arenas: the threads that
+    /// use *this* pool, first come first served. A thread's exit, or a
+    /// sweep that finds it has not used the pool since the previous one,
+    /// frees its place for the next thread; threads beyond those share
+    /// their objects through the overflow, as with `local_capacity(0)`. So
+    /// a program with a thread per connection keeps idle objects for the
+    /// threads that can run at once, not one per thread, and what a thread
+    /// pays in a pool never depends on other pools or threads of the
+    /// process.
     pub fn local_capacity(mut self, n: usize) -> Self {
         self.config.local_capacity = n;
         self
@@ -156,14 +149,10 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPoolBuilder<T, R> {
     ///   [`Stats::rejected`](crate::Stats::rejected).
     /// * `0` keeps nothing: every return is dropped (and counted rejected).
     ///
-    /// Stashes of threads that exited stay for the next thread given the
-    /// same thread id, so shares are cut for the most threads that used the
-    /// pool at once (at most the bound on stashes, see
-    /// [`local_capacity`](Self::local_capacity)). An exiting thread's
-    /// objects move to the overflow. A pool makes at most `n` stashes, since
-    /// more would have a share of zero: the threads past them take and
-    /// return objects through the overflow, as threads past the bound on
-    /// stashes do.
+    /// Shares are cut for the threads that keep a stash now (see
+    /// [`local_capacity`](Self::local_capacity)), at most `n` of them, since
+    /// more would have a share of zero; an exiting thread's objects move to
+    /// the overflow.
     ///
     /// # Examples
     ///
@@ -195,8 +184,8 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPoolBuilder<T, R> {
         self
     }
 
-    /// Under loom: at most `n` stashes (threads with model ids `0..n`),
-    /// for models of threads past the bound.
+    /// Under loom: at most `n` stashes hold a slot at once, for models of
+    /// threads without one.
     #[cfg(stashpool_loom)]
     #[doc(hidden)]
     pub fn loom_max_stashes(mut self, n: usize) -> Self {

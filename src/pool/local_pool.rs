@@ -604,6 +604,14 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
     /// Makes the calling model thread one that is late in its teardown, its
     /// thread id given back: its gets and returns go around the stashes
     /// (`sync::end_thread_id`), for loom models of the stashless paths.
+    /// Under loom: how many of the pool's stashes hold a slot now.
+    #[doc(hidden)]
+    pub fn loom_slots_held(&self) -> usize {
+        self.shared
+            .get()
+            .map_or(0, |shared| shared.lock_sweep().held)
+    }
+
     #[doc(hidden)]
     pub fn loom_end_thread_id() {
         crate::sync::end_thread_id();
