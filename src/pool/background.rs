@@ -150,9 +150,9 @@ fn after(now: Instant, interval: Duration) -> Instant {
 //   pool operation off the hot path (`resume`).
 
 #[cfg(target_os = "linux")]
-mod fork {
+pub(crate) mod fork {
     use std::cell::RefCell;
-    use std::sync::atomic::AtomicBool;
+    use std::sync::atomic::AtomicU64;
     use std::sync::{MutexGuard, RwLockWriteGuard};
 
     use super::{Registry, REGISTRY, RESUME};
@@ -166,24 +166,84 @@ mod fork {
         static FORKING: RefCell<Option<Held>> = const { RefCell::new(None) };
     }
 
+    /// The fork handlers' registration.
+    static INSTALL: Install = Install::new();
+
     /// Installs the fork handlers, once per process.
+    pub(crate) fn install() {
+        INSTALL.run(|| {
+            // SAFETY: the three handlers are `extern "C" fn()` without
+            // arguments that never unwind (nothing in them panics: poisoned
+            // locks are taken anyway and thread-local access is fallible).
+            // If registration fails (out of memory) forks are simply not
+            // guarded, as before any pool was made.
+            let _ = unsafe { libc::pthread_atfork(Some(prepare), Some(parent), Some(child)) };
+        });
+    }
+
+    /// A registration run once per process, which returns to no caller
+    /// before it is done: a caller that went on to make and lock pools
+    /// while the handlers were not in place could carry a held lock into a
+    /// child forked meanwhile.
     ///
     /// Not a `Once`: a process forked while another thread was inside one
-    /// would leave its child waiting for ever on that thread. The first
-    /// caller installs; a caller that races it goes on without waiting,
-    /// and a fork in the moment before the handlers are in place is
-    /// unguarded, as a fork before any pool was made is.
-    pub(crate) fn install() {
-        static INSTALLED: AtomicBool = AtomicBool::new(false);
-        if INSTALLED.load(Ordering::Relaxed) || INSTALLED.swap(true, Ordering::Relaxed) {
-            return;
+    /// would leave its child waiting for ever on that thread. Callers that
+    /// race the installer spin until it is done, and the word names the
+    /// installing process, so a child forked mid-install, whose installer
+    /// is not in it, installs itself instead of waiting (unless the
+    /// handlers were registered before the fork: the child handler then
+    /// marks the registration done).
+    pub(crate) struct Install {
+        /// `DONE`, or the id of the process whose thread is installing, or
+        /// 0 before anyone has started.
+        state: AtomicU64,
+    }
+
+    const DONE: u64 = u64::MAX;
+
+    impl Install {
+        pub(crate) const fn new() -> Self {
+            Self {
+                state: AtomicU64::new(0),
+            }
         }
-        // SAFETY: the three handlers are `extern "C" fn()` without
-        // arguments that never unwind (nothing in them panics: poisoned
-        // locks are taken anyway and thread-local access is fallible). If
-        // registration fails (out of memory) forks are simply not guarded,
-        // as before.
-        let _ = unsafe { libc::pthread_atfork(Some(prepare), Some(parent), Some(child)) };
+
+        pub(crate) fn run(&self, register: impl FnOnce()) {
+            let me = u64::from(std::process::id());
+            loop {
+                // Acquire: pairs with the release of `DONE`.
+                match self.state.load(Ordering::Acquire) {
+                    DONE => return,
+                    // Another thread of this process is installing.
+                    installer if installer == me => std::thread::yield_now(),
+                    // Nobody, or a process this one was forked from.
+                    other => {
+                        let claim = self.state.compare_exchange(
+                            other,
+                            me,
+                            Ordering::Acquire,
+                            Ordering::Relaxed,
+                        );
+                        if claim.is_ok() {
+                            break;
+                        }
+                    }
+                }
+            }
+            register();
+            self.done();
+        }
+
+        /// Marks the registration done. Release: what it did is seen by
+        /// every caller that reads `DONE`.
+        pub(crate) fn done(&self) {
+            self.state.store(DONE, Ordering::Release);
+        }
+
+        #[cfg(test)]
+        pub(crate) fn installing_in(&self, process: u64) {
+            self.state.store(process, Ordering::Relaxed);
+        }
     }
 
     extern "C" fn prepare() {
@@ -201,6 +261,9 @@ mod fork {
     }
 
     extern "C" fn child() {
+        // This handler runs, so the parent registered it: a fork that came
+        // while the registering thread had yet to say so finds it done.
+        INSTALL.done();
         let _ = FORKING.try_with(|forking| {
             if let Some((gate, mut registry)) = forking.borrow_mut().take() {
                 crate::pool::owner::forked();
@@ -236,4 +299,51 @@ pub(crate) fn resume() {
 pub(crate) fn guard_forks() {
     #[cfg(target_os = "linux")]
     fork::install();
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Barrier;
+
+    use super::fork::Install;
+
+    /// A caller that races the installer returns only once the handlers
+    /// are registered, so it cannot lock pools that a fork would catch
+    /// unguarded.
+    #[test]
+    fn a_racing_caller_waits_for_the_registration() {
+        let install = Install::new();
+        let registered = AtomicBool::new(false);
+        let (inside, go_on) = (Barrier::new(2), Barrier::new(2));
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                install.run(|| {
+                    inside.wait();
+                    go_on.wait();
+                    registered.store(true, Ordering::Relaxed);
+                })
+            });
+            inside.wait(); // the installer is registering
+            let racer = s.spawn(|| {
+                install.run(|| panic!("registered twice"));
+                registered.load(Ordering::Relaxed)
+            });
+            go_on.wait();
+            assert!(racer.join().unwrap(), "returned before the registration");
+        });
+    }
+
+    /// A child forked while a thread of its parent was registering finds
+    /// the registration under way in a process that is not its own, and
+    /// registers itself rather than wait for a thread it does not have.
+    #[test]
+    fn a_registration_left_by_a_parent_is_taken_over() {
+        let install = Install::new();
+        install.installing_in(u64::from(std::process::id()) + 1);
+        let mut registered = false;
+        install.run(|| registered = true);
+        assert!(registered);
+        install.run(|| panic!("registered twice"));
+    }
 }
