@@ -2,7 +2,8 @@
 # Runs stashpool's loom models (loom-tests/).
 #
 #   ./loom.sh                      every model, 2 preemptions (what CI runs)
-#   ./loom.sh sweep_races_owner    one model, by name filter
+#   ./loom.sh sweep_races_owner    the models whose names contain a filter
+#                                  (several filters: any of them)
 #   LOOM_MAX_PREEMPTIONS=3 LOOM_ONLY=loom_pool ./loom.sh
 #                                  a deeper search of the pool models
 #                                  (minutes; LOOM_ONLY picks one test target)
@@ -16,6 +17,7 @@ cd "$(dirname "$0")"
 export RUSTFLAGS="${RUSTFLAGS:-} --cfg stashpool_loom"
 export LOOM_MAX_PREEMPTIONS="${LOOM_MAX_PREEMPTIONS:-2}"
 filter="${1:-}"
+filters=("$@")
 
 if [ -n "${DEBUG:-}" ]; then
     export LOOM_LOG="${LOOM_LOG:-trace}"
@@ -37,4 +39,4 @@ for name in $(awk '/^\[\[test\]\]/ { name = "" }
 done
 
 # A separate target directory: `--cfg stashpool_loom` rebuilds every dependency.
-exec cargo test --release --target-dir target/loom "${tests[@]}" -- ${filter:+"$filter"} --test-threads="${LOOM_TEST_THREADS:-2}"
+exec cargo test --release --target-dir target/loom "${tests[@]}" -- "${filters[@]}" --test-threads="${LOOM_TEST_THREADS:-2}"

@@ -1,9 +1,7 @@
-//! The bound on stashes: a pool makes stashes for at most 8 threads per
-//! core, and threads past those pool through the overflow.
+//! The bound on stashes: at most 8 threads per core keep a stash in a pool
+//! at once, and the others pool through the overflow.
 //!
-//! A test binary of its own: its threads hold many stashpool thread ids at
-//! once, which would put the threads of tests running beside it past the
-//! bound, where they share objects instead of keeping their own.
+//! A test binary of its own: its many threads use one pool at once.
 
 mod common;
 
@@ -17,10 +15,9 @@ use stashpool::LocalPool;
 const DEADLINE: Duration = Duration::from_secs(120);
 
 /// A program with many more threads than cores, each using a pool now and
-/// then (a thread per connection, say), keeps objects for the stashes the
-/// pool makes (8 per core, to threads with the lowest stashpool thread
-/// ids), not for every thread: the threads past those share their objects
-/// through the overflow. Threads that take turns therefore make at most one
+/// then (a thread per connection, say), keeps objects for the threads that
+/// hold the pool's stashes (8 per core, the first to use it), not for every
+/// thread: the others share their objects through the overflow. Threads that take turns therefore make at most one
 /// object per stash and one for all the others, where a stash per thread
 /// would keep one per thread.
 #[test]
@@ -42,7 +39,7 @@ fn threads_past_the_stash_bound_share_their_objects() {
                         pool.with(|buf| buf[0] = 1);
                     }
                     // All alive until each has used the pool: no thread
-                    // inherits another's id (and stash) within the run.
+                    // gives its stash's place back within the run.
                     all_used.wait();
                 });
             }

@@ -19,9 +19,10 @@ use crate::{Recycle, Stats};
 ///
 /// Each thread keeps up to [`local_capacity`](LocalPoolBuilder::local_capacity)
 /// returned objects in a private stash, so a get and a return on the same
-/// thread touch no shared memory. (Stashes are made for at most 8 threads
-/// per core; threads past those share their objects through the overflow,
-/// so a pool's memory does not grow with the number of threads.) A thread
+/// thread touch no shared memory. (At most 8 threads per core keep a stash
+/// in a pool at once, the threads that use that pool; others share their
+/// objects through the overflow, so a pool's memory does not grow with the
+/// number of threads.) A thread
 /// whose stash is empty takes a batch from a shared overflow before making
 /// a new object; a thread whose stash is full moves its oldest half there.
 /// Sweeps keep the pool as large as recent use needs: an object returned
@@ -513,8 +514,9 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
     //
     // A thread has no stash when every slot of the pool is held by other
     // threads (`shared.rs`), or when its thread-locals are being destroyed
-    // (its thread id can already belong to another thread). It still pools: objects come from the overflow (or
-    // `create`) and go back to it directly, one at a time.
+    // (its thread id can already belong to another thread). It still pools:
+    // objects come from the overflow (or `create`) and go back to it
+    // directly, one at a time.
 
     /// Recycles `node` straight into the overflow (no stash on this thread).
     #[cold]

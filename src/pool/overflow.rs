@@ -11,8 +11,8 @@
 //! overflow survives exactly one sweep, as it would in a stash, however long
 //! it travelled between stashes and the queue: the age travels with it.
 //!
-//! Single objects have a queue of their own. A thread without a stash (past
-//! the pool's bound on stashes, or in its teardown) and a stash whose share
+//! Single objects have a queue of their own. A thread without a stash (all
+//! the pool's slots taken, or in its teardown) and a stash whose share
 //! of `max_idle` is zero move objects one at a time; a batch would cost
 //! them a `Vec` allocation per object, where a `Single` is moved whole into
 //! a ring allocated once (`singles.rs`).

@@ -704,4 +704,55 @@ mod tests {
             assert_eq!(pool.stats().created, 0);
         });
     }
+
+    /// Many live threads that each return many objects keep at most
+    /// `slots x local_capacity` of them in stashes, however many threads
+    /// there are: the rest is in the overflow, where sweeps and `max_idle`
+    /// reach it.
+    #[test]
+    fn what_stashes_keep_is_bounded_by_slots_not_threads() {
+        within_deadline(|| {
+            const SLOTS: usize = 4;
+            let (threads, each) = if cfg!(miri) { (8, 4) } else { (64, 40) };
+            let mut pool: LocalPool<Vec<u8>> = LocalPool::builder(Vec::new as fn() -> Vec<u8>)
+                .manual_sweep()
+                .build();
+            pool.config.max_stashes = Some(SLOTS);
+            let (returned, measured) = (Barrier::new(threads + 1), Barrier::new(threads + 1));
+            std::thread::scope(|s| {
+                for _ in 0..threads {
+                    s.spawn(|| {
+                        let got: Vec<_> = (0..each).map(|_| pool.get()).collect();
+                        drop(got);
+                        returned.wait();
+                        measured.wait(); // alive, stash and all
+                    });
+                }
+                returned.wait();
+                let shared = pool.shared.get().unwrap();
+                let (mut in_stashes, mut holding) = (0, 0);
+                shared.stashes.for_each(|stash| {
+                    stash.claim();
+                    crate::pool::barrier::heavy(shared.strategy);
+                    stash.with_claimed(|local| {
+                        in_stashes += local.items.len();
+                        holding += usize::from(local.held);
+                    });
+                });
+                assert!(holding <= SLOTS, "{holding} slots held");
+                let local_capacity = shared.local_capacity;
+                assert!(
+                    in_stashes <= SLOTS * local_capacity,
+                    "{in_stashes} in stashes"
+                );
+                let stats = pool.stats();
+                assert_eq!(
+                    stats.idle as u64, stats.created,
+                    "the rest is pooled: {stats:?}"
+                );
+                assert_eq!(stats.returned, (threads * each) as u64, "{stats:?}");
+                measured.wait();
+            });
+        });
+    }
 }

@@ -1,7 +1,7 @@
 //! The overflow's queue of single objects: a bounded ring, and a queue
 //! behind it for what does not fit.
 //!
-//! Threads without a stash (past the pool's bound on stashes, or in their
+//! Threads without a stash (all the pool's slots taken, or in their
 //! teardown) and stashes whose share of `max_idle` is zero return objects
 //! one at a time, a [`Single`] per object, so this queue sees one push and
 //! one pop per get and return of every such thread: in a server that runs
