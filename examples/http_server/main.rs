@@ -55,6 +55,10 @@
 //!
 //! * a malformed request line or header, or an HTTP/1.1 request without
 //!   `Host`: 400; an HTTP version other than 1.0 and 1.1: 505;
+//! * a line of the head that ends in a bare LF rather than CRLF: 400.
+//!   RFC 9112 lets a server take a bare LF for a line's end, but a proxy
+//!   in front of it may not, and the two would then disagree on the
+//!   headers, and so on where the request ends;
 //! * a request head over `--max-head` bytes (default 8 KiB): 431;
 //! * a body over `--max-body` bytes (default 1 MiB): 413, before any of it
 //!   is read; `Transfer-Encoding` (chunked bodies): 501; an `Expect` other
