@@ -613,6 +613,42 @@ fn connections_beyond_the_workers_get_503() {
 }
 
 #[test]
+fn bodies_announced_and_not_sent_take_no_memory() {
+    // Heads that announce a body at the limit and send none of it. The
+    // heap the server holds for them must follow what they sent: their
+    // heads, and a connection's buffers (a reader and a writer of 4 KiB, a
+    // request buffer of 2 KiB, a thread's bookkeeping); not the body they
+    // announced.
+    let heads = 32;
+    let per_connection = 16 * 1024;
+    let head = b"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 1048576\r\n\
+                 Expect: 100-continue\r\n\r\n";
+    for mode in [&[][..], &["--plain"][..]] {
+        let server = Server::start(mode);
+        let before = server.stats()["live_bytes"];
+        let clients: Vec<Client> = (0..heads)
+            .map(|_| {
+                let mut client = server.client();
+                client.send(head);
+                // The head is read: the server waits for the body.
+                assert_eq!(client.response().status, 100, "{mode:?}");
+                client
+            })
+            .collect();
+        let after = server.stats()["live_bytes"];
+        // The connection that asks for /stats holds buffers too.
+        let bound = heads * (head.len() + per_connection) + per_connection;
+        let grown = after.saturating_sub(before);
+        assert!(
+            grown <= bound as u64,
+            "{mode:?}: the heap grew by {grown} bytes for {heads} heads with no body \
+             (at most {bound})"
+        );
+        drop(clients);
+    }
+}
+
+#[test]
 fn the_pooled_server_reuses_its_buffers() {
     // One worker: every connection runs on the same thread, so the
     // counts below are exact.

@@ -535,20 +535,28 @@ impl<'s, B: Buffers<'s>> Connection<'s, B> {
                     return Outcome::Close;
                 }
             }
-            buf.resize(length, 0);
             if reader.buffered() < length {
-                let _ = writer.flush(); // as before a head's reads
-                reader.timed().arm();
-            }
-            if let Err(error) = reader.read_exact(&mut buf) {
-                if !is_timeout(&error) {
+                // As before a head's reads.
+                if writer.flush().is_err() {
                     return Outcome::Close;
                 }
-                TIMEOUTS.add(1);
-                return Outcome::Refuse(Reject {
-                    status: Status::REQUEST_TIMEOUT,
-                    reason: "the request body did not arrive within the read timeout",
-                });
+                reader.timed().arm();
+            }
+            // Read as it arrives, into a buffer that grows (doubling) with
+            // what has arrived, never sized by the announced length: a
+            // head that promises a large body and sends none costs its
+            // buffer and no more.
+            match reader.by_ref().take(length as u64).read_to_end(&mut buf) {
+                Ok(read) if read == length => {}
+                Ok(_) => return Outcome::Close, // closed mid-body
+                Err(error) if !is_timeout(&error) => return Outcome::Close,
+                Err(_) => {
+                    TIMEOUTS.add(1);
+                    return Outcome::Refuse(Reject {
+                        status: Status::REQUEST_TIMEOUT,
+                        reason: "the request body did not arrive within the read timeout",
+                    });
+                }
             }
         }
         if reader.timed().disarm().is_err() {

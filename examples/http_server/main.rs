@@ -62,7 +62,9 @@
 //! * a request head over `--max-head` bytes (default 8 KiB): 431;
 //! * a body over `--max-body` bytes (default 1 MiB): 413, before any of it
 //!   is read; `Transfer-Encoding` (chunked bodies): 501; an `Expect` other
-//!   than `100-continue`: 417;
+//!   than `100-continue`: 417. A body is read into a buffer that grows as
+//!   it arrives, so a head that announces a large body and sends none
+//!   holds no more memory than a head;
 //! * a request that has begun but not arrived whole within
 //!   `--read-timeout-ms` (default 5000): 408. A connection with no request
 //!   in that time is closed without a word, as is one whose client
