@@ -612,6 +612,100 @@ fn connections_beyond_the_workers_get_503() {
     assert!(stats["refused"] >= 1);
 }
 
+/// A connection to `addr` with a small receive buffer, set before it
+/// connects so that the window the server sees is small from the start.
+/// A client that reads a little at a time then lets the server write a
+/// little at a time, as one on a slow link does, rather than in the large
+/// steps by which a loopback window opens.
+#[cfg(target_os = "linux")]
+fn connect_with_small_window(addr: SocketAddr) -> TcpStream {
+    use std::mem::size_of;
+    use std::os::fd::FromRawFd;
+
+    let SocketAddr::V4(v4) = addr else {
+        panic!("the server listens on 127.0.0.1, not {addr}")
+    };
+    // SAFETY: `socket` takes no pointers.
+    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
+    assert!(fd >= 0, "socket: {}", std::io::Error::last_os_error());
+    // SAFETY: `fd` is a socket just made, which nothing else owns.
+    let stream = unsafe { TcpStream::from_raw_fd(fd) };
+    let size: libc::c_int = 4096;
+    // SAFETY: the option's value is a live `c_int`, of the length given.
+    let set = unsafe {
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_RCVBUF,
+            (&raw const size).cast(),
+            size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    assert_eq!(set, 0, "SO_RCVBUF: {}", std::io::Error::last_os_error());
+    let to = libc::sockaddr_in {
+        sin_family: libc::AF_INET as libc::sa_family_t,
+        sin_port: v4.port().to_be(),
+        sin_addr: libc::in_addr {
+            s_addr: u32::from(*v4.ip()).to_be(),
+        },
+        sin_zero: [0; 8],
+    };
+    // SAFETY: the address is a live `sockaddr_in`, of the length given.
+    let connected = unsafe {
+        libc::connect(
+            fd,
+            (&raw const to).cast(),
+            size_of::<libc::sockaddr_in>() as libc::socklen_t,
+        )
+    };
+    assert_eq!(connected, 0, "connect: {}", std::io::Error::last_os_error());
+    stream.set_read_timeout(Some(DEADLINE)).unwrap();
+    stream.set_write_timeout(Some(DEADLINE)).unwrap();
+    stream
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_slow_reader_is_cut_off_by_the_write_timeout() {
+    // One worker, which the slow reader holds: no other client is served
+    // until the server cuts it off.
+    for mode in [&[][..], &["--plain"][..]] {
+        let args = [mode, &["--workers", "1", "--write-timeout-ms", "300"]].concat();
+        let server = Server::start(&args);
+        let stream = connect_with_small_window(server.addr);
+        // Pipelined requests, for as long as the server reads them: the
+        // answers to what it has read always outgrow what the client takes.
+        let mut pipeline = stream.try_clone().unwrap();
+        let pipeline = thread::spawn(move || {
+            let requests = b"GET /json HTTP/1.1\r\nHost: t\r\n\r\n".repeat(64);
+            while pipeline.write_all(&requests).is_ok() {}
+        });
+        // Takes the answers a little at a time, each read soon after the
+        // last, so that every write the server makes progresses: only a
+        // deadline on the whole of the answers can cut this client off.
+        let start = Instant::now();
+        let mut taken = 0;
+        let mut answers = [0u8; 512];
+        loop {
+            match (&stream).read(&mut answers) {
+                Ok(0) => break,
+                Ok(n) => taken += n,
+                Err(error) if error.kind() == std::io::ErrorKind::ConnectionReset => break,
+                Err(error) => panic!("{args:?}: reading the answers: {error}"),
+            }
+            assert!(
+                start.elapsed() < DEADLINE,
+                "{args:?}: the slow reader still holds its worker after taking {taken} bytes"
+            );
+            // The slow reader's pace, not a wait for the server.
+            thread::sleep(Duration::from_millis(10));
+        }
+        pipeline.join().unwrap();
+        assert_eq!(server.get_when_free("/").status, 200, "{args:?}");
+        assert_eq!(server.stats()["write_timeouts"], 1, "{args:?}");
+    }
+}
+
 #[test]
 fn bodies_announced_and_not_sent_take_no_memory() {
     // Heads that announce a body at the limit and send none of it. The

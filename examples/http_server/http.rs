@@ -58,6 +58,8 @@ pub enum HeadError {
     /// A read failed: a timeout (`WouldBlock` or `TimedOut`) or a socket
     /// error. `partial` says whether part of a head had arrived.
     Io { error: io::Error, partial: bool },
+    /// The caller's `before_refill` failed, and no more was read.
+    Aborted,
 }
 
 /// Reads one request head (request line, header lines, blank line) into
@@ -65,9 +67,9 @@ pub enum HeadError {
 ///
 /// `before_refill` runs before every read from the socket after the first
 /// byte of the head arrived: the caller arms the request's deadline there,
-/// so that a head trickled in byte by byte still ends in time. Empty lines
-/// before a request line are skipped (RFC 9112 §2.2), and count against
-/// the limit.
+/// so that a head trickled in byte by byte still ends in time; if it
+/// fails, so does the read ([`HeadError::Aborted`]). Empty lines before a
+/// request line are skipped (RFC 9112 §2.2), and count against the limit.
 ///
 /// A line ends at its LF. Whether it ended in CRLF, as it must, is for
 /// [`parse`] to judge.
@@ -75,7 +77,7 @@ pub fn read_head<R: BufRead>(
     reader: &mut R,
     head: &mut Vec<u8>,
     max: usize,
-    mut before_refill: impl FnMut(&mut R),
+    mut before_refill: impl FnMut(&mut R) -> io::Result<()>,
 ) -> Result<(), HeadError> {
     let mut seen = 0usize;
     // Where the line being read begins in `head`: a line can arrive in
@@ -83,7 +85,7 @@ pub fn read_head<R: BufRead>(
     let mut line_start = head.len();
     loop {
         if seen > 0 {
-            before_refill(reader);
+            before_refill(reader).map_err(|_| HeadError::Aborted)?;
         }
         let available = match reader.fill_buf() {
             Ok(available) => available,
@@ -359,7 +361,7 @@ mod tests {
     fn head_in_chunks(bytes: &[u8], chunk: usize) -> Result<Vec<u8>, HeadError> {
         let mut reader = BufReader::with_capacity(chunk, bytes);
         let mut head = Vec::new();
-        read_head(&mut reader, &mut head, 1024, |_| {}).map(|()| head)
+        read_head(&mut reader, &mut head, 1024, |_| Ok(())).map(|()| head)
     }
 
     #[test]

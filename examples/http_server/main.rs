@@ -68,7 +68,14 @@
 //! * a request that has begun but not arrived whole within
 //!   `--read-timeout-ms` (default 5000): 408. A connection with no request
 //!   in that time is closed without a word, as is one whose client
-//!   disconnects mid-request.
+//!   disconnects mid-request;
+//! * a client that does not take its answers within `--write-timeout-ms`
+//!   (default 5000) is cut off without a word. The deadline runs from the
+//!   first write after the server last read from the connection until all
+//!   written since is in the kernel's send buffer, so a slow reader that
+//!   falls behind the answers to its pipelined requests keeps its worker
+//!   for at most that long; a client keeps one longer only by taking its
+//!   answers as fast as it asks for them, as any kept-alive client may.
 //!
 //! # More connections than workers: refused with 503
 //!
@@ -117,13 +124,15 @@ static ALLOCATOR: Counting = Counting;
 
 const USAGE: &str = "\
 usage: http_server [--plain] [--addr HOST:PORT] [--workers N] [--read-timeout-ms MS]
-                   [--max-head BYTES] [--max-body BYTES] [--stats-every SECS]
-                   [--sweep-every-ms MS] [--duration SECS]
+                   [--write-timeout-ms MS] [--max-head BYTES] [--max-body BYTES]
+                   [--stats-every SECS] [--sweep-every-ms MS] [--duration SECS]
 
   --plain             plain allocation and a std::thread per connection (default: pooled)
   --addr HOST:PORT    where to listen (default 127.0.0.1:8080; port 0 picks a free one)
   --workers N         most connections served at once; more get 503 (default 256)
   --read-timeout-ms   how long a read may wait (default 5000)
+  --write-timeout-ms  how long a client may take to receive the answers to what it
+                      sent (default 5000)
   --max-head BYTES    largest request head (default 8192); larger: 431
   --max-body BYTES    largest request body (default 1048576); larger: 413
   --stats-every SECS  print the counters this often (default 10; 0: only at the end)
@@ -151,6 +160,7 @@ impl Config {
             workers: 256,
             limits: Limits {
                 read_timeout: Duration::from_secs(5),
+                write_timeout: Duration::from_secs(5),
                 max_head: 8 * 1024,
                 max_body: 1024 * 1024,
             },
@@ -183,6 +193,9 @@ impl Config {
                 }
                 "--read-timeout-ms" => {
                     config.limits.read_timeout = Duration::from_millis(number()?.max(1))
+                }
+                "--write-timeout-ms" => {
+                    config.limits.write_timeout = Duration::from_millis(number()?.max(1))
                 }
                 "--max-head" => config.limits.max_head = number()? as usize,
                 "--max-body" => config.limits.max_body = number()? as usize,
