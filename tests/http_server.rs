@@ -54,30 +54,49 @@ fn binary() -> PathBuf {
 struct Server {
     child: Child,
     addr: SocketAddr,
+    /// The server's first line: where it listens, and with how many
+    /// workers.
+    first: String,
     /// The server's stdout lines after the first.
     lines: Receiver<String>,
+    /// The server's stderr lines, also passed on to the test's own.
+    errors: Receiver<String>,
+}
+
+/// The lines of `from`, sent to the receiver as they come, each handed to
+/// `each` too.
+fn lines_of(from: impl Read + Send + 'static, each: fn(&str)) -> Receiver<String> {
+    let (send, lines) = mpsc::channel();
+    thread::spawn(move || {
+        for line in BufReader::new(from).lines() {
+            let Ok(line) = line else { break };
+            each(&line);
+            if send.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    lines
 }
 
 impl Server {
     fn start(args: &[&str]) -> Server {
-        let mut child = Command::new(binary())
+        Server::start_with(args, |_| {})
+    }
+
+    /// Starts the server with `args`, its command first adjusted by `adjust`.
+    fn start_with(args: &[&str], adjust: impl FnOnce(&mut Command)) -> Server {
+        let mut command = Command::new(binary());
+        command
             .args(["--addr", "127.0.0.1:0", "--stats-every", "0"])
             .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("start the example server");
-        let stdout = child.stdout.take().unwrap();
-        let (send, lines) = mpsc::channel();
-        thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if send.send(line).is_err() {
-                    break;
-                }
-            }
-        });
+            .stderr(Stdio::piped());
+        adjust(&mut command);
+        let mut child = command.spawn().expect("start the example server");
+        let lines = lines_of(child.stdout.take().unwrap(), |_| {});
+        let errors = lines_of(child.stderr.take().unwrap(), |line| eprintln!("{line}"));
         let first = lines
             .recv_timeout(DEADLINE)
             .expect("the server prints where it listens");
@@ -86,7 +105,13 @@ impl Server {
             .and_then(|(_, rest)| rest.split_whitespace().next())
             .and_then(|addr| addr.parse().ok())
             .unwrap_or_else(|| panic!("no address in the server's first line: {first:?}"));
-        Server { child, addr, lines }
+        Server {
+            child,
+            addr,
+            first,
+            lines,
+            errors,
+        }
     }
 
     fn client(&self) -> Client {
@@ -740,6 +765,71 @@ fn bodies_announced_and_not_sent_take_no_memory() {
         );
         drop(clients);
     }
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn workers_are_lowered_to_what_the_file_descriptor_limit_allows() {
+    use std::os::unix::process::CommandExt;
+
+    // Far fewer descriptors than --workers asks for.
+    const LIMIT: usize = 48;
+    // Idle connections are kept for the whole test, so that no descriptor
+    // frees up on its own.
+    let args = ["--workers", "256", "--read-timeout-ms", "600000"];
+    let mut server = Server::start_with(&args, |command| {
+        let set = || {
+            let limit = libc::rlimit {
+                rlim_cur: LIMIT as libc::rlim_t,
+                rlim_max: LIMIT as libc::rlim_t,
+            };
+            // SAFETY: `setrlimit` only reads the struct it is given, which
+            // lives across the call.
+            if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &limit) } == 0 {
+                Ok(())
+            } else {
+                Err(std::io::Error::last_os_error())
+            }
+        };
+        // SAFETY: between fork and exec the closure only calls
+        // `setrlimit`, which is async-signal-safe, and allocates nothing.
+        unsafe { command.pre_exec(set) };
+    });
+    let workers: usize = server
+        .first
+        .split_once(", ")
+        .and_then(|(_, rest)| rest.split_once(" workers"))
+        .and_then(|(count, _)| count.parse().ok())
+        .unwrap_or_else(|| panic!("no workers in {:?}", server.first));
+    // As many connections as descriptors: each is answered, served while
+    // a worker is free, refused with 503 once none is, never left
+    // unaccepted for want of a descriptor (the client would wait for its
+    // answer until the deadline).
+    let mut served = Vec::new();
+    let mut refused = 0;
+    for _ in 0..LIMIT {
+        let mut client = server.client();
+        match client.get("/").status {
+            200 => served.push(client),
+            503 => refused += 1,
+            status => panic!("status {status}"),
+        }
+    }
+    assert_eq!(served.len(), workers, "{}", server.first);
+    assert!(refused > 0, "{}", server.first);
+    // Said once, at start, with the number served.
+    let said = server
+        .errors
+        .recv_timeout(DEADLINE)
+        .expect("a line on stderr");
+    assert!(
+        said.contains("RLIMIT_NOFILE") && said.contains(&format!("serving {workers} workers")),
+        "{said}"
+    );
+    server.child.kill().unwrap();
+    server.child.wait().unwrap();
+    let rest: Vec<String> = server.errors.iter().collect();
+    assert!(rest.is_empty(), "more on stderr: {rest:?}");
 }
 
 #[test]

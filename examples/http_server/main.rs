@@ -89,6 +89,15 @@
 //! arrive just as the refused socket closes may see a reset instead of the
 //! 503.
 //!
+//! Each connection takes a file descriptor. On Linux the server checks at
+//! start that its file-descriptor limit (`RLIMIT_NOFILE`, `ulimit -n`)
+//! leaves room for `--workers` connections, besides the descriptors open
+//! already and one for a connection being refused; if not, it serves as
+//! many as there is room for and says so on stderr, and its `listening`
+//! line gives the number. Should an accept fail anyway (descriptors taken
+//! by something else), it says so once and retries after a pause that
+//! doubles up to a second.
+//!
 //! # Stopping and output
 //!
 //! The server prints `listening on http://ADDR` first (with the real port
@@ -129,7 +138,8 @@ usage: http_server [--plain] [--addr HOST:PORT] [--workers N] [--read-timeout-ms
 
   --plain             plain allocation and a std::thread per connection (default: pooled)
   --addr HOST:PORT    where to listen (default 127.0.0.1:8080; port 0 picks a free one)
-  --workers N         most connections served at once; more get 503 (default 256)
+  --workers N         most connections served at once; more get 503 (default 256;
+                      lowered to what the file-descriptor limit leaves room for)
   --read-timeout-ms   how long a read may wait (default 5000)
   --write-timeout-ms  how long a client may take to receive the answers to what it
                       sent (default 5000)
@@ -291,6 +301,71 @@ fn refuse(stream: TcpStream) {
     }
 }
 
+/// The most connections the server can hold open at once: `workers`, or
+/// fewer if the file-descriptor limit leaves room for fewer. Each
+/// connection takes a descriptor, as does one more connection while it is
+/// refused with 503; the descriptors open now (the standard streams, the
+/// listener) are taken already. Exits if there is room for none.
+fn fit_workers(workers: usize) -> usize {
+    let Some((limit, open)) = descriptors() else {
+        return workers;
+    };
+    let room = limit.saturating_sub(open + 1);
+    if workers as u64 <= room {
+        return workers;
+    }
+    if room == 0 {
+        eprintln!(
+            "http_server: the file-descriptor limit (RLIMIT_NOFILE, `ulimit -n`) is {limit} \
+             and {open} are open: no room for a connection; raise the limit"
+        );
+        process::exit(1);
+    }
+    eprintln!(
+        "http_server: --workers {workers} needs {} file descriptors, but the limit \
+         (RLIMIT_NOFILE, `ulimit -n`) is {limit} and {open} are open: serving {room} workers; \
+         raise the limit to serve more",
+        workers as u64 + open + 1
+    );
+    room as usize
+}
+
+/// The process's file-descriptor limit (soft `RLIMIT_NOFILE`), and how
+/// many of the descriptors below it are open.
+#[cfg(target_os = "linux")]
+fn descriptors() -> Option<(u64, u64)> {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `getrlimit` only writes the struct it is given, which lives
+    // across the call.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
+        return None;
+    }
+    let limit = limit.rlim_cur;
+    // Only descriptors below the limit take room: a new one is always
+    // numbered below it.
+    let open = match std::fs::read_dir("/proc/self/fd") {
+        // Listing the directory opened one, which it lists too.
+        Ok(dir) => {
+            let below = dir
+                .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u64>().ok())
+                .filter(|&fd| fd < limit);
+            below.count() as u64 - 1
+        }
+        // No descriptor below the limit is free.
+        Err(error) if error.raw_os_error() == Some(libc::EMFILE) => limit,
+        Err(_) => return None,
+    };
+    Some((limit, open))
+}
+
+#[cfg(not(target_os = "linux"))]
+fn descriptors() -> Option<(u64, u64)> {
+    None
+}
+
 /// One line of counters, pool and worker statistics on stdout.
 fn report(label: &str, started: Instant, plain: bool, workers: Option<&WorkerPool>) {
     let mut line = Vec::with_capacity(1024);
@@ -348,7 +423,7 @@ fn monitor(config: &Config, started: Instant, workers: Option<&WorkerPool>) -> !
 }
 
 fn main() {
-    let config = Config::parse(env::args().skip(1)).unwrap_or_else(|error| {
+    let mut config = Config::parse(env::args().skip(1)).unwrap_or_else(|error| {
         eprintln!("http_server: {error}\n\n{USAGE}");
         process::exit(2);
     });
@@ -370,6 +445,7 @@ fn main() {
     if !config.plain {
         conn::build_pools();
     }
+    config.workers = fit_workers(config.workers);
     let workers = (!config.plain).then(|| {
         WorkerPool::builder(config.workers)
             .queue_capacity(0)
@@ -388,15 +464,25 @@ fn main() {
 
     thread::scope(|scope| {
         scope.spawn(|| monitor(&config, started, workers.as_ref()));
+        // The pause after a failed accept; zero after a success.
+        let mut backoff = Duration::ZERO;
         for stream in listener.incoming() {
             let stream = match stream {
-                Ok(stream) => stream,
+                Ok(stream) => {
+                    backoff = Duration::ZERO;
+                    stream
+                }
                 Err(error) => {
                     // Out of descriptors, or a connection reset before it
-                    // was accepted: keep serving the others, without
-                    // spinning on a persistent error.
-                    eprintln!("http_server: accept: {error}");
-                    thread::sleep(Duration::from_millis(10));
+                    // was accepted: keep serving the others. Said once per
+                    // run of failures, and retried after a pause that
+                    // doubles, so that a lasting error neither floods the
+                    // log nor spins.
+                    if backoff.is_zero() {
+                        eprintln!("http_server: accept: {error} (retrying)");
+                    }
+                    backoff = (backoff * 2).clamp(Duration::from_millis(5), Duration::from_secs(1));
+                    thread::sleep(backoff);
                     continue;
                 }
             };
