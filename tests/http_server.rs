@@ -54,30 +54,49 @@ fn binary() -> PathBuf {
 struct Server {
     child: Child,
     addr: SocketAddr,
+    /// The server's first line: where it listens, and with how many
+    /// workers.
+    first: String,
     /// The server's stdout lines after the first.
     lines: Receiver<String>,
+    /// The server's stderr lines, also passed on to the test's own.
+    errors: Receiver<String>,
+}
+
+/// The lines of `from`, sent to the receiver as they come, each handed to
+/// `each` too.
+fn lines_of(from: impl Read + Send + 'static, each: fn(&str)) -> Receiver<String> {
+    let (send, lines) = mpsc::channel();
+    thread::spawn(move || {
+        for line in BufReader::new(from).lines() {
+            let Ok(line) = line else { break };
+            each(&line);
+            if send.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    lines
 }
 
 impl Server {
     fn start(args: &[&str]) -> Server {
-        let mut child = Command::new(binary())
+        Server::start_with(args, |_| {})
+    }
+
+    /// Starts the server with `args`, its command first adjusted by `adjust`.
+    fn start_with(args: &[&str], adjust: impl FnOnce(&mut Command)) -> Server {
+        let mut command = Command::new(binary());
+        command
             .args(["--addr", "127.0.0.1:0", "--stats-every", "0"])
             .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("start the example server");
-        let stdout = child.stdout.take().unwrap();
-        let (send, lines) = mpsc::channel();
-        thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if send.send(line).is_err() {
-                    break;
-                }
-            }
-        });
+            .stderr(Stdio::piped());
+        adjust(&mut command);
+        let mut child = command.spawn().expect("start the example server");
+        let lines = lines_of(child.stdout.take().unwrap(), |_| {});
+        let errors = lines_of(child.stderr.take().unwrap(), |line| eprintln!("{line}"));
         let first = lines
             .recv_timeout(DEADLINE)
             .expect("the server prints where it listens");
@@ -86,7 +105,13 @@ impl Server {
             .and_then(|(_, rest)| rest.split_whitespace().next())
             .and_then(|addr| addr.parse().ok())
             .unwrap_or_else(|| panic!("no address in the server's first line: {first:?}"));
-        Server { child, addr, lines }
+        Server {
+            child,
+            addr,
+            first,
+            lines,
+            errors,
+        }
     }
 
     fn client(&self) -> Client {
@@ -405,6 +430,11 @@ fn malformed_requests_get_400_and_the_server_goes_on() {
         b"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: -1\r\n\r\n",
         b"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 99999999999999999999999\r\n\r\n",
         b"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab",
+        // Lines that end in a bare LF, which a proxy in front may not read
+        // as their end: here the header would hide a body from it.
+        b"GET / HTTP/1.1\nHost: t\r\n\r\n",
+        b"GET / HTTP/1.1\r\nHost: t\n\n",
+        b"POST /echo HTTP/1.1\r\nHost: t\r\nX-A: b\nContent-Length: 5\r\n\r\nhello",
     ] {
         let response = refused(&server, request);
         assert_eq!(
@@ -437,7 +467,7 @@ fn malformed_requests_get_400_and_the_server_goes_on() {
     );
     // Still serving, and counting what it refused.
     assert_eq!(server.client().get("/").status, 200);
-    assert_eq!(server.stats()["errors"], 16);
+    assert_eq!(server.stats()["errors"], 19);
 }
 
 #[test]
@@ -605,6 +635,201 @@ fn connections_beyond_the_workers_get_503() {
     assert_eq!(server.get_when_free("/").status, 200);
     let stats = server.stats();
     assert!(stats["refused"] >= 1);
+}
+
+/// A connection to `addr` with a small receive buffer, set before it
+/// connects so that the window the server sees is small from the start.
+/// A client that reads a little at a time then lets the server write a
+/// little at a time, as one on a slow link does, rather than in the large
+/// steps by which a loopback window opens.
+#[cfg(target_os = "linux")]
+fn connect_with_small_window(addr: SocketAddr) -> TcpStream {
+    use std::mem::size_of;
+    use std::os::fd::FromRawFd;
+
+    let SocketAddr::V4(v4) = addr else {
+        panic!("the server listens on 127.0.0.1, not {addr}")
+    };
+    // SAFETY: `socket` takes no pointers.
+    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
+    assert!(fd >= 0, "socket: {}", std::io::Error::last_os_error());
+    // SAFETY: `fd` is a socket just made, which nothing else owns.
+    let stream = unsafe { TcpStream::from_raw_fd(fd) };
+    let size: libc::c_int = 4096;
+    // SAFETY: the option's value is a live `c_int`, of the length given.
+    let set = unsafe {
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_RCVBUF,
+            (&raw const size).cast(),
+            size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    assert_eq!(set, 0, "SO_RCVBUF: {}", std::io::Error::last_os_error());
+    let to = libc::sockaddr_in {
+        sin_family: libc::AF_INET as libc::sa_family_t,
+        sin_port: v4.port().to_be(),
+        sin_addr: libc::in_addr {
+            s_addr: u32::from(*v4.ip()).to_be(),
+        },
+        sin_zero: [0; 8],
+    };
+    // SAFETY: the address is a live `sockaddr_in`, of the length given.
+    let connected = unsafe {
+        libc::connect(
+            fd,
+            (&raw const to).cast(),
+            size_of::<libc::sockaddr_in>() as libc::socklen_t,
+        )
+    };
+    assert_eq!(connected, 0, "connect: {}", std::io::Error::last_os_error());
+    stream.set_read_timeout(Some(DEADLINE)).unwrap();
+    stream.set_write_timeout(Some(DEADLINE)).unwrap();
+    stream
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_slow_reader_is_cut_off_by_the_write_timeout() {
+    // One worker, which the slow reader holds: no other client is served
+    // until the server cuts it off.
+    for mode in [&[][..], &["--plain"][..]] {
+        let args = [mode, &["--workers", "1", "--write-timeout-ms", "300"]].concat();
+        let server = Server::start(&args);
+        let stream = connect_with_small_window(server.addr);
+        // Pipelined requests, for as long as the server reads them: the
+        // answers to what it has read always outgrow what the client takes.
+        let mut pipeline = stream.try_clone().unwrap();
+        let pipeline = thread::spawn(move || {
+            let requests = b"GET /json HTTP/1.1\r\nHost: t\r\n\r\n".repeat(64);
+            while pipeline.write_all(&requests).is_ok() {}
+        });
+        // Takes the answers a little at a time, each read soon after the
+        // last, so that every write the server makes progresses: only a
+        // deadline on the whole of the answers can cut this client off.
+        let start = Instant::now();
+        let mut taken = 0;
+        let mut answers = [0u8; 512];
+        loop {
+            match (&stream).read(&mut answers) {
+                Ok(0) => break,
+                Ok(n) => taken += n,
+                Err(error) if error.kind() == std::io::ErrorKind::ConnectionReset => break,
+                Err(error) => panic!("{args:?}: reading the answers: {error}"),
+            }
+            assert!(
+                start.elapsed() < DEADLINE,
+                "{args:?}: the slow reader still holds its worker after taking {taken} bytes"
+            );
+            // The slow reader's pace, not a wait for the server.
+            thread::sleep(Duration::from_millis(10));
+        }
+        pipeline.join().unwrap();
+        assert_eq!(server.get_when_free("/").status, 200, "{args:?}");
+        assert_eq!(server.stats()["write_timeouts"], 1, "{args:?}");
+    }
+}
+
+#[test]
+fn bodies_announced_and_not_sent_take_no_memory() {
+    // Heads that announce a body at the limit and send none of it. The
+    // heap the server holds for them must follow what they sent: their
+    // heads, and a connection's buffers (a reader and a writer of 4 KiB, a
+    // request buffer of 2 KiB, a thread's bookkeeping); not the body they
+    // announced.
+    let heads = 32;
+    let per_connection = 16 * 1024;
+    let head = b"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 1048576\r\n\
+                 Expect: 100-continue\r\n\r\n";
+    for mode in [&[][..], &["--plain"][..]] {
+        let server = Server::start(mode);
+        let before = server.stats()["live_bytes"];
+        let clients: Vec<Client> = (0..heads)
+            .map(|_| {
+                let mut client = server.client();
+                client.send(head);
+                // The head is read: the server waits for the body.
+                assert_eq!(client.response().status, 100, "{mode:?}");
+                client
+            })
+            .collect();
+        let after = server.stats()["live_bytes"];
+        // The connection that asks for /stats holds buffers too.
+        let bound = heads * (head.len() + per_connection) + per_connection;
+        let grown = after.saturating_sub(before);
+        assert!(
+            grown <= bound as u64,
+            "{mode:?}: the heap grew by {grown} bytes for {heads} heads with no body \
+             (at most {bound})"
+        );
+        drop(clients);
+    }
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn workers_are_lowered_to_what_the_file_descriptor_limit_allows() {
+    use std::os::unix::process::CommandExt;
+
+    // Far fewer descriptors than --workers asks for.
+    const LIMIT: usize = 48;
+    // Idle connections are kept for the whole test, so that no descriptor
+    // frees up on its own.
+    let args = ["--workers", "256", "--read-timeout-ms", "600000"];
+    let mut server = Server::start_with(&args, |command| {
+        let set = || {
+            let limit = libc::rlimit {
+                rlim_cur: LIMIT as libc::rlim_t,
+                rlim_max: LIMIT as libc::rlim_t,
+            };
+            // SAFETY: `setrlimit` only reads the struct it is given, which
+            // lives across the call.
+            if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &limit) } == 0 {
+                Ok(())
+            } else {
+                Err(std::io::Error::last_os_error())
+            }
+        };
+        // SAFETY: between fork and exec the closure only calls
+        // `setrlimit`, which is async-signal-safe, and allocates nothing.
+        unsafe { command.pre_exec(set) };
+    });
+    let workers: usize = server
+        .first
+        .split_once(", ")
+        .and_then(|(_, rest)| rest.split_once(" workers"))
+        .and_then(|(count, _)| count.parse().ok())
+        .unwrap_or_else(|| panic!("no workers in {:?}", server.first));
+    // As many connections as descriptors: each is answered, served while
+    // a worker is free, refused with 503 once none is, never left
+    // unaccepted for want of a descriptor (the client would wait for its
+    // answer until the deadline).
+    let mut served = Vec::new();
+    let mut refused = 0;
+    for _ in 0..LIMIT {
+        let mut client = server.client();
+        match client.get("/").status {
+            200 => served.push(client),
+            503 => refused += 1,
+            status => panic!("status {status}"),
+        }
+    }
+    assert_eq!(served.len(), workers, "{}", server.first);
+    assert!(refused > 0, "{}", server.first);
+    // Said once, at start, with the number served.
+    let said = server
+        .errors
+        .recv_timeout(DEADLINE)
+        .expect("a line on stderr");
+    assert!(
+        said.contains("RLIMIT_NOFILE") && said.contains(&format!("serving {workers} workers")),
+        "{said}"
+    );
+    server.child.kill().unwrap();
+    server.child.wait().unwrap();
+    let rest: Vec<String> = server.errors.iter().collect();
+    assert!(rest.is_empty(), "more on stderr: {rest:?}");
 }
 
 #[test]

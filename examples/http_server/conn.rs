@@ -31,7 +31,7 @@ use stashpool::bytes::BytePool;
 use stashpool::io::{BufReaderPool, BufWriterPool, PooledBufReader};
 use stashpool::Pool;
 
-use crate::counters::{self, ERRORS, REQUESTS, TIMEOUTS};
+use crate::counters::{self, ERRORS, REQUESTS, TIMEOUTS, WRITE_TIMEOUTS};
 use crate::http::{self, HeadError, Reject, Request, Status};
 
 /// Size of the read and write buffers, in both modes: Go's `net/http`
@@ -127,6 +127,9 @@ pub struct Limits {
     /// How long a read may wait: for a request to begin on an open
     /// connection, and for the rest of it once begun.
     pub read_timeout: Duration,
+    /// How long the client may take to receive the answers to what the
+    /// server has read from it ([`TimedWrite`]).
+    pub write_timeout: Duration,
     /// Most bytes in a request head (request line and headers); more: 431.
     pub max_head: usize,
     /// Most bytes in a request body; more: 413.
@@ -142,10 +145,10 @@ pub fn serve(stream: TcpStream, limits: &Limits, plain: bool) {
     let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
     counters::CONNECTIONS.add(1);
     // Timeouts on both directions: a client that neither sends nor reads
-    // cannot hold a worker for longer than this.
+    // cannot hold a worker for longer than these.
     let configured = stream
         .set_read_timeout(Some(limits.read_timeout))
-        .and_then(|()| stream.set_write_timeout(Some(limits.read_timeout)))
+        .and_then(|()| stream.set_write_timeout(Some(limits.write_timeout)))
         .and_then(|()| stream.set_nodelay(true));
     if configured.is_err() {
         return;
@@ -162,7 +165,8 @@ pub fn serve(stream: TcpStream, limits: &Limits, plain: bool) {
 trait Buffers<'s> {
     /// A reader over the connection's socket (its `Timed`).
     fn reader<'t>(&self, timed: &'t mut Timed<'s>) -> impl TimedReader<'s> + 't;
-    fn writer(&self, stream: &'s TcpStream) -> impl Write + 's;
+    /// A writer over the connection's socket (a burst's `TimedWrite`).
+    fn writer(&self, out: TimedWrite<'s>) -> impl Write + 's;
     /// A per-request buffer.
     fn buffer(&self) -> impl DerefMut<Target = Vec<u8>>;
 }
@@ -174,8 +178,8 @@ impl<'s> Buffers<'s> for Pools {
     fn reader<'t>(&self, timed: &'t mut Timed<'s>) -> impl TimedReader<'s> + 't {
         READERS.reader(timed)
     }
-    fn writer(&self, stream: &'s TcpStream) -> impl Write + 's {
-        WRITERS.writer(stream)
+    fn writer(&self, out: TimedWrite<'s>) -> impl Write + 's {
+        WRITERS.writer(out)
     }
     fn buffer(&self) -> impl DerefMut<Target = Vec<u8>> {
         BUFFERS.get()
@@ -190,8 +194,8 @@ impl<'s> Buffers<'s> for Plain {
     fn reader<'t>(&self, timed: &'t mut Timed<'s>) -> impl TimedReader<'s> + 't {
         BufReader::with_capacity(IO_BUFFER, timed)
     }
-    fn writer(&self, stream: &'s TcpStream) -> impl Write + 's {
-        BufWriter::with_capacity(IO_BUFFER, stream)
+    fn writer(&self, out: TimedWrite<'s>) -> impl Write + 's {
+        BufWriter::with_capacity(IO_BUFFER, out)
     }
     fn buffer(&self) -> impl DerefMut<Target = Vec<u8>> {
         Fresh(Vec::with_capacity(BUFFER))
@@ -341,6 +345,93 @@ impl Read for Timed<'_> {
     }
 }
 
+/// The socket as a burst's buffered writer sees it: the answers to what
+/// the server has read must reach the kernel within the write timeout.
+///
+/// The socket's own timeout bounds a write that makes no progress at all;
+/// a client that takes a few bytes now and then passes it for ever, and
+/// keeps its worker while the answers to a pipelined burst trickle out.
+/// So the writes between two reads share one deadline, armed by the first
+/// of them and ended by a flush, which the connection calls whenever
+/// everything answered so far must be out: before it waits to read more,
+/// and at the end of a burst. A client holds a worker past the deadline
+/// only by taking its answers as fast as it asks for them, as any
+/// kept-alive client may; one that does not is cut off without a word.
+///
+/// The first write after a flush waits at most the socket's timeout, the
+/// whole write timeout; only a later one costs a system call to lower it
+/// to what is left, and the flush after it another to put it back.
+pub struct TimedWrite<'s> {
+    stream: &'s TcpStream,
+    timeout: Duration,
+    deadline: Option<Instant>,
+    /// The socket's timeout was lowered for the deadline.
+    shortened: bool,
+    /// The deadline has passed: the connection is over, and every write
+    /// fails at once (the buffered writer tries again when dropped).
+    expired: bool,
+}
+
+impl<'s> TimedWrite<'s> {
+    fn new(stream: &'s TcpStream, timeout: Duration) -> Self {
+        TimedWrite {
+            stream,
+            timeout,
+            deadline: None,
+            shortened: false,
+            expired: false,
+        }
+    }
+
+    /// The deadline has passed; counted once per connection.
+    fn expire(&mut self) -> io::Error {
+        if !self.expired {
+            self.expired = true;
+            WRITE_TIMEOUTS.add(1);
+        }
+        io::ErrorKind::TimedOut.into()
+    }
+}
+
+impl Write for TimedWrite<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if self.expired {
+            return Err(self.expire());
+        }
+        let now = Instant::now();
+        match self.deadline {
+            None => self.deadline = Some(now + self.timeout),
+            Some(deadline) => {
+                let left = deadline.saturating_duration_since(now);
+                if left.is_zero() {
+                    return Err(self.expire());
+                }
+                self.stream.set_write_timeout(Some(left))?;
+                self.shortened = true;
+            }
+        }
+        let mut stream = self.stream;
+        stream.write(buf).map_err(|error| {
+            if is_timeout(&error) {
+                self.expire()
+            } else {
+                error
+            }
+        })
+    }
+
+    /// Ends the deadline. The buffered writer calls it only once its
+    /// buffer is written out, so everything written has reached the kernel.
+    fn flush(&mut self) -> io::Result<()> {
+        self.deadline = None;
+        if self.shortened {
+            self.shortened = false;
+            self.stream.set_write_timeout(Some(self.timeout))?;
+        }
+        Ok(())
+    }
+}
+
 /// A buffered reader over [`Timed`]: std's or a pooled one.
 trait TimedReader<'s>: BufRead {
     fn timed(&mut self) -> &mut Timed<'s>;
@@ -434,7 +525,8 @@ impl<'s, B: Buffers<'s>> Connection<'s, B> {
         let mut timed = Timed::new(self.stream, self.limits.read_timeout);
         while timed.begin() {
             let mut reader = self.buffers.reader(&mut timed);
-            let mut writer = self.buffers.writer(self.stream);
+            let out = TimedWrite::new(self.stream, self.limits.write_timeout);
+            let mut writer = self.buffers.writer(out);
             loop {
                 match self.request(&mut reader, &mut writer) {
                     Outcome::Next => {
@@ -488,12 +580,15 @@ impl<'s, B: Buffers<'s>> Connection<'s, B> {
         // this one in the burst go out: their client may be waiting for
         // them before it sends the rest of this one.
         let read = http::read_head(reader, &mut buf, self.limits.max_head, |r| {
-            let _ = writer.flush(); // a failed flush fails the next write too
-            r.timed().arm()
+            writer.flush()?;
+            r.timed().arm();
+            Ok(())
         });
         match read {
             Ok(()) => {}
-            Err(HeadError::Closed | HeadError::Truncated) => return Outcome::Close,
+            Err(HeadError::Closed | HeadError::Truncated | HeadError::Aborted) => {
+                return Outcome::Close
+            }
             Err(HeadError::TooLarge) => {
                 return Outcome::Refuse(Reject {
                     status: Status::HEADERS_TOO_LARGE,
@@ -535,20 +630,28 @@ impl<'s, B: Buffers<'s>> Connection<'s, B> {
                     return Outcome::Close;
                 }
             }
-            buf.resize(length, 0);
             if reader.buffered() < length {
-                let _ = writer.flush(); // as before a head's reads
-                reader.timed().arm();
-            }
-            if let Err(error) = reader.read_exact(&mut buf) {
-                if !is_timeout(&error) {
+                // As before a head's reads.
+                if writer.flush().is_err() {
                     return Outcome::Close;
                 }
-                TIMEOUTS.add(1);
-                return Outcome::Refuse(Reject {
-                    status: Status::REQUEST_TIMEOUT,
-                    reason: "the request body did not arrive within the read timeout",
-                });
+                reader.timed().arm();
+            }
+            // Read as it arrives, into a buffer that grows (doubling) with
+            // what has arrived, never sized by the announced length: a
+            // head that promises a large body and sends none costs its
+            // buffer and no more.
+            match reader.by_ref().take(length as u64).read_to_end(&mut buf) {
+                Ok(read) if read == length => {}
+                Ok(_) => return Outcome::Close, // closed mid-body
+                Err(error) if !is_timeout(&error) => return Outcome::Close,
+                Err(_) => {
+                    TIMEOUTS.add(1);
+                    return Outcome::Refuse(Reject {
+                        status: Status::REQUEST_TIMEOUT,
+                        reason: "the request body did not arrive within the read timeout",
+                    });
+                }
             }
         }
         if reader.timed().disarm().is_err() {

@@ -137,18 +137,22 @@ pub static REFUSED: Counter = Counter::new();
 pub static ERRORS: Counter = Counter::new();
 /// Connections closed by the read timeout.
 pub static TIMEOUTS: Counter = Counter::new();
+/// Connections closed because the client did not take its answers within
+/// the write timeout.
+pub static WRITE_TIMEOUTS: Counter = Counter::new();
 
 /// Writes the counters as `key=value` pairs, the form the benchmark script
 /// and the tests read.
 pub fn write_counters(out: &mut impl Write) -> std::io::Result<()> {
     write!(
         out,
-        "requests={} connections={} refused={} errors={} timeouts={} allocations={} allocated_bytes={} live_bytes={}",
+        "requests={} connections={} refused={} errors={} timeouts={} write_timeouts={} allocations={} allocated_bytes={} live_bytes={}",
         REQUESTS.get(),
         CONNECTIONS.get(),
         REFUSED.get(),
         ERRORS.get(),
         TIMEOUTS.get(),
+        WRITE_TIMEOUTS.get(),
         ALLOCATIONS.get(),
         ALLOCATED_BYTES.get(),
         LIVE_BYTES.get(),

@@ -58,6 +58,8 @@ pub enum HeadError {
     /// A read failed: a timeout (`WouldBlock` or `TimedOut`) or a socket
     /// error. `partial` says whether part of a head had arrived.
     Io { error: io::Error, partial: bool },
+    /// The caller's `before_refill` failed, and no more was read.
+    Aborted,
 }
 
 /// Reads one request head (request line, header lines, blank line) into
@@ -65,14 +67,17 @@ pub enum HeadError {
 ///
 /// `before_refill` runs before every read from the socket after the first
 /// byte of the head arrived: the caller arms the request's deadline there,
-/// so that a head trickled in byte by byte still ends in time. Empty lines
-/// before a request line are skipped (RFC 9112 §2.2), and count against
-/// the limit.
+/// so that a head trickled in byte by byte still ends in time; if it
+/// fails, so does the read ([`HeadError::Aborted`]). Empty lines before a
+/// request line are skipped (RFC 9112 §2.2), and count against the limit.
+///
+/// A line ends at its LF. Whether it ended in CRLF, as it must, is for
+/// [`parse`] to judge.
 pub fn read_head<R: BufRead>(
     reader: &mut R,
     head: &mut Vec<u8>,
     max: usize,
-    mut before_refill: impl FnMut(&mut R),
+    mut before_refill: impl FnMut(&mut R) -> io::Result<()>,
 ) -> Result<(), HeadError> {
     let mut seen = 0usize;
     // Where the line being read begins in `head`: a line can arrive in
@@ -80,7 +85,7 @@ pub fn read_head<R: BufRead>(
     let mut line_start = head.len();
     loop {
         if seen > 0 {
-            before_refill(reader);
+            before_refill(reader).map_err(|_| HeadError::Aborted)?;
         }
         let available = match reader.fill_buf() {
             Ok(available) => available,
@@ -140,11 +145,24 @@ pub struct Request<'h> {
 }
 
 /// Parses a head read by [`read_head`].
+///
+/// Every line of the head must end in CRLF; one that ends in a bare LF is
+/// refused (400). RFC 9112 (section 2.2) lets a recipient take a bare LF
+/// for a line's end, but a proxy in front of the server may not: it would
+/// read `X-A: b<LF>Content-Length: 5` as one header where this server would
+/// read two, and the two would disagree on where the request ends, the
+/// opening for request smuggling. Empty lines before the request line are
+/// skipped in either form ([`read_head`]): they carry nothing to disagree
+/// on.
 pub fn parse(head: &[u8]) -> Result<Request<'_>, Reject> {
+    const BARE_LF: Reject = reject(
+        Status::BAD_REQUEST,
+        "a line of the request head ends in a bare LF: lines end in CRLF",
+    );
     let mut lines = head
-        .split(|&b| b == b'\n')
-        .map(|line| line.strip_suffix(b"\r").unwrap_or(line));
-    let request_line = lines.next().unwrap_or_default();
+        .split_inclusive(|&b| b == b'\n')
+        .map(|line| line.strip_suffix(b"\r\n").ok_or(BARE_LF));
+    let request_line = lines.next().transpose()?.unwrap_or_default();
     let (method, target, minor) = parse_request_line(request_line)?;
     let path = match target.iter().position(|&b| b == b'?') {
         Some(i) => &target[..i],
@@ -157,6 +175,7 @@ pub fn parse(head: &[u8]) -> Result<Request<'_>, Reject> {
     let mut expect_continue = false;
     let mut hosts = 0;
     for line in lines {
+        let line = line?;
         if line.is_empty() {
             break; // the blank line that ends the head
         }
@@ -342,7 +361,7 @@ mod tests {
     fn head_in_chunks(bytes: &[u8], chunk: usize) -> Result<Vec<u8>, HeadError> {
         let mut reader = BufReader::with_capacity(chunk, bytes);
         let mut head = Vec::new();
-        read_head(&mut reader, &mut head, 1024, |_| {}).map(|()| head)
+        read_head(&mut reader, &mut head, 1024, |_| Ok(())).map(|()| head)
     }
 
     #[test]
@@ -364,6 +383,26 @@ mod tests {
             let head = head_in_chunks(request, chunk).unwrap();
             assert_eq!(head, b"GET / HTTP/1.1\r\n\r\n", "chunk {chunk}");
         }
+    }
+
+    #[test]
+    fn a_line_that_ends_in_a_bare_lf_is_refused() {
+        for head in [
+            &b"GET / HTTP/1.1\nHost: t\r\n\r\n"[..],
+            b"GET / HTTP/1.1\r\nHost: t\n\r\n",
+            b"GET / HTTP/1.1\r\nHost: t\r\n\n",
+            // One header to a reader of bare LFs, two to this server.
+            b"POST / HTTP/1.1\r\nHost: t\r\nX-A: b\nContent-Length: 5\r\n\r\n",
+        ] {
+            let head = head_in_chunks(head, 7).expect("a head ends at its empty line");
+            let refused = parse(&head).expect_err("a bare LF");
+            assert_eq!(refused.status, Status::BAD_REQUEST);
+            assert!(refused.reason.contains("bare LF"), "{refused:?}");
+        }
+        // Empty lines before the request line carry nothing: skipped, bare
+        // or not.
+        let head = head_in_chunks(b"\n\r\nGET / HTTP/1.1\r\nHost: t\r\n\r\n", 7).unwrap();
+        assert_eq!(parse(&head).unwrap().path, b"/");
     }
 
     #[test]

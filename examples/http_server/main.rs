@@ -55,14 +55,27 @@
 //!
 //! * a malformed request line or header, or an HTTP/1.1 request without
 //!   `Host`: 400; an HTTP version other than 1.0 and 1.1: 505;
+//! * a line of the head that ends in a bare LF rather than CRLF: 400.
+//!   RFC 9112 lets a server take a bare LF for a line's end, but a proxy
+//!   in front of it may not, and the two would then disagree on the
+//!   headers, and so on where the request ends;
 //! * a request head over `--max-head` bytes (default 8 KiB): 431;
 //! * a body over `--max-body` bytes (default 1 MiB): 413, before any of it
 //!   is read; `Transfer-Encoding` (chunked bodies): 501; an `Expect` other
-//!   than `100-continue`: 417;
+//!   than `100-continue`: 417. A body is read into a buffer that grows as
+//!   it arrives, so a head that announces a large body and sends none
+//!   holds no more memory than a head;
 //! * a request that has begun but not arrived whole within
 //!   `--read-timeout-ms` (default 5000): 408. A connection with no request
 //!   in that time is closed without a word, as is one whose client
-//!   disconnects mid-request.
+//!   disconnects mid-request;
+//! * a client that does not take its answers within `--write-timeout-ms`
+//!   (default 5000) is cut off without a word. The deadline runs from the
+//!   first write after the server last read from the connection until all
+//!   written since is in the kernel's send buffer, so a slow reader that
+//!   falls behind the answers to its pipelined requests keeps its worker
+//!   for at most that long; a client keeps one longer only by taking its
+//!   answers as fast as it asks for them, as any kept-alive client may.
 //!
 //! # More connections than workers: refused with 503
 //!
@@ -75,6 +88,15 @@
 //! writes the refusal without blocking; a client whose request bytes
 //! arrive just as the refused socket closes may see a reset instead of the
 //! 503.
+//!
+//! Each connection takes a file descriptor. On Linux the server checks at
+//! start that its file-descriptor limit (`RLIMIT_NOFILE`, `ulimit -n`)
+//! leaves room for `--workers` connections, besides the descriptors open
+//! already and one for a connection being refused; if not, it serves as
+//! many as there is room for and says so on stderr, and its `listening`
+//! line gives the number. Should an accept fail anyway (descriptors taken
+//! by something else), it says so once and retries after a pause that
+//! doubles up to a second.
 //!
 //! # Stopping and output
 //!
@@ -111,13 +133,16 @@ static ALLOCATOR: Counting = Counting;
 
 const USAGE: &str = "\
 usage: http_server [--plain] [--addr HOST:PORT] [--workers N] [--read-timeout-ms MS]
-                   [--max-head BYTES] [--max-body BYTES] [--stats-every SECS]
-                   [--sweep-every-ms MS] [--duration SECS]
+                   [--write-timeout-ms MS] [--max-head BYTES] [--max-body BYTES]
+                   [--stats-every SECS] [--sweep-every-ms MS] [--duration SECS]
 
   --plain             plain allocation and a std::thread per connection (default: pooled)
   --addr HOST:PORT    where to listen (default 127.0.0.1:8080; port 0 picks a free one)
-  --workers N         most connections served at once; more get 503 (default 256)
+  --workers N         most connections served at once; more get 503 (default 256;
+                      lowered to what the file-descriptor limit leaves room for)
   --read-timeout-ms   how long a read may wait (default 5000)
+  --write-timeout-ms  how long a client may take to receive the answers to what it
+                      sent (default 5000)
   --max-head BYTES    largest request head (default 8192); larger: 431
   --max-body BYTES    largest request body (default 1048576); larger: 413
   --stats-every SECS  print the counters this often (default 10; 0: only at the end)
@@ -145,6 +170,7 @@ impl Config {
             workers: 256,
             limits: Limits {
                 read_timeout: Duration::from_secs(5),
+                write_timeout: Duration::from_secs(5),
                 max_head: 8 * 1024,
                 max_body: 1024 * 1024,
             },
@@ -177,6 +203,9 @@ impl Config {
                 }
                 "--read-timeout-ms" => {
                     config.limits.read_timeout = Duration::from_millis(number()?.max(1))
+                }
+                "--write-timeout-ms" => {
+                    config.limits.write_timeout = Duration::from_millis(number()?.max(1))
                 }
                 "--max-head" => config.limits.max_head = number()? as usize,
                 "--max-body" => config.limits.max_body = number()? as usize,
@@ -272,6 +301,71 @@ fn refuse(stream: TcpStream) {
     }
 }
 
+/// The most connections the server can hold open at once: `workers`, or
+/// fewer if the file-descriptor limit leaves room for fewer. Each
+/// connection takes a descriptor, as does one more connection while it is
+/// refused with 503; the descriptors open now (the standard streams, the
+/// listener) are taken already. Exits if there is room for none.
+fn fit_workers(workers: usize) -> usize {
+    let Some((limit, open)) = descriptors() else {
+        return workers;
+    };
+    let room = limit.saturating_sub(open + 1);
+    if workers as u64 <= room {
+        return workers;
+    }
+    if room == 0 {
+        eprintln!(
+            "http_server: the file-descriptor limit (RLIMIT_NOFILE, `ulimit -n`) is {limit} \
+             and {open} are open: no room for a connection; raise the limit"
+        );
+        process::exit(1);
+    }
+    eprintln!(
+        "http_server: --workers {workers} needs {} file descriptors, but the limit \
+         (RLIMIT_NOFILE, `ulimit -n`) is {limit} and {open} are open: serving {room} workers; \
+         raise the limit to serve more",
+        workers as u64 + open + 1
+    );
+    room as usize
+}
+
+/// The process's file-descriptor limit (soft `RLIMIT_NOFILE`), and how
+/// many of the descriptors below it are open.
+#[cfg(target_os = "linux")]
+fn descriptors() -> Option<(u64, u64)> {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `getrlimit` only writes the struct it is given, which lives
+    // across the call.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
+        return None;
+    }
+    let limit = limit.rlim_cur;
+    // Only descriptors below the limit take room: a new one is always
+    // numbered below it.
+    let open = match std::fs::read_dir("/proc/self/fd") {
+        // Listing the directory opened one, which it lists too.
+        Ok(dir) => {
+            let below = dir
+                .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u64>().ok())
+                .filter(|&fd| fd < limit);
+            below.count() as u64 - 1
+        }
+        // No descriptor below the limit is free.
+        Err(error) if error.raw_os_error() == Some(libc::EMFILE) => limit,
+        Err(_) => return None,
+    };
+    Some((limit, open))
+}
+
+#[cfg(not(target_os = "linux"))]
+fn descriptors() -> Option<(u64, u64)> {
+    None
+}
+
 /// One line of counters, pool and worker statistics on stdout.
 fn report(label: &str, started: Instant, plain: bool, workers: Option<&WorkerPool>) {
     let mut line = Vec::with_capacity(1024);
@@ -329,7 +423,7 @@ fn monitor(config: &Config, started: Instant, workers: Option<&WorkerPool>) -> !
 }
 
 fn main() {
-    let config = Config::parse(env::args().skip(1)).unwrap_or_else(|error| {
+    let mut config = Config::parse(env::args().skip(1)).unwrap_or_else(|error| {
         eprintln!("http_server: {error}\n\n{USAGE}");
         process::exit(2);
     });
@@ -351,6 +445,7 @@ fn main() {
     if !config.plain {
         conn::build_pools();
     }
+    config.workers = fit_workers(config.workers);
     let workers = (!config.plain).then(|| {
         WorkerPool::builder(config.workers)
             .queue_capacity(0)
@@ -369,15 +464,25 @@ fn main() {
 
     thread::scope(|scope| {
         scope.spawn(|| monitor(&config, started, workers.as_ref()));
+        // The pause after a failed accept; zero after a success.
+        let mut backoff = Duration::ZERO;
         for stream in listener.incoming() {
             let stream = match stream {
-                Ok(stream) => stream,
+                Ok(stream) => {
+                    backoff = Duration::ZERO;
+                    stream
+                }
                 Err(error) => {
                     // Out of descriptors, or a connection reset before it
-                    // was accepted: keep serving the others, without
-                    // spinning on a persistent error.
-                    eprintln!("http_server: accept: {error}");
-                    thread::sleep(Duration::from_millis(10));
+                    // was accepted: keep serving the others. Said once per
+                    // run of failures, and retried after a pause that
+                    // doubles, so that a lasting error neither floods the
+                    // log nor spins.
+                    if backoff.is_zero() {
+                        eprintln!("http_server: accept: {error} (retrying)");
+                    }
+                    backoff = (backoff * 2).clamp(Duration::from_millis(5), Duration::from_secs(1));
+                    thread::sleep(backoff);
                     continue;
                 }
             };
