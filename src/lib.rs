@@ -105,8 +105,8 @@ struct ReadmeDoctests;
 #[cfg(not(stashpool_loom))]
 pub use classes::SizedGuard;
 pub use pool::{
-    Builder, LocalPool, LocalPoolBuilder, Pool, Pooled, PooledOwned, Recycle, Stats,
-    DEFAULT_LOCAL_CAPACITY, DEFAULT_SWEEP_INTERVAL, MIN_SWEEP_INTERVAL,
+    LocalPool, LocalPoolBuilder, Pool, Pooled, PooledOwned, Recycle, Stats, DEFAULT_LOCAL_CAPACITY,
+    DEFAULT_SWEEP_INTERVAL, MIN_SWEEP_INTERVAL,
 };
 #[cfg(not(stashpool_loom))]
 pub use reset::{Reset, Tracked};

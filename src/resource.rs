@@ -2,7 +2,7 @@
 //!
 //! Each resource pool (`BytePool`, `MmapPool`, ...) wraps one or more
 //! `LocalPool`s whose recycler it makes from its own parameters (a buffer
-//! size, a frame's dimensions). A core `Builder` needs the recycler up front,
+//! size, a frame's dimensions). A core `LocalPoolBuilder` needs the recycler up front,
 //! so a resource builder cannot hold one while its parameters may still
 //! change; it records the core knobs instead and applies them to each
 //! `LocalPool` when it builds. One generic builder serves every resource
@@ -19,12 +19,12 @@
 use std::fmt;
 use std::time::Duration;
 
-use crate::{Builder, LocalPool, Recycle, Reset};
+use crate::{LocalPool, LocalPoolBuilder, Recycle, Reset};
 
 /// Configures a resource pool before making it; made by the pool's
 /// `builder` function (for example [`BytePool::builder`]).
 ///
-/// It has the knobs of the core [`Builder`] (applied to every [`LocalPool`]
+/// It has the knobs of the core [`LocalPoolBuilder`] (applied to every [`LocalPool`]
 /// the resource pool is made of) and, for some pools, knobs of their own
 /// such as [`max_capacity`](ResourceBuilder::max_capacity).
 ///
@@ -239,8 +239,8 @@ pub(crate) mod sealed {
         /// Applies the knobs that were set to a core builder.
         pub(crate) fn apply<T: Send + 'static, R: Recycle<T>>(
             self,
-            mut builder: Builder<T, R>,
-        ) -> Builder<T, R> {
+            mut builder: LocalPoolBuilder<T, R>,
+        ) -> LocalPoolBuilder<T, R> {
             if let Some(n) = self.local_capacity {
                 builder = builder.local_capacity(n);
             }

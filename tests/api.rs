@@ -9,7 +9,7 @@ use stashpool::bytes::{BytePool, SizeClassPool, StringPool};
 use stashpool::io::{BufReaderPool, BufWriterPool, CopyPool, PooledBufReader, PooledBufWriter};
 #[cfg(feature = "workers")]
 use stashpool::workers::{WorkerPool, WorkerStats};
-use stashpool::{Builder, LocalPool, Pooled, PooledOwned, Recycle, Stats};
+use stashpool::{LocalPool, LocalPoolBuilder, Pooled, PooledOwned, Recycle, Stats};
 
 struct Zeroed;
 
@@ -29,7 +29,7 @@ fn core() {
     fn send_static<X: Send + 'static>() {}
     send_static::<PooledOwned<Vec<u8>, Zeroed>>();
 
-    let builder: Builder<Vec<u8>, Zeroed> = LocalPool::builder(Zeroed);
+    let builder: LocalPoolBuilder<Vec<u8>, Zeroed> = LocalPool::builder(Zeroed);
     let pool: LocalPool<Vec<u8>, Zeroed> = builder
         .local_capacity(4)
         .max_idle(16)

@@ -189,7 +189,7 @@ impl Drop for Bomb {
 }
 
 /// A pool of bombs that do not explode, counting drops in `drops`.
-fn bomb_pool(drops: &Arc<AtomicUsize>) -> stashpool::Builder<Bomb, impl Fn() -> Bomb> {
+fn bomb_pool(drops: &Arc<AtomicUsize>) -> stashpool::LocalPoolBuilder<Bomb, impl Fn() -> Bomb> {
     let drops = Arc::clone(drops);
     LocalPool::builder(move || Bomb {
         explode: false,

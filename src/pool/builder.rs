@@ -105,10 +105,6 @@ pub struct LocalPoolBuilder<T, R> {
     pub(super) _objects: PhantomData<fn() -> T>,
 }
 
-/// The name [`LocalPool::builder`]'s result had first; the same type as
-/// [`LocalPoolBuilder`].
-pub type Builder<T, R> = LocalPoolBuilder<T, R>;
-
 impl<T: Send + 'static, R: Recycle<T>> LocalPoolBuilder<T, R> {
     /// Most objects one thread keeps in its private stash (default
     /// [`DEFAULT_LOCAL_CAPACITY`]). When a return finds the stash full, the

@@ -47,7 +47,7 @@ mod sweep;
 #[cfg(not(stashpool_loom))]
 pub(crate) use builder::sweep_interval;
 pub use builder::{
-    Builder, LocalPoolBuilder, DEFAULT_LOCAL_CAPACITY, DEFAULT_SWEEP_INTERVAL, MIN_SWEEP_INTERVAL,
+    LocalPoolBuilder, DEFAULT_LOCAL_CAPACITY, DEFAULT_SWEEP_INTERVAL, MIN_SWEEP_INTERVAL,
 };
 pub use guard::{Pooled, PooledOwned};
 pub use local_pool::LocalPool;
