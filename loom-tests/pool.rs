@@ -644,10 +644,11 @@ fn one_slot(ledger: &Arc<Ledger>, local_capacity: usize) -> LocalPool<Obj, Maker
 }
 
 /// The main thread holds the only slot and has not used the pool since the
-/// last sweep; a sweep that takes the slot back races the main thread's
-/// next get and return, which either comes first (and keeps the slot) or
-/// finds its slot gone and takes it again (it is free). No object is lost
-/// or handed out twice, and the slot is held once at most.
+/// last sweep, and another thread found no slot free; a sweep that takes
+/// the slot back races the main thread's next get and return, which either
+/// comes first (and keeps the slot) or finds its slot gone and takes it
+/// again (it is free). No object is lost or handed out twice, and the slot
+/// is held once at most.
 #[test]
 fn taking_an_idle_slot_back_races_its_owners_get() {
     loom::model(|| {
@@ -655,6 +656,13 @@ fn taking_an_idle_slot_back_races_its_owners_get() {
         let pool = Arc::new(one_slot(&ledger, 2));
         pool.put(Ledger::track(&ledger));
         pool.sweep(); // the owner's count, as of now
+        {
+            // Wants a slot, finds none: goes through the overflow.
+            let (pool, ledger) = (Arc::clone(&pool), Arc::clone(&ledger));
+            thread::spawn(move || pool.put(Ledger::track(&ledger)))
+                .join()
+                .unwrap();
+        }
         let sweeper = {
             let pool = Arc::clone(&pool);
             thread::spawn(move || pool.sweep())
@@ -696,10 +704,10 @@ fn newcomers_race_for_the_last_slot() {
 }
 
 /// A thread that holds the only slot and stops using the pool (blocked, as
-/// far as the pool can tell) loses it to the second of two sweeps; a
-/// newcomer takes it while the blocked thread comes back and returns an
-/// object, which goes to the overflow or into its stash with the slot taken
-/// back again, whichever comes first.
+/// far as the pool can tell) while another thread wants one loses it to the
+/// second of two sweeps; a newcomer takes it while the blocked thread comes
+/// back and returns an object, which goes to the overflow or into its stash
+/// with the slot taken back again, whichever comes first.
 #[test]
 fn a_blocked_threads_slot_goes_to_a_newcomer() {
     loom::model(|| {
@@ -707,6 +715,13 @@ fn a_blocked_threads_slot_goes_to_a_newcomer() {
         let pool = Arc::new(one_slot(&ledger, 1));
         pool.put(Ledger::track(&ledger)); // the main thread's slot
         pool.sweep();
+        {
+            // Wants a slot, finds none.
+            let (pool, ledger) = (Arc::clone(&pool), Arc::clone(&ledger));
+            thread::spawn(move || pool.put(Ledger::track(&ledger)))
+                .join()
+                .unwrap();
+        }
         pool.sweep(); // idle since the last one: the slot goes back
         assert_eq!(pool.loom_slots_held(), 0);
         let newcomer = {
@@ -717,7 +732,7 @@ fn a_blocked_threads_slot_goes_to_a_newcomer() {
         newcomer.join().unwrap();
         assert!(pool.loom_slots_held() <= 1);
         let stats = pool.stats();
-        assert_eq!((stats.returned, stats.rejected), (3, 0), "{stats:?}");
+        assert_eq!((stats.returned, stats.rejected), (4, 0), "{stats:?}");
         let pool = Arc::try_unwrap(pool).ok().unwrap();
         drop_and_check(pool, &ledger);
     });

@@ -646,6 +646,29 @@ mod loom_impl {
             stored();
             old
         }
+
+        /// A store only when it succeeds; when it fails it read the latest
+        /// value, as a load that returned it does.
+        pub(crate) fn compare_exchange(
+            &self,
+            current: bool,
+            new: bool,
+            success: Ordering,
+            failure: Ordering,
+        ) -> Result<bool, bool> {
+            let result = self.inner.compare_exchange(current, new, success, failure);
+            match result {
+                Ok(_) => {
+                    self.latest.store(new, Ordering::Relaxed);
+                    stored();
+                }
+                Err(_) => {
+                    let stores = STORES.with(Cell::get);
+                    let _ = LAST_LOAD.try_with(|last| last.set(Some(stores)));
+                }
+            }
+            result
+        }
     }
 
     impl std::fmt::Debug for AtomicBool {

@@ -5,7 +5,7 @@
 //! The model is the pool's specification written plainly: a LIFO stash per
 //! thread with at most `capacity` objects, which spills the older half of one
 //! age into a FIFO overflow of batches when full and takes a batch back when
-//! empty; an exiting thread hands its stash to the overflow; a sweep drops
+//! empty (with no stash at all, objects go one by one to a LIFO of singles); an exiting thread hands its stash to the overflow; a sweep drops
 //! every object already marked idle and marks the rest. After every step the
 //! pool's `Stats` and the set of live objects must agree with the model.
 
@@ -64,6 +64,9 @@ struct Obj {
 struct Model {
     capacity: usize,
     overflow: VecDeque<Vec<Obj>>,
+    /// Single objects (a pool without stashes returns them one by one),
+    /// newest last: a get takes the newest, as from a stash.
+    singles: Vec<Obj>,
     stats: Stats,
     next_id: usize,
 }
@@ -71,6 +74,10 @@ struct Model {
 impl Model {
     fn get(&mut self, stash: &mut Vec<Obj>) -> usize {
         if let Some(obj) = stash.pop() {
+            self.stats.reused += 1;
+            return obj.id;
+        }
+        if let Some(obj) = self.singles.pop() {
             self.stats.reused += 1;
             return obj.id;
         }
@@ -92,7 +99,7 @@ impl Model {
             return stash.push(fresh);
         }
         if self.capacity == 0 {
-            return self.overflow.push_back(vec![fresh]);
+            return self.singles.push(fresh);
         }
         // Spill the oldest objects of one age: victims first.
         let victims = stash.iter().take_while(|obj| obj.victim).count();
@@ -125,12 +132,14 @@ impl Model {
         for batch in &mut self.overflow {
             age(batch);
         }
+        age(&mut self.singles);
         self.overflow.retain(|batch| !batch.is_empty());
     }
 
     fn idle(&self, stashes: &[&Vec<Obj>]) -> usize {
         stashes.iter().map(|s| s.len()).sum::<usize>()
             + self.overflow.iter().map(Vec::len).sum::<usize>()
+            + self.singles.len()
     }
 }
 

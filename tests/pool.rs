@@ -239,8 +239,8 @@ fn zero_local_capacity_shares_everything() {
     });
     assert_eq!(
         got,
-        (1, 2),
-        "FIFO through the overflow, reachable from any thread"
+        (2, 1),
+        "newest first, as from a stash, and reachable from any thread"
     );
 }
 
@@ -551,4 +551,29 @@ fn zero_sweep_interval_is_refused() {
 fn default_pool_uses_default() {
     let pool: LocalPool<String> = LocalPool::default();
     assert_eq!(*pool.get(), "");
+}
+
+/// A pool without stashes shrinks to what light traffic uses: after a burst
+/// leaves five idle objects, a trickle of gets and returns takes the most
+/// recently returned object each time, so the others go untouched and age
+/// out in two sweeps, as they would in a stash. (Handed out oldest first,
+/// the trickle would touch every idle object between two sweeps, and none
+/// would ever age.)
+#[test]
+fn a_pool_without_stashes_shrinks_under_light_traffic() {
+    let pool = LocalPool::builder(Vec::<u8>::new as fn() -> Vec<u8>)
+        .local_capacity(0)
+        .manual_sweep()
+        .build();
+    let burst: Vec<_> = (0..5).map(|_| pool.get()).collect();
+    drop(burst);
+    assert_eq!(pool.stats().idle, 5);
+    for _ in 0..3 {
+        for _ in 0..5 {
+            pool.with(|buf| buf.push(1));
+        }
+        pool.sweep();
+    }
+    let stats = pool.stats();
+    assert_eq!((stats.idle, stats.created), (1, 5), "{stats:?}");
 }

@@ -116,9 +116,9 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPoolBuilder<T, R> {
     ///
     /// At most 8 threads per core (`available_parallelism`) keep a stash in
     /// a pool at once, as glibc bounds its malloc arenas: the threads that
-    /// use *this* pool, first come first served. A thread's exit, or a
-    /// sweep that finds it has not used the pool since the previous one,
-    /// frees its place for the next thread; threads beyond those share
+    /// use *this* pool, first come first served. A thread's exit frees its
+    /// place for the next thread, and so does a sweep that finds it has not
+    /// used the pool since the previous one while another thread waits; threads beyond those share
     /// their objects through the overflow, as with `local_capacity(0)`. So
     /// a program with a thread per connection keeps idle objects for the
     /// threads that can run at once, not one per thread, and what a thread

@@ -8,8 +8,9 @@
 //! index, never a ration), but only `max_stashes` of them at once hold a
 //! *slot*, and only a stash that holds one keeps objects: the pool hands
 //! its slots to the threads that use *it*, and takes them back from
-//! threads that exited (their exit flush) or that have not touched the pool
-//! since the previous sweep (the sweep). A thread without a slot goes to the
+//! threads that exited (their exit flush) or, when a thread found none
+//! free, from threads that have not touched the pool since the previous
+//! sweep (the sweep). A thread without a slot goes to the
 //! overflow one object at a time (the stashless paths) and asks for a slot
 //! again on its slow paths, so it gets one as soon as one is free. What a
 //! thread pays in this pool therefore depends only on how this pool is used
@@ -83,6 +84,11 @@ pub(crate) struct Shared<T: Send> {
     /// the lock whether one is free on every slow path. Stored under the
     /// sweep lock.
     held: AtomicUsize,
+    /// Set when a thread found no slot free; a sweep then takes back the
+    /// slots of threads that have not used the pool since the previous one,
+    /// and clears it. (With no thread waiting, an idle thread keeps its
+    /// slot: its objects age out all the same.)
+    pub(super) wanted: AtomicBool,
     /// Set (under the sweep lock) once the pool has dropped.
     pub(super) closed: AtomicBool,
     /// Objects dropped by sweeps.
@@ -111,6 +117,7 @@ impl<T: Send> Shared<T> {
             epoch: AtomicCount::new(0),
             max_stashes: max_stashes.min(max_idle),
             held: AtomicUsize::new(0),
+            wanted: AtomicBool::new(false),
             closed: AtomicBool::new(false),
             trimmed: AtomicCount::new(0),
             orphans: Counters::default(),
@@ -209,6 +216,7 @@ impl<T: Send> Shared<T> {
         // No slot free: no stash. Checked without the lock first, since a
         // thread without a stash comes here on every get and return.
         if shared.held.load(Ordering::Relaxed) >= shared.max_stashes {
+            shared.want_a_slot();
             return None;
         }
         // The thread's id, taken now if it has none (an index into the
@@ -225,6 +233,7 @@ impl<T: Send> Shared<T> {
         let (epoch, capacity) = {
             let mut sweeping = shared.lock_sweep();
             if sweeping.held >= shared.max_stashes {
+                shared.want_a_slot();
                 return None;
             }
             // Counted now, so that threads racing for the last slots take
@@ -268,11 +277,19 @@ impl<T: Send> Shared<T> {
     /// again to give the slot back).
     #[cold]
     fn take_slot(&self, stash: &Stash<T>) -> bool {
-        if owner::ended() || self.held.load(Ordering::Relaxed) >= self.max_stashes {
+        if owner::ended() {
+            return false;
+        }
+        if self.held.load(Ordering::Relaxed) >= self.max_stashes {
+            self.want_a_slot();
             return false;
         }
         let mut sweeping = self.lock_sweep();
-        if sweeping.held >= self.max_stashes || self.closed.load(Ordering::Relaxed) {
+        if self.closed.load(Ordering::Relaxed) {
+            return false;
+        }
+        if sweeping.held >= self.max_stashes {
+            self.want_a_slot();
             return false;
         }
         let held = sweeping.held + 1;
@@ -289,6 +306,16 @@ impl<T: Send> Shared<T> {
             self.rebalance(capacity);
         }
         true
+    }
+
+    /// Tells the next sweep that a thread found no slot free, so that it
+    /// takes back the slots of idle threads. Read first: a thread without a
+    /// slot comes here on every get and return, and a store each time would
+    /// bounce the line between them.
+    fn want_a_slot(&self) {
+        if !self.wanted.load(Ordering::Relaxed) {
+            self.wanted.store(true, Ordering::Relaxed);
+        }
     }
 
     /// Sets the count of slots held, under the sweep lock, and its mirror
@@ -674,14 +701,14 @@ mod tests {
                     a_again.wait();
                 });
                 a_used.wait();
+                pool.sweep(); // the slot's owner's count, as of now
                 let b = s.spawn(|| {
                     pool.put(vec![3]);
                     assert_eq!(holds_slot(&pool), None, "no slot free: no stash");
-                    // The first sweep marks the slot's owner idle, the
-                    // second takes the slot back.
+                    // The owner has not used the pool since the last sweep,
+                    // and this thread wants a slot: the next one takes it.
                     pool.sweep();
-                    pool.sweep();
-                    assert_eq!(pool.stats().idle, 0, "the victim rule is unchanged");
+                    assert_eq!(pool.stats().idle, 1, "the victim rule is unchanged");
                     pool.put(vec![4]);
                     assert_eq!(holds_slot(&pool), Some(true), "the freed slot");
                     b_used.wait();
@@ -700,7 +727,7 @@ mod tests {
                 .map(|v| v[0])
                 .collect();
             left.sort_unstable();
-            assert_eq!(left, [2, 4]);
+            assert_eq!(left, [2, 3, 4]);
             assert_eq!(pool.stats().created, 0);
         });
     }

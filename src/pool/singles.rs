@@ -1,34 +1,43 @@
-//! The overflow's queue of single objects: a bounded ring, and a queue
-//! behind it for what does not fit.
+//! The overflow's single objects: a stack of the most recent, a bounded
+//! ring, and a queue behind them for what fits in neither.
 //!
 //! Threads without a stash (all the pool's slots taken, or in their
 //! teardown) and stashes whose share of `max_idle` is zero return objects
-//! one at a time, a [`Single`] per object, so this queue sees one push and
-//! one pop per get and return of every such thread: in a server that runs
-//! a thread per connection, most of its traffic.
+//! one at a time, a [`Single`] per object, so these see one push and one
+//! pop per get and return of every such thread: in a server that runs a
+//! thread per connection, most of its traffic.
 //!
-//! An `Injector` alone allocates a block of slots every few dozen pushes
-//! and frees it once drained, so a steady stream of singles through it
-//! costs an allocation and a free every few dozen objects, forever, and
-//! leaves freed blocks in the allocator's bins. A ring allocates its slots
-//! once and then none: a push is one compare-and-swap and a store. The ring
-//! holds [`RING_SLOTS`] singles, or `max_idle` if less, since no more can
-//! ever be queued then; what does not fit (a bound above the ring, all of
-//! it idle at once) goes to an `Injector` behind it, made on first use.
+//! **Newest first.** A get takes the most recently returned single, as a
+//! stash does, so under light traffic the others go untouched and age out
+//! by the victim rule, and the pool shrinks to what is in use. (Handed out
+//! oldest first, a trickle of gets touches every idle object in turn, so
+//! none ever ages.) The stack is a `Vec` behind a claim that owners only
+//! *try*: a push or a pop that finds it held, or full, goes to the ring
+//! instead, so no owner ever waits, and a fork cannot leave one waiting for
+//! a thread the child does not have. Sweeps wait for the claim, except in
+//! a forked child for a claim held by a thread left behind.
 //!
-//! Order: a get tries the ring first, so singles that went to the spill
-//! queue while the ring was full wait until the ring runs dry; a sweep
-//! takes them first (`pop_for_sweep`), so it reaches them even while
-//! returns keep arriving in the ring. Singles are interchangeable idle
-//! objects; the order only decides which of them a sweep finds old.
+//! **No allocation.** An `Injector` alone allocates a block of slots every
+//! few dozen pushes and frees it once drained, forever. The stack's buffer
+//! and the ring are allocated once, at [`RING_SLOTS`] singles each, or
+//! `max_idle` if less, since no more can ever be queued then; what fits in
+//! neither (a bound above them, all of it idle at once) goes to an
+//! `Injector` behind them, made on first use.
+//!
+//! **Order.** A get tries the stack, then the ring, so singles that went
+//! to the spill queue wait until both run dry; a sweep's cut takes the
+//! longest idle first (the spill queue, the ring, the stack's bottom).
+//! Singles are interchangeable idle objects; the order only decides which
+//! of them a sweep finds old.
 
 use crate::lazy::{Lazy, LazyQueue};
 use crate::pool::node::Node;
-use crate::sync::Ring;
+use crate::pool::owner;
+use crate::sync::{backoff, AtomicBool, AtomicCount, Ordering, Ring, UnsafeCell};
 
-/// Slots in the ring, at most: enough for the singles in flight between
-/// the stashless threads of a busy pool, few enough that the ring (three
-/// words a slot) stays far below the objects it holds. Under loom, one,
+/// Slots in the stack and in the ring, at most: enough for the singles in
+/// flight between the stashless threads of a busy pool, few enough that
+/// they (three words a slot) stay far below the objects they hold. Under loom, one,
 /// so that every model that queues two singles also takes the spill path.
 pub(crate) const RING_SLOTS: usize = if cfg!(stashpool_loom) { 1 } else { 64 };
 
@@ -38,12 +47,14 @@ pub(crate) struct Single<T> {
     pub(crate) stamp: u64,
 }
 
-/// A ring of singles made on first push, and a queue for those that do not
-/// fit.
+/// The singles: the most recent on a stack, the rest in a ring made on
+/// first push, and a queue for what fits in neither.
 pub(crate) struct Singles<T> {
+    stack: Stack<T>,
     ring: Lazy<Ring<Single<T>>>,
     spill: LazyQueue<Single<T>>,
-    /// The ring's size: `RING_SLOTS`, or the pool's `max_idle` if less.
+    /// The stack's and the ring's size: `RING_SLOTS`, or the pool's
+    /// `max_idle` if less.
     slots: usize,
 }
 
@@ -51,6 +62,7 @@ impl<T> Singles<T> {
     /// Singles for a pool that keeps at most `max_idle` idle objects.
     pub(crate) fn new(max_idle: usize) -> Self {
         Self {
+            stack: Stack::new(),
             ring: Lazy::new(),
             spill: LazyQueue::new(),
             slots: max_idle.clamp(1, RING_SLOTS),
@@ -60,26 +72,97 @@ impl<T> Singles<T> {
     #[inline]
     pub(crate) fn push(&self, single: Single<T>) {
         let slots = self.slots;
+        let mut single = Some(single);
+        self.stack.try_with(|items| {
+            if items.len() < slots {
+                if items.capacity() == 0 {
+                    items.reserve_exact(slots);
+                }
+                items.extend(single.take());
+            }
+        });
+        let Some(single) = single else { return };
         if let Err(single) = self.ring.get_or_make(|| Ring::new(slots)).push(single) {
             self.spill.push(single);
         }
     }
 
-    /// Takes a single: the ring's oldest, else the spill queue's.
+    /// Takes a single: the newest on the stack, else the ring's oldest,
+    /// else the spill queue's.
     #[inline]
     pub(crate) fn pop(&self) -> Option<Single<T>> {
+        if let Some(Some(single)) = self.stack.try_with(Vec::pop) {
+            return Some(single);
+        }
         match self.ring.get()?.pop() {
             Some(single) => Some(single),
             None => self.spill.pop(),
         }
     }
 
-    /// Takes a single for a sweep: the spill queue's oldest first, else the
-    /// ring's. Singles wait in the spill queue while the ring keeps taking
-    /// new ones, so a sweep that looks at a snapshot's worth of singles
-    /// takes those first: returns arriving meanwhile in the ring cannot
-    /// keep it from reaching them.
-    pub(crate) fn pop_for_sweep(&self) -> Option<Single<T>> {
+    /// Moves the singles that `keep` refuses into `dead`, looking at each
+    /// single queued when it starts once; returns how many it moved.
+    pub(crate) fn trim(
+        &self,
+        mut keep: impl FnMut(&Single<T>) -> bool,
+        dead: &mut Vec<Box<Node<T>>>,
+    ) -> usize {
+        let before = dead.len();
+        self.stack.wait_with(|items| {
+            for single in items.extract_if(.., |single| !keep(single)) {
+                dead.push(single.node);
+            }
+        });
+        let mut kept = Vec::new();
+        for _ in 0..self.queued() {
+            let Some(single) = self.pop_queued() else {
+                break;
+            };
+            if keep(&single) {
+                kept.push(single);
+            } else {
+                dead.push(single.node);
+            }
+        }
+        for single in kept {
+            self.push_queued(single);
+        }
+        dead.len() - before
+    }
+
+    /// Moves up to `n` singles into `dead`, the longest idle first: the
+    /// spill queue's, the ring's, then the bottom of the stack; returns how
+    /// many it moved.
+    pub(crate) fn cut(&self, n: usize, dead: &mut Vec<Box<Node<T>>>) -> usize {
+        let before = dead.len();
+        for _ in 0..self.queued() {
+            if dead.len() - before == n {
+                break;
+            }
+            let Some(single) = self.pop_queued() else {
+                break;
+            };
+            dead.push(single.node);
+        }
+        let rest = n - (dead.len() - before);
+        self.stack.wait_with(|items| {
+            let taken = rest.min(items.len());
+            dead.extend(items.drain(..taken).map(|single| single.node));
+        });
+        dead.len() - before
+    }
+
+    /// Singles in the ring and the spill queue (a snapshot).
+    fn queued(&self) -> usize {
+        self.ring.get().map_or(0, Ring::len) + self.spill.len()
+    }
+
+    /// Takes a queued single for a sweep: the spill queue's oldest first,
+    /// else the ring's. Singles wait in the spill queue while the ring
+    /// keeps taking new ones, so a sweep that looks at a snapshot's worth
+    /// of singles takes those first: returns arriving meanwhile in the
+    /// ring cannot keep it from reaching them.
+    fn pop_queued(&self) -> Option<Single<T>> {
         let ring = self.ring.get()?;
         match self.spill.pop() {
             Some(single) => Some(single),
@@ -87,15 +170,114 @@ impl<T> Singles<T> {
         }
     }
 
-    /// Singles queued (a snapshot).
-    pub(crate) fn len(&self) -> usize {
-        self.ring.get().map_or(0, Ring::len) + self.spill.len()
+    /// Queues a single that a sweep keeps, behind the others.
+    fn push_queued(&self, single: Single<T>) {
+        let slots = self.slots;
+        if let Err(single) = self.ring.get_or_make(|| Ring::new(slots)).push(single) {
+            self.spill.push(single);
+        }
     }
 
-    /// Whether the ring has been made (for tests).
+    /// Whether anything has been allocated for singles (for tests).
     #[cfg(test)]
     pub(crate) fn is_made(&self) -> bool {
-        self.ring.get().is_some()
+        let stack = self.stack.try_with(|items| items.capacity() > 0);
+        stack.unwrap_or(true) || self.ring.get().is_some()
+    }
+}
+
+// === impl Stack ===
+
+/// The most recently returned singles, newest on top, behind a claim that
+/// owners only ever try (module docs).
+struct Stack<T> {
+    /// Set while a thread uses `items`.
+    claimed: AtomicBool,
+    /// The serial number (`owner::serial`) of the thread that claimed the
+    /// stack last: a sweep in a forked child does not wait for a claim that
+    /// a thread left behind by the fork holds (`owner::died_in_fork`).
+    claimed_by: AtomicCount,
+    items: UnsafeCell<Vec<Single<T>>>,
+}
+
+// SAFETY: `items` is only reached by the thread that holds the claim, which
+// `claimed` gives to one thread at a time, with acquire and release
+// ordering; the singles move between threads, hence `T: Send`.
+unsafe impl<T: Send> Sync for Stack<T> {}
+
+impl<T> Stack<T> {
+    fn new() -> Self {
+        Self {
+            claimed: AtomicBool::new(false),
+            claimed_by: AtomicCount::new(0),
+            items: UnsafeCell::new(Vec::new()),
+        }
+    }
+
+    /// Runs `f` on the items if the stack is free now; `None` if another
+    /// thread holds it. Never waits: the caller goes to the ring instead.
+    #[inline]
+    fn try_with<R>(&self, f: impl FnOnce(&mut Vec<Single<T>>) -> R) -> Option<R> {
+        if !self.claim() {
+            return None;
+        }
+        Some(self.holding(f))
+    }
+
+    /// Takes the claim if it is free. A load first, so that threads that
+    /// find it held do not take its line.
+    #[inline]
+    fn claim(&self) -> bool {
+        // Acquire: pairs with the release in `Release`, so this thread
+        // sees what the last holder did to the items.
+        !self.claimed.load(Ordering::Relaxed)
+            && self
+                .claimed
+                .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
+    }
+
+    /// Runs `f` on the items, waiting for a holder to let go; `None` only
+    /// in a forked child whose parent's thread held the stack at the fork.
+    fn wait_with<R>(&self, f: impl FnOnce(&mut Vec<Single<T>>) -> R) -> Option<R> {
+        let mut step = 0;
+        while !self.claim() {
+            if owner::died_in_fork(self.claimed_by.load(Ordering::Relaxed)) {
+                return None;
+            }
+            backoff(&mut step);
+        }
+        Some(self.holding(f))
+    }
+
+    /// `f` on the items, then the claim released.
+    ///
+    /// The caller must hold the claim.
+    #[inline]
+    fn holding<R>(&self, f: impl FnOnce(&mut Vec<Single<T>>) -> R) -> R {
+        self.claimed_by.store(owner::serial(), Ordering::Relaxed);
+        // Released even if `f` unwinds (it runs only the pool's own code),
+        // so that no sweeper waits for ever.
+        let _release = Release(&self.claimed);
+        // SAFETY: the caller holds the claim: no other thread reaches the
+        // items until `_release` clears it.
+        self.items.with_mut(|items| f(unsafe { &mut *items }))
+    }
+}
+
+// The stack's only interior mutability is `items`, behind the claim, which
+// an unwinding holder releases with the `Vec` in a valid state: a pool that
+// holds one stays unwind-safe, as its other parts are.
+impl<T> std::panic::RefUnwindSafe for Stack<T> {}
+
+/// Releases the stack's claim when dropped.
+struct Release<'a>(&'a AtomicBool);
+
+impl Drop for Release<'_> {
+    #[inline]
+    fn drop(&mut self) {
+        // Release: publishes the change to the next holder's acquire.
+        self.0.store(false, Ordering::Release);
     }
 }
 
@@ -115,62 +297,75 @@ mod tests {
     }
 
     #[test]
-    fn the_ring_is_made_on_first_push_and_sized_by_max_idle() {
+    fn the_stack_comes_first_and_the_ring_is_made_when_it_is_full() {
         let singles = Singles::<u64>::new(3);
-        assert!(!singles.is_made() && singles.pop().is_none());
-        assert!(!singles.is_made(), "a pop makes nothing");
-        singles.push(single(1));
-        assert!(singles.is_made());
+        assert!(
+            singles.pop().is_none() && !singles.is_made(),
+            "a pop makes nothing"
+        );
+        for value in 0..3 {
+            singles.push(single(value));
+        }
+        assert!(singles.ring.get().is_none(), "three fit the stack");
+        singles.push(single(3));
+        assert!(singles.ring.get().is_some());
         assert_eq!(singles.slots, 3);
         assert_eq!(Singles::<u64>::new(usize::MAX).slots, RING_SLOTS);
         assert_eq!(Singles::<u64>::new(0).slots, 1, "a ring needs a slot");
     }
 
     #[test]
-    fn what_does_not_fit_the_ring_is_kept_behind_it() {
+    fn newest_first_then_the_ring_then_what_fits_in_neither() {
         let singles = Singles::<u64>::new(2);
         for value in 0..5 {
             singles.push(single(value));
         }
-        assert_eq!(singles.len(), 5);
-        assert!(singles.spill.len() == 3, "two in the ring, three spilled");
-        assert_eq!(drain(&singles), [0, 1, 2, 3, 4]);
-        assert_eq!(singles.len(), 0);
+        assert_eq!(singles.spill.len(), 1, "two on the stack, two in the ring");
+        assert_eq!(drain(&singles), [1, 0, 2, 3, 4]);
+        assert!(singles.pop().is_none());
     }
 
     #[test]
-    fn a_pop_prefers_the_ring() {
-        let singles = Singles::<u64>::new(1);
+    fn a_push_to_a_held_stack_goes_to_the_ring() {
+        let singles = Singles::<u64>::new(4);
         singles.push(single(0));
-        singles.push(single(1)); // spilled
-        assert_eq!(singles.pop().map(|s| s.node.value), Some(0));
-        singles.push(single(2)); // the ring has room again
-        assert_eq!(drain(&singles), [2, 1]);
+        singles.stack.try_with(|items| {
+            // Another thread's push and pop while this one holds the stack.
+            singles.push(single(1));
+            assert_eq!(items.len(), 1);
+            assert_eq!(
+                singles.pop().map(|s| s.node.value),
+                Some(1),
+                "from the ring"
+            );
+        });
+        assert_eq!(drain(&singles), [0]);
     }
 
     #[test]
-    fn a_sweep_takes_the_spilled_singles_first() {
+    fn a_cut_takes_the_longest_idle_first() {
         let singles = Singles::<u64>::new(1);
-        singles.push(single(0));
-        singles.push(single(1)); // spilled
-        singles.push(single(2)); // spilled
-        let order: Vec<_> =
-            std::iter::from_fn(|| singles.pop_for_sweep().map(|s| s.node.value)).collect();
-        assert_eq!(order, [1, 2, 0]);
-    }
-
-    #[test]
-    fn dropping_drops_every_single() {
-        let alive = std::sync::Arc::new(());
-        let singles = Singles::new(1);
-        for _ in 0..3 {
-            singles.push(Single {
-                node: Node::boxed(alive.clone()),
-                stamp: 0,
-            });
+        for value in 0..4 {
+            singles.push(single(value)); // 0 on the stack, 1 in the ring, 2 and 3 spilled
         }
-        assert_eq!(std::sync::Arc::strong_count(&alive), 4);
-        drop(singles);
-        assert_eq!(std::sync::Arc::strong_count(&alive), 1);
+        let mut dead = Vec::new();
+        assert_eq!(singles.cut(3, &mut dead), 3);
+        let cut: Vec<_> = dead.iter().map(|node| node.value).collect();
+        assert_eq!(cut, [2, 3, 1]);
+        assert_eq!(singles.cut(5, &mut dead), 1, "then the stack");
+        assert!(singles.pop().is_none());
+    }
+
+    #[test]
+    fn a_trim_keeps_the_order_of_what_it_keeps() {
+        let singles = Singles::<u64>::new(3);
+        for value in 0..6 {
+            singles.push(single(value)); // 0..3 on the stack, 3..6 in the ring
+        }
+        let mut dead = Vec::new();
+        assert_eq!(singles.trim(|single| single.stamp % 2 == 0, &mut dead), 3);
+        let trimmed: Vec<_> = dead.iter().map(|node| node.value).collect();
+        assert_eq!(trimmed, [1, 3, 5]);
+        assert_eq!(drain(&singles), [2, 0, 4]);
     }
 }

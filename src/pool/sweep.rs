@@ -75,15 +75,16 @@ impl<T: Send> Shared<T> {
                     self.epoch.store(epoch, Ordering::Release);
                     let bounded = self.max_idle != usize::MAX;
                     let capacity = self.stash_capacity(sweeping.held);
+                    let wanted = self.wanted.swap(false, Ordering::Relaxed);
                     let (mut kept, mut shed, mut given_up) = (0, Vec::new(), 0);
                     self.with_every_stash(|stash| {
                         stash.with_claimed(|local| {
                             local.age(epoch, &mut dead);
                             // A slot whose owner has not touched the pool
                             // since the last sweep goes back to the pool,
-                            // for the next thread that asks.
+                            // if a thread found none free meanwhile.
                             let ops = stash.counters.total();
-                            if local.held && ops == local.seen {
+                            if wanted && local.held && ops == local.seen {
                                 // Room reserved: pushed under the lock.
                                 for batch in local.give_up(&self.overflow) {
                                     self.overflow.push(batch);
@@ -356,18 +357,9 @@ impl<T> Overflow<T> {
                 self.put_back(batch);
             }
         }
-        // Then single objects, spilled ones first, each looked at once.
-        for _ in 0..self.singles.len() {
-            if excess == 0 {
-                break;
-            }
-            let Some(single) = self.singles.pop_for_sweep() else {
-                break;
-            };
-            self.len.fetch_sub(1, Ordering::Relaxed);
-            dead.push(single.node);
-            excess -= 1;
-        }
+        // Then single objects, the longest idle first.
+        let cut = self.singles.cut(excess, dead);
+        self.len.fetch_sub(cut, Ordering::Relaxed);
     }
 
     /// One sweep to `epoch`: moves the objects of every batch and single
@@ -393,20 +385,9 @@ impl<T> Overflow<T> {
         for batch in kept {
             self.queue.push(batch);
         }
-        let mut kept = Vec::new();
-        for _ in 0..self.singles.len() {
-            let Some(single) = self.singles.pop_for_sweep() else {
-                break;
-            };
-            if all || single.stamp + 2 <= epoch {
-                self.len.fetch_sub(1, Ordering::Relaxed);
-                dead.push(single.node);
-            } else {
-                kept.push(single);
-            }
-        }
-        for single in kept {
-            self.singles.push(single);
-        }
+        let trimmed = self
+            .singles
+            .trim(|single| !all && single.stamp + 2 > epoch, dead);
+        self.len.fetch_sub(trimmed, Ordering::Relaxed);
     }
 }
