@@ -9,14 +9,23 @@
 //! cargo run --release --example compress -- --size 1024  # 1 KiB messages only
 //! ```
 //!
-//! A compressor is expensive to make and cheap to use on a small message:
-//! `Compress::new` allocates and zeroes its window, hash chains and
+//! A compressor is large next to a small message: `Compress::new` allocates and zeroes its window, hash chains and
 //! Huffman tables, hundreds of KiB, for a message of a few KiB. A pooled
-//! one is `reset` when it comes back, which starts a new stream without
-//! allocating. `--plain` runs the same program with `Compress::new` and a
-//! fresh `Vec` per message. Both print their time, allocations, peak
-//! resident set and, pooled, the pools' counters; `benches/pays.rs`
-//! measures both against the peer pools, a fresh process each.
+//! one is `reset` when it comes back, which zeroes the same tables (flate2's
+//! default backend, miniz_oxide, zeroes them in both) but allocates
+//! nothing. So what the pool saves is the allocator's part, and that
+//! depends on what the allocator does with hundreds of KiB freed after
+//! every message: glibc hands the free top of a thread's heap back to the
+//! kernel once it exceeds the trim threshold (128 KiB by default), and each
+//! message then faults those pages in again; a glibc told to keep them
+//! (`GLIBC_TUNABLES=glibc.malloc.trim_threshold=...`) leaves the pool
+//! little to save.
+//!
+//! `--plain` runs the same program with `Compress::new` and a fresh `Vec`
+//! per message. Both print their time, allocations, peak resident set
+//! and, pooled, the pools' counters; `benches/pays.rs` measures both, with
+//! glibc's defaults and told to keep its memory, against the peer pools,
+//! a fresh process each.
 
 #[path = "../common/measure.rs"]
 mod measure;

@@ -53,9 +53,12 @@ pub trait Alloc: Sync + 'static {
 /// Frames and thumbnails under `Reset::Keep`: each stage writes every
 /// pixel of what it takes, so zeroing them on return would be wasted.
 /// No per-thread stashes (`local_capacity(0)`): every object is returned
-/// on another thread than the one that takes it, so a stash would only
-/// pile up idle objects on the returning thread; through the shared ring
-/// alone a pool holds as many objects as are in flight at once.
+/// on another thread than the one that takes it, and a stash only gives
+/// its objects to its own thread, so with the default stashes the
+/// returning threads' stashes fill up (to `DEFAULT_LOCAL_CAPACITY` frames
+/// each, megabytes apiece) before any frame flows back to the producer,
+/// which makes new ones meanwhile. Through the shared ring alone a pool
+/// holds as many objects as are in flight at once.
 /// Swept by the program (`manual_sweep`) once the stream ends.
 #[derive(Debug)]
 pub struct Pooled {
