@@ -29,10 +29,12 @@
 //!
 //! Runs are interleaved (every peer once, then every peer again), so a
 //! burst of load on the machine hits all peers alike; the table gives
-//! each peer's best time (interference only ever adds time), the median
-//! of its times, and the median of its peak resident sets (`VmHWM`, which
-//! includes the program's code and the messages or frames it keeps).
-//! Linux only.
+//! each peer's best wall time (interference only ever adds time) and the
+//! median of them, its best CPU time (every thread's, user and system,
+//! during the run: what the work cost, less bent by other processes on a
+//! shared machine than the wall time), and the median of its peak
+//! resident sets (`VmHWM`, which includes the program's code and the
+//! messages or frames it keeps). Linux only.
 
 #![cfg_attr(not(target_os = "linux"), allow(dead_code, unused_imports))]
 
@@ -60,13 +62,13 @@ use image::RgbaImage;
 static ALLOCATOR: measure::Counting = measure::Counting;
 
 /// Processes per peer and workload.
-const RUNS: usize = 5;
+const RUNS: usize = 7;
 
 /// Frames per pipeline run.
-const FRAMES: usize = 400;
+const FRAMES: usize = 300;
 
 /// Messages per compress run, all threads together.
-const MESSAGES: usize = 12_000;
+const MESSAGES: usize = 8_000;
 
 /// The peers, in the table's order.
 const PEERS: [&str; 5] = [
@@ -298,11 +300,10 @@ mod opool_peer {
 
 // === one run ===
 
-/// Runs `workload` with `peer`'s objects in this process; prints the
-/// milliseconds it took, the peak resident set in KiB and the allocations
-/// per frame or message during the run.
+/// Runs `workload` with `peer`'s objects in this process; prints what
+/// the run cost (see `Cost`) and the peak resident set in KiB.
 fn run_one(workload: &str, peer: &str) {
-    let (millis, allocations) = if workload == "pipeline" {
+    let cost = if workload == "pipeline" {
         match peer {
             "stashpool" => frames(leak(pipeline::Pooled::new())),
             "plain" => frames(&pipeline::Plain),
@@ -326,51 +327,77 @@ fn run_one(workload: &str, peer: &str) {
         }
     };
     let hwm = measure::peak_rss_kib().expect("Linux /proc");
-    println!("{millis:.3} {hwm} {allocations:.3}");
+    println!(
+        "{:.3} {:.3} {:.3} {hwm}",
+        cost.millis, cost.cpu_millis, cost.allocations
+    );
 }
 
-/// The pipeline with objects from `alloc`: milliseconds, and allocations
-/// per frame.
-fn frames<A: pipeline::Alloc>(alloc: &'static A) -> (f64, f64) {
+/// What a run cost.
+struct Cost {
+    /// Wall time, as the workload measures it.
+    millis: f64,
+    /// CPU time of every thread of the process (user and system) during
+    /// the run: on a machine shared with other work, the wall time says
+    /// as much about the other work as about this run, its CPU time less.
+    cpu_millis: f64,
+    /// Allocations per frame or message during the run.
+    allocations: f64,
+}
+
+/// CPU time of this process's threads so far, user and system, in ms.
+#[cfg(target_os = "linux")]
+fn cpu_millis() -> f64 {
+    // SAFETY: `getrusage` writes one `rusage` into the zeroed value we own.
+    let usage = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        assert_eq!(libc::getrusage(libc::RUSAGE_SELF, &mut usage), 0);
+        usage
+    };
+    let ms = |t: libc::timeval| t.tv_sec as f64 * 1e3 + t.tv_usec as f64 / 1e3;
+    ms(usage.ru_utime) + ms(usage.ru_stime)
+}
+
+/// Runs `work`, which returns its wall time and its items, and measures
+/// the rest of its cost.
+fn cost(work: impl FnOnce() -> (std::time::Duration, usize)) -> Cost {
+    let (allocations, cpu) = (measure::allocations(), cpu_millis());
+    let (elapsed, items) = work();
+    Cost {
+        millis: elapsed.as_secs_f64() * 1e3,
+        cpu_millis: cpu_millis() - cpu,
+        allocations: (measure::allocations() - allocations) as f64 / items as f64,
+    }
+}
+
+/// The pipeline with objects from `alloc`.
+fn frames<A: pipeline::Alloc>(alloc: &'static A) -> Cost {
     let config = pipeline::Config {
         frames: FRAMES,
         workers: cores(),
         fail_every: 0,
         panic_every: 0,
     };
-    let allocations = measure::allocations();
-    let report = pipeline::run(alloc, config);
-    let allocations = measure::allocations() - allocations;
-    assert_eq!(report.encoded, FRAMES as u64, "every frame encoded");
-    (
-        report.elapsed.as_secs_f64() * 1e3,
-        allocations as f64 / FRAMES as f64,
-    )
+    cost(|| {
+        let report = pipeline::run(alloc, config);
+        assert_eq!(report.encoded, FRAMES as u64, "every frame encoded");
+        (report.elapsed, FRAMES)
+    })
 }
 
-/// `messages` compressed with `deflaters`' objects, on a thread per core:
-/// milliseconds, and allocations per message.
-fn messages_with<D: compress::Deflaters>(deflaters: &D, messages: &[Vec<u8>]) -> (f64, f64) {
+/// `messages` compressed with `deflaters`' objects, on a thread per core.
+fn messages_with<D: compress::Deflaters>(deflaters: &D, messages: &[Vec<u8>]) -> Cost {
     let threads = cores();
-    let allocations = measure::allocations();
-    let report = compress::run(deflaters, messages, threads, MESSAGES / threads);
-    let allocations = measure::allocations() - allocations;
-    (
-        report.elapsed.as_secs_f64() * 1e3,
-        allocations as f64 / report.messages as f64,
-    )
+    cost(|| {
+        let report = compress::run(deflaters, messages, threads, MESSAGES / threads);
+        (report.elapsed, report.messages as usize)
+    })
 }
 
 // === the table ===
 
-struct Run {
-    millis: f64,
-    hwm: u64,
-    allocations: f64,
-}
-
-/// One run in a fresh process.
-fn measure(me: &Path, workload: &str, peer: &str) -> Run {
+/// One run in a fresh process: its cost, and its peak resident set.
+fn measure(me: &Path, workload: &str, peer: &str) -> (Cost, u64) {
     let mut command = Command::new(me);
     if peer == "plain, glibc keeping memory" {
         command
@@ -387,11 +414,12 @@ fn measure(me: &Path, workload: &str, peer: &str) -> Run {
     );
     let text = String::from_utf8(out.stdout).expect("UTF-8 output");
     let fields: Vec<&str> = text.split_whitespace().collect();
-    Run {
+    let cost = Cost {
         millis: fields[0].parse().unwrap(),
-        hwm: fields[1].parse().unwrap(),
+        cpu_millis: fields[1].parse().unwrap(),
         allocations: fields[2].parse().unwrap(),
-    }
+    };
+    (cost, fields[3].parse().unwrap())
 }
 
 fn median<T: PartialOrd + Copy>(mut values: Vec<T>) -> T {
@@ -414,7 +442,7 @@ fn shell(command: &str) -> String {
 
 fn table() {
     let me = env::current_exe().expect("the bench's own path");
-    let mut runs: Vec<Vec<Vec<Run>>> = WORKLOADS
+    let mut runs: Vec<Vec<Vec<(Cost, u64)>>> = WORKLOADS
         .iter()
         .map(|_| PEERS.iter().map(|_| Vec::new()).collect())
         .collect();
@@ -440,9 +468,11 @@ fn table() {
         "`cargo bench --features image --bench pays`: `pipeline` is `examples/frame_pipeline` ({FRAMES} frames, \
          720p and 1080p alternating, {} scaling workers); `compress` is `examples/compress` ({MESSAGES} messages \
          on {} threads, 1 KiB each or 200 B to 4 KiB). {RUNS} runs per peer, interleaved, a fresh process each; \
-         best time, medians of the rest. *÷ stashpool*: the peer's best time over stashpool's (above 1: stashpool \
-         is faster), and its median peak RSS over stashpool's. `plain, glibc keeping memory`: plain with \
-         `GLIBC_TUNABLES={KEEP_MEMORY}`.",
+         the best wall time and the best CPU time (user and system, every thread, during the run), medians of \
+         the rest. *÷ stashpool*: the peer's best over stashpool's (above 1: stashpool is faster), and its \
+         median peak RSS over stashpool's. `plain, glibc keeping memory`: plain with \
+         `GLIBC_TUNABLES={KEEP_MEMORY}`. stashpool's wall times include the wait of a process's first pool \
+         use for its `membarrier` registration, a sleep in the kernel that its CPU time does not show.",
         cores(),
         cores()
     )
@@ -450,28 +480,34 @@ fn table() {
     writeln!(out).unwrap();
     writeln!(
         out,
-        "| workload | peer | best (ms) | median (ms) | time ÷ stashpool | peak RSS (MiB) | RSS ÷ stashpool | allocations per item |"
+        "| workload | peer | best (ms) | median (ms) | ÷ stashpool | CPU (ms) | ÷ stashpool | peak RSS (MiB) | ÷ stashpool | allocations per item |"
     )
     .unwrap();
     writeln!(
         out,
-        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
     )
     .unwrap();
     for (workload, runs) in WORKLOADS.iter().zip(&runs) {
-        let best = |runs: &[Run]| runs.iter().map(|r| r.millis).fold(f64::INFINITY, f64::min);
-        let hwm = |runs: &[Run]| median(runs.iter().map(|r| r.hwm).collect());
-        let (ours, our_hwm) = (best(&runs[0]), hwm(&runs[0]));
+        let best = |runs: &[(Cost, u64)], of: fn(&Cost) -> f64| {
+            runs.iter().map(|r| of(&r.0)).fold(f64::INFINITY, f64::min)
+        };
+        let wall = |runs: &[(Cost, u64)]| best(runs, |c| c.millis);
+        let cpu = |runs: &[(Cost, u64)]| best(runs, |c| c.cpu_millis);
+        let hwm = |runs: &[(Cost, u64)]| median(runs.iter().map(|r| r.1).collect());
+        let ours = &runs[0];
         for (peer, runs) in PEERS.iter().zip(runs) {
             writeln!(
                 out,
-                "| {workload} | {peer} | {:.1} | {:.1} | {:.2} | {:.1} | {:.2} | {:.2} |",
-                best(runs),
-                median(runs.iter().map(|r| r.millis).collect()),
-                best(runs) / ours,
+                "| {workload} | {peer} | {:.1} | {:.1} | {:.2} | {:.1} | {:.2} | {:.1} | {:.2} | {:.2} |",
+                wall(runs),
+                median(runs.iter().map(|r| r.0.millis).collect()),
+                wall(runs) / wall(ours),
+                cpu(runs),
+                cpu(runs) / cpu(ours),
                 hwm(runs) as f64 / 1024.0,
-                hwm(runs) as f64 / our_hwm as f64,
-                median(runs.iter().map(|r| r.allocations).collect()),
+                hwm(runs) as f64 / hwm(ours) as f64,
+                median(runs.iter().map(|r| r.0.allocations).collect()),
             )
             .unwrap();
         }
