@@ -9,10 +9,15 @@
 //! cargo run --release --example frame_pipeline --features image -- --plain # everything made fresh
 //! ```
 //!
-//! A frame is megabytes: made fresh, the allocator zeroes it (or maps
-//! fresh pages the kernel zeroes and faults in) for each frame, though the
-//! producer overwrites every pixel. The pooled pipeline keeps the few
-//! frames in flight under `Reset::Keep` and reuses them as they are.
+//! A frame is megabytes: made fresh, glibc (with its default settings)
+//! maps it afresh or hands its pages back to the kernel when it is freed,
+//! so each new frame faults its pages in again, zeroed by the kernel,
+//! though the producer overwrites every pixel. The pooled pipeline keeps
+//! the few frames in flight under `Reset::Keep` and reuses them as they
+//! are. (The zeroing alone would cost little: the stores of a `memset`
+//! claim cache lines without reading them, and writing over a kept frame
+//! reads each line first, which costs about as much. It is the faults the
+//! pool saves; `benches/pays.rs` also runs glibc told to keep its memory.)
 //! `--plain` runs the same program with `RgbaImage::new` and
 //! `Vec::with_capacity` wherever the pooled one takes from a pool.
 //!
