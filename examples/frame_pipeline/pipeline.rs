@@ -297,8 +297,9 @@ const FAIL_AFTER: usize = 100;
 ///
 /// # Panics
 ///
-/// If a frame is lost (neither encoded, nor failed, nor panicked) or a
-/// PNG is cut short, or `config.workers` is 0.
+/// If a frame is lost (neither encoded, nor failed, nor panicked), an
+/// injected fault did not happen, a PNG is cut short, or `config.workers`
+/// is 0.
 pub fn run<A: Alloc>(alloc: &'static A, config: Config) -> Report {
     // A short queue: the producer waits for the workers rather than
     // running ahead with frames in hand.
@@ -342,6 +343,14 @@ pub fn run<A: Alloc>(alloc: &'static A, config: Config) -> Report {
         config.frames as u64,
         "every frame is encoded, failed or panicked"
     );
+    // The injected faults all happened: the pipeline went on past each.
+    if let Some(panics) = config.frames.checked_div(config.panic_every) {
+        assert_eq!(panicked, panics as u64, "every injected panic");
+    }
+    let scaled = config.frames - panicked as usize;
+    if let Some(failures) = scaled.checked_div(config.fail_every) {
+        assert_eq!(failed, failures as u64, "every injected encoder error");
+    }
     Report {
         elapsed: end - start,
         encoded,
