@@ -1,0 +1,553 @@
+//! Where a pool pays: the two examples' workloads, `frame_pipeline` and
+//! `compress`, with their objects from stashpool, from plain construction
+//! and from the peer pools `lockfree-object-pool` and `opool`, each run in
+//! a fresh process so that its peak resident set is its own.
+//!
+//! ```text
+//! cargo bench --features image --bench pays                   # the table, into benches/results/pays.md
+//! cargo bench --features image --bench pays -- pipeline opool # one run
+//! ```
+//!
+//! The workloads are the examples' own code (`examples/frame_pipeline/
+//! pipeline.rs`, `examples/compress/work.rs`), included here:
+//!
+//! * `pipeline`: `FRAMES` frames, 720p and 1080p alternating, through the
+//!   pipeline with a worker per core; the time runs from the first frame
+//!   to the sink's last PNG.
+//! * `compress 1 KiB` and `compress mixed`: `MESSAGES` messages of 1 KiB,
+//!   or of 200 B to 4 KiB, on a thread per core from a spinning start;
+//!   each thread stamps its own start and end.
+//!
+//! Each peer takes every object the workload needs from its pool, made
+//! the way the stashpool run makes it: frames kept as they are (the
+//! stages overwrite them, as under `Reset::Keep`), compressors `reset`,
+//! buffers cleared. `plain` makes each object fresh. `plain, glibc
+//! keeping memory` is `plain` with glibc told, through `GLIBC_TUNABLES`,
+//! to keep what is freed rather than hand it back to the kernel (its trim
+//! and mmap thresholds raised): the most the allocator can give without a
+//! pool.
+//!
+//! Runs are interleaved (every peer once, then every peer again), so a
+//! burst of load on the machine hits all peers alike; the table gives
+//! each peer's best wall time (interference only ever adds time) and the
+//! median of them, its best CPU time (every thread's, user and system,
+//! during the run: what the work cost, less bent by other processes on a
+//! shared machine than the wall time), and the median of its peak
+//! resident sets (`VmHWM`, which includes the program's code and the
+//! messages or frames it keeps). Linux only.
+
+#![cfg_attr(not(target_os = "linux"), allow(dead_code, unused_imports))]
+
+// The examples' own code; the parts only the examples print are unused.
+#[path = "../examples/compress/work.rs"]
+#[allow(dead_code)]
+mod compress;
+#[path = "../examples/common/measure.rs"]
+#[allow(dead_code)]
+mod measure;
+#[path = "../examples/frame_pipeline/pipeline.rs"]
+#[allow(dead_code)]
+mod pipeline;
+
+use std::env;
+use std::fmt::Write as _;
+use std::path::Path;
+use std::process::Command;
+use std::thread;
+
+use flate2::Compress;
+use image::RgbaImage;
+
+#[global_allocator]
+static ALLOCATOR: measure::Counting = measure::Counting;
+
+/// Processes per peer and workload.
+const RUNS: usize = 7;
+
+/// Frames per pipeline run.
+const FRAMES: usize = 300;
+
+/// Messages per compress run, all threads together.
+const MESSAGES: usize = 8_000;
+
+/// The peers, in the table's order.
+const PEERS: [&str; 5] = [
+    "stashpool",
+    "plain",
+    "plain, glibc keeping memory",
+    "lockfree-object-pool",
+    "opool",
+];
+
+const WORKLOADS: [&str; 3] = ["pipeline", "compress 1 KiB", "compress mixed"];
+
+/// What `plain, glibc keeping memory` sets: no trimming of the heap's top
+/// below 1 GiB free, and blocks up to 32 MiB (glibc's largest mmap
+/// threshold) from the heap rather than mapped alone.
+const KEEP_MEMORY: &str =
+    "glibc.malloc.trim_threshold=1073741824:glibc.malloc.mmap_threshold=33554432";
+
+fn cores() -> usize {
+    thread::available_parallelism().map_or(2, |n| n.get())
+}
+
+/// Leaks `value`: the pipeline's objects travel in `'static` tasks, so
+/// their pools live as long as the process (as in the example).
+fn leak<T>(value: T) -> &'static T {
+    Box::leak(Box::new(value))
+}
+
+// === lockfree-object-pool ===
+
+mod lockfree {
+    use super::*;
+    use lockfree_object_pool::{LinearObjectPool, LinearReusable};
+
+    pub struct Frames {
+        frames: Vec<((u32, u32), LinearObjectPool<RgbaImage>)>,
+        thumbnails: LinearObjectPool<RgbaImage>,
+        pngs: LinearObjectPool<Vec<u8>>,
+    }
+
+    fn frames(width: u32, height: u32) -> LinearObjectPool<RgbaImage> {
+        LinearObjectPool::new(move || RgbaImage::new(width, height), |_| {})
+    }
+
+    impl Frames {
+        pub fn new() -> Self {
+            Self {
+                frames: pipeline::SHAPES
+                    .iter()
+                    .map(|&(w, h)| ((w, h), frames(w, h)))
+                    .collect(),
+                thumbnails: frames(pipeline::THUMBNAIL.0, pipeline::THUMBNAIL.1),
+                pngs: LinearObjectPool::new(
+                    || Vec::with_capacity(pipeline::PNG_CAPACITY),
+                    Vec::clear,
+                ),
+            }
+        }
+    }
+
+    impl pipeline::Alloc for Frames {
+        type Frame = LinearReusable<'static, RgbaImage>;
+        type Png = LinearReusable<'static, Vec<u8>>;
+
+        fn frame(&'static self, width: u32, height: u32) -> Self::Frame {
+            let (_, pool) = self
+                .frames
+                .iter()
+                .find(|(shape, _)| *shape == (width, height))
+                .expect("a known shape");
+            pool.pull()
+        }
+
+        fn thumbnail(&'static self) -> Self::Frame {
+            self.thumbnails.pull()
+        }
+
+        fn png(&'static self) -> Self::Png {
+            self.pngs.pull()
+        }
+    }
+
+    pub struct Deflaters {
+        compressors: LinearObjectPool<Compress>,
+        buffers: LinearObjectPool<Vec<u8>>,
+    }
+
+    impl Deflaters {
+        pub fn new() -> Self {
+            Self {
+                compressors: LinearObjectPool::new(
+                    || Compress::new(compress::level(), false),
+                    Compress::reset,
+                ),
+                buffers: LinearObjectPool::new(
+                    || Vec::with_capacity(compress::OUTPUT_CAPACITY),
+                    Vec::clear,
+                ),
+            }
+        }
+    }
+
+    impl compress::Deflaters for Deflaters {
+        type Compressor<'a> = LinearReusable<'a, Compress>;
+        type Buffer<'a> = LinearReusable<'a, Vec<u8>>;
+
+        fn compressor(&self) -> Self::Compressor<'_> {
+            self.compressors.pull()
+        }
+
+        fn buffer(&self) -> Self::Buffer<'_> {
+            self.buffers.pull()
+        }
+    }
+}
+
+// === opool ===
+
+mod opool_peer {
+    use super::*;
+    use opool::{Pool, PoolAllocator, RefGuard};
+
+    /// Most idle objects an `opool::Pool` keeps (its queue's size): more
+    /// than either workload has in flight.
+    const IDLE: usize = 64;
+
+    pub struct Shape(u32, u32);
+
+    impl PoolAllocator<RgbaImage> for Shape {
+        fn allocate(&self) -> RgbaImage {
+            RgbaImage::new(self.0, self.1)
+        }
+    }
+
+    /// Empty buffers of at least `.0` bytes.
+    pub struct Buffers(usize);
+
+    impl PoolAllocator<Vec<u8>> for Buffers {
+        fn reset(&self, buf: &mut Vec<u8>) {
+            buf.clear();
+        }
+
+        fn allocate(&self) -> Vec<u8> {
+            Vec::with_capacity(self.0)
+        }
+    }
+
+    pub struct Compressors;
+
+    impl PoolAllocator<Compress> for Compressors {
+        fn reset(&self, compressor: &mut Compress) {
+            compressor.reset();
+        }
+
+        fn allocate(&self) -> Compress {
+            Compress::new(compress::level(), false)
+        }
+    }
+
+    pub struct Frames {
+        frames: Vec<((u32, u32), Pool<Shape, RgbaImage>)>,
+        thumbnails: Pool<Shape, RgbaImage>,
+        pngs: Pool<Buffers, Vec<u8>>,
+    }
+
+    impl Frames {
+        pub fn new() -> Self {
+            let (w, h) = pipeline::THUMBNAIL;
+            Self {
+                frames: pipeline::SHAPES
+                    .iter()
+                    .map(|&(w, h)| ((w, h), Pool::new(IDLE, Shape(w, h))))
+                    .collect(),
+                thumbnails: Pool::new(IDLE, Shape(w, h)),
+                pngs: Pool::new(IDLE, Buffers(pipeline::PNG_CAPACITY)),
+            }
+        }
+    }
+
+    impl pipeline::Alloc for Frames {
+        type Frame = RefGuard<'static, Shape, RgbaImage>;
+        type Png = RefGuard<'static, Buffers, Vec<u8>>;
+
+        fn frame(&'static self, width: u32, height: u32) -> Self::Frame {
+            let (_, pool) = self
+                .frames
+                .iter()
+                .find(|(shape, _)| *shape == (width, height))
+                .expect("a known shape");
+            pool.get()
+        }
+
+        fn thumbnail(&'static self) -> Self::Frame {
+            self.thumbnails.get()
+        }
+
+        fn png(&'static self) -> Self::Png {
+            self.pngs.get()
+        }
+    }
+
+    pub struct Deflaters {
+        compressors: Pool<Compressors, Compress>,
+        buffers: Pool<Buffers, Vec<u8>>,
+    }
+
+    impl Deflaters {
+        pub fn new() -> Self {
+            Self {
+                compressors: Pool::new(IDLE, Compressors),
+                buffers: Pool::new(IDLE, Buffers(compress::OUTPUT_CAPACITY)),
+            }
+        }
+    }
+
+    impl compress::Deflaters for Deflaters {
+        type Compressor<'a> = RefGuard<'a, Compressors, Compress>;
+        type Buffer<'a> = RefGuard<'a, Buffers, Vec<u8>>;
+
+        fn compressor(&self) -> Self::Compressor<'_> {
+            self.compressors.get()
+        }
+
+        fn buffer(&self) -> Self::Buffer<'_> {
+            self.buffers.get()
+        }
+    }
+}
+
+// === one run ===
+
+/// Runs `workload` with `peer`'s objects in this process; prints what
+/// the run cost (see `Cost`) and the peak resident set in KiB.
+fn run_one(workload: &str, peer: &str) {
+    let cost = if workload == "pipeline" {
+        match peer {
+            "stashpool" => frames(leak(pipeline::Pooled::new())),
+            "plain" => frames(&pipeline::Plain),
+            "lockfree-object-pool" => frames(leak(lockfree::Frames::new())),
+            "opool" => frames(leak(opool_peer::Frames::new())),
+            _ => panic!("unknown peer {peer:?}"),
+        }
+    } else {
+        let size = match workload {
+            "compress 1 KiB" => Some(1024),
+            "compress mixed" => None,
+            _ => panic!("unknown workload {workload:?}"),
+        };
+        let messages = compress::messages(1024, size, 42);
+        match peer {
+            "stashpool" => messages_with(&compress::Pooled::new(), &messages),
+            "plain" => messages_with(&compress::Plain, &messages),
+            "lockfree-object-pool" => messages_with(&lockfree::Deflaters::new(), &messages),
+            "opool" => messages_with(&opool_peer::Deflaters::new(), &messages),
+            _ => panic!("unknown peer {peer:?}"),
+        }
+    };
+    let hwm = measure::peak_rss_kib().expect("Linux /proc");
+    println!(
+        "{:.3} {:.3} {:.3} {hwm}",
+        cost.millis, cost.cpu_millis, cost.allocations
+    );
+}
+
+/// What a run cost.
+struct Cost {
+    /// Wall time, as the workload measures it.
+    millis: f64,
+    /// CPU time of every thread of the process (user and system) during
+    /// the run: on a machine shared with other work, the wall time says
+    /// as much about the other work as about this run, its CPU time less.
+    cpu_millis: f64,
+    /// Allocations per frame or message during the run.
+    allocations: f64,
+}
+
+/// CPU time of this process's threads so far, user and system, in ms.
+#[cfg(target_os = "linux")]
+fn cpu_millis() -> f64 {
+    // SAFETY: `getrusage` writes one `rusage` into the zeroed value we own.
+    let usage = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        assert_eq!(libc::getrusage(libc::RUSAGE_SELF, &mut usage), 0);
+        usage
+    };
+    let ms = |t: libc::timeval| t.tv_sec as f64 * 1e3 + t.tv_usec as f64 / 1e3;
+    ms(usage.ru_utime) + ms(usage.ru_stime)
+}
+
+/// Runs `work`, which returns its wall time and its items, and measures
+/// the rest of its cost.
+fn cost(work: impl FnOnce() -> (std::time::Duration, usize)) -> Cost {
+    let (allocations, cpu) = (measure::allocations(), cpu_millis());
+    let (elapsed, items) = work();
+    Cost {
+        millis: elapsed.as_secs_f64() * 1e3,
+        cpu_millis: cpu_millis() - cpu,
+        allocations: (measure::allocations() - allocations) as f64 / items as f64,
+    }
+}
+
+/// The pipeline with objects from `alloc`.
+fn frames<A: pipeline::Alloc>(alloc: &'static A) -> Cost {
+    let config = pipeline::Config {
+        frames: FRAMES,
+        workers: cores(),
+        fail_every: 0,
+        panic_every: 0,
+    };
+    cost(|| {
+        let report = pipeline::run(alloc, config);
+        assert_eq!(report.encoded, FRAMES as u64, "every frame encoded");
+        (report.elapsed, FRAMES)
+    })
+}
+
+/// `messages` compressed with `deflaters`' objects, on a thread per core.
+fn messages_with<D: compress::Deflaters>(deflaters: &D, messages: &[Vec<u8>]) -> Cost {
+    let threads = cores();
+    cost(|| {
+        let report = compress::run(deflaters, messages, threads, MESSAGES / threads);
+        (report.elapsed, report.messages as usize)
+    })
+}
+
+// === the table ===
+
+/// One run in a fresh process: its cost, and its peak resident set.
+fn measure(me: &Path, workload: &str, peer: &str) -> (Cost, u64) {
+    let mut command = Command::new(me);
+    if peer == "plain, glibc keeping memory" {
+        command
+            .env("GLIBC_TUNABLES", KEEP_MEMORY)
+            .args([workload, "plain"]);
+    } else {
+        command.args([workload, peer]);
+    }
+    let out = command.output().expect("run the bench again for one peer");
+    assert!(
+        out.status.success(),
+        "{workload} {peer} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).expect("UTF-8 output");
+    let fields: Vec<&str> = text.split_whitespace().collect();
+    let cost = Cost {
+        millis: fields[0].parse().unwrap(),
+        cpu_millis: fields[1].parse().unwrap(),
+        allocations: fields[2].parse().unwrap(),
+    };
+    (cost, fields[3].parse().unwrap())
+}
+
+fn median<T: PartialOrd + Copy>(mut values: Vec<T>) -> T {
+    values.sort_by(|a, b| a.partial_cmp(b).expect("comparable"));
+    values[values.len() / 2]
+}
+
+/// The output of a shell command, trimmed, or `unknown`.
+fn shell(command: &str) -> String {
+    Command::new("sh")
+        .args(["-c", command])
+        .output()
+        .ok()
+        .filter(|out| out.status.success())
+        .map_or_else(
+            || "unknown".into(),
+            |out| String::from_utf8_lossy(&out.stdout).trim().to_string(),
+        )
+}
+
+fn table() {
+    let me = env::current_exe().expect("the bench's own path");
+    let mut runs: Vec<Vec<Vec<(Cost, u64)>>> = WORKLOADS
+        .iter()
+        .map(|_| PEERS.iter().map(|_| Vec::new()).collect())
+        .collect();
+    for round in 0..RUNS {
+        eprintln!("round {} of {RUNS}", round + 1);
+        for (workload, runs) in WORKLOADS.iter().zip(&mut runs) {
+            for (peer, runs) in PEERS.iter().zip(runs) {
+                runs.push(measure(&me, workload, peer));
+            }
+        }
+    }
+
+    let mut text = String::new();
+    let out = &mut text;
+    writeln!(
+        out,
+        "## Where pools pay: the examples against plain construction and peer pools"
+    )
+    .unwrap();
+    writeln!(out).unwrap();
+    writeln!(
+        out,
+        "`cargo bench --features image --bench pays`: `pipeline` is `examples/frame_pipeline` ({FRAMES} frames, \
+         720p and 1080p alternating, {} scaling workers); `compress` is `examples/compress` ({MESSAGES} messages \
+         on {} threads, 1 KiB each or 200 B to 4 KiB). {RUNS} runs per peer, interleaved, a fresh process each; \
+         the best wall time and the best CPU time (user and system, every thread, during the run), medians of \
+         the rest. *÷ stashpool*: the peer's best over stashpool's (above 1: stashpool is faster), and its \
+         median peak RSS over stashpool's. `plain, glibc keeping memory`: plain with \
+         `GLIBC_TUNABLES={KEEP_MEMORY}`. stashpool's wall times include the wait of a process's first pool \
+         use for its `membarrier` registration, a sleep in the kernel that its CPU time does not show.",
+        cores(),
+        cores()
+    )
+    .unwrap();
+    writeln!(out).unwrap();
+    writeln!(
+        out,
+        "| workload | peer | best (ms) | median (ms) | ÷ stashpool | CPU (ms) | ÷ stashpool | peak RSS (MiB) | ÷ stashpool | allocations per item |"
+    )
+    .unwrap();
+    writeln!(
+        out,
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+    )
+    .unwrap();
+    for (workload, runs) in WORKLOADS.iter().zip(&runs) {
+        let best = |runs: &[(Cost, u64)], of: fn(&Cost) -> f64| {
+            runs.iter().map(|r| of(&r.0)).fold(f64::INFINITY, f64::min)
+        };
+        let wall = |runs: &[(Cost, u64)]| best(runs, |c| c.millis);
+        let cpu = |runs: &[(Cost, u64)]| best(runs, |c| c.cpu_millis);
+        let hwm = |runs: &[(Cost, u64)]| median(runs.iter().map(|r| r.1).collect());
+        let ours = &runs[0];
+        for (peer, runs) in PEERS.iter().zip(runs) {
+            writeln!(
+                out,
+                "| {workload} | {peer} | {:.1} | {:.1} | {:.2} | {:.1} | {:.2} | {:.1} | {:.2} | {:.2} |",
+                wall(runs),
+                median(runs.iter().map(|r| r.0.millis).collect()),
+                wall(runs) / wall(ours),
+                cpu(runs),
+                cpu(runs) / cpu(ours),
+                hwm(runs) as f64 / 1024.0,
+                hwm(runs) as f64 / hwm(ours) as f64,
+                median(runs.iter().map(|r| r.0.allocations).collect()),
+            )
+            .unwrap();
+        }
+    }
+    writeln!(out).unwrap();
+    writeln!(
+        out,
+        "_{}; commit `{}`{}; {}, {} logical CPUs; `cargo bench --features image --bench pays`._",
+        shell("date -u '+%Y-%m-%d %H:%M UTC'"),
+        shell("git rev-parse --short HEAD"),
+        if shell("git status --porcelain -- . ':!benches/results/pays.md'").is_empty() {
+            ""
+        } else {
+            " with local changes"
+        },
+        shell("grep -m1 'model name' /proc/cpuinfo | cut -d: -f2"),
+        cores(),
+    )
+    .unwrap();
+    print!("{text}");
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/results/pays.md");
+    std::fs::write(&path, text).expect("write benches/results/pays.md");
+    eprintln!("written to {}", path.display());
+}
+
+#[cfg(not(target_os = "linux"))]
+fn main() {
+    eprintln!("pays reads /proc/self/status: Linux only");
+}
+
+#[cfg(target_os = "linux")]
+fn main() {
+    // `cargo bench` passes `--bench`: ignore it.
+    let args: Vec<String> = env::args()
+        .skip(1)
+        .filter(|arg| !arg.starts_with("--"))
+        .collect();
+    match args.as_slice() {
+        [workload, peer] => run_one(workload, peer),
+        [] => table(),
+        _ => panic!("usage: pays [WORKLOAD PEER]; workloads {WORKLOADS:?}, peers {PEERS:?}"),
+    }
+}
