@@ -168,7 +168,15 @@ fn closure_and_guard_panics_on_many_threads() {
             });
         }
     });
-    assert_eq!(pool.stats().idle, ledger.live());
+    let stats = pool.stats();
+    assert_eq!(stats.idle, ledger.live());
+    // The books balance: every object taken came back, as accepted or as
+    // rejected (those a panic unwound through).
+    assert_eq!(
+        stats.created + stats.reused,
+        stats.returned + stats.rejected,
+        "{stats:?}"
+    );
     drop(pool);
     assert_eq!(ledger.live(), 0);
 }

@@ -137,16 +137,16 @@ fn main() {
 
     // The threads were joined: the counters are exact.
     println!("pools after the run:");
-    measure::account("compressors", pooled.compressors.stats(), 0);
-    measure::account("buffers", pooled.buffers.stats(), 0);
+    measure::account("compressors", pooled.compressors.stats());
+    measure::account("buffers", pooled.buffers.stats());
     let pools: [&dyn Pool; 2] = [&pooled.compressors, &pooled.buffers];
     for pool in pools {
         pool.sweep();
         pool.sweep();
     }
     println!("after two sweeps:");
-    measure::account("compressors", pooled.compressors.stats(), 0);
-    measure::account("buffers", pooled.buffers.stats(), 0);
+    measure::account("compressors", pooled.compressors.stats());
+    measure::account("buffers", pooled.buffers.stats());
     let idle: usize = pools.iter().map(|pool| pool.stats().idle).sum();
     assert_eq!(idle, 0, "two sweeps leave the pools empty");
     println!("  the pools are empty");

@@ -205,7 +205,7 @@ impl<T: Send + 'static, R: Recycle<T>> Drop for PooledOwned<T, R> {
 #[inline(always)]
 fn release<T: Send + 'static, R: Recycle<T>>(pool: &LocalPool<T, R>, node: Box<Node<T>>) {
     if thread::panicking() {
-        drop(node);
+        pool.reject_unwound(node);
     } else {
         // SAFETY: a guard's node was lent by its pool (`LocalPool::get`
         // and `get_owned` make guards only from `lend`).

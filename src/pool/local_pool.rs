@@ -246,9 +246,11 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
             return self.with_stashless(&shared, f);
         };
         let mut node = self.take_from(&shared, stash);
-        // If `f` unwinds, `node` is dropped with this frame, not pooled: the
-        // object may be half-modified.
+        // If `f` unwinds, `node` is dropped with this frame, not pooled (the
+        // object may be half-modified), and counted rejected.
+        let unwinding = RejectOnUnwind(&stash.counters);
         let out = f(&mut node.value);
+        mem::forget(unwinding);
         self.recycle_into_stash(&shared, stash, node);
         out
     }
@@ -539,9 +541,20 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
     #[cold]
     fn with_stashless<U>(&self, shared: &Shared<T>, f: impl FnOnce(&mut T) -> U) -> U {
         let mut node = self.take_stashless(shared);
+        let unwinding = RejectOnUnwind(&shared.orphans);
         let out = f(&mut node.value);
+        mem::forget(unwinding);
         self.recycle_into_overflow(shared, node);
         out
+    }
+
+    /// Drops a lent object whose guard is dropped while its thread panics
+    /// (the panic may have left it half-modified), counting it rejected.
+    /// On whatever thread the guard is, so in the shared counts.
+    #[cold]
+    pub(crate) fn reject_unwound(&self, node: Box<Node<T>>) {
+        self.shared().orphans.rejected.bump();
+        drop(node);
     }
 }
 
@@ -560,7 +573,8 @@ fn outlined<U>(f: impl FnOnce() -> U) -> U {
     f()
 }
 
-/// Counts an object rejected if `recycle` panics on it.
+/// Counts an object rejected if `recycle`, or the closure it is lent to,
+/// panics on it.
 struct RejectOnUnwind<'a, const S: bool>(&'a Counters<S>);
 
 impl<const S: bool> Drop for RejectOnUnwind<'_, S> {

@@ -44,8 +44,9 @@ pub struct Stats {
     pub reused: u64,
     /// Objects accepted back (guard drop, `with`, `put`).
     pub returned: u64,
-    /// Objects dropped on return: `recycle` said no, or the stash and the
-    /// overflow were both full.
+    /// Objects dropped on return: `recycle` said no, the stash and the
+    /// overflow were both full, or a panic unwound through the guard or
+    /// the `with` closure that held the object.
     pub rejected: u64,
     /// Objects dropped by sweeps and by `clear`.
     pub trimmed: u64,
