@@ -1,4 +1,6 @@
-//! A value made on first use, published without a lock.
+//! A value made on first use, published without a lock: boxed
+//! ([`Lazy`], the queues that many values never reach) or shared
+//! ([`LazyArc`], a pool's shared state).
 //!
 //! Queues that many values never reach are made only when something is
 //! first queued: an `Injector` allocates its first block of slots when it is
@@ -17,9 +19,9 @@
 
 use std::marker::PhantomData;
 use std::panic::AssertUnwindSafe;
-use std::ptr;
+use std::ptr::{self, NonNull};
 
-use crate::sync::{AtomicPtr, Ordering, Queue};
+use crate::sync::{Arc, AtomicPtr, Ordering, Queue};
 
 /// A `T` made by the first [`get_or_make`](Lazy::get_or_make).
 pub(crate) struct Lazy<T> {
@@ -127,6 +129,155 @@ impl<T> LazyQueue<T> {
     }
 }
 
+// === impl LazyArc ===
+
+/// An `Arc<T>` made by the first [`get_or_make`](LazyArc::get_or_make):
+/// where a `LocalPool` keeps its shared state, so that `LocalPool::new`
+/// can be `const` and the background sweeper (weakly) and exit hooks
+/// (strongly) can hold it. It holds the pointer from `Arc::into_raw`, so
+/// the hot path is one acquire load and a dereference, as with a
+/// `OnceLock`; a [`LazyArcRef`] keeps that pointer, whose provenance covers
+/// the whole `Arc` allocation, to hand out strong references where a path
+/// needs one. A forked child finds the value either published or not
+/// (published and not yet announced, if the fork fell between the two: a
+/// pool's state is then not registered with the child's sweeper).
+pub(crate) struct LazyArc<T> {
+    /// Null until published; then from `Arc::into_raw`: a strong reference
+    /// that the cell owns and gives up only in `Drop`.
+    ptr: AtomicPtr<T>,
+    /// The cell owns an `Arc<T>`: its auto traits (`Send`, `Sync`,
+    /// unwind safety) are those of the `OnceLock<Arc<T>>` it
+    /// replaces.
+    _owns: PhantomData<Arc<T>>,
+}
+
+impl<T> LazyArc<T> {
+    #[cfg(not(stashpool_loom))]
+    pub(crate) const fn new() -> Self {
+        Self {
+            ptr: AtomicPtr::new(ptr::null_mut()),
+            _owns: PhantomData,
+        }
+    }
+
+    /// Under loom, atomics cannot be made in a `const` context.
+    #[cfg(stashpool_loom)]
+    pub(crate) fn new() -> Self {
+        Self {
+            ptr: AtomicPtr::new(ptr::null_mut()),
+            _owns: PhantomData,
+        }
+    }
+
+    /// The value, if it has been published.
+    #[inline(always)]
+    pub(crate) fn get(&self) -> Option<LazyArcRef<'_, T>> {
+        // Acquire: pairs with the publishing exchange, so the value is
+        // seen whole.
+        NonNull::new(self.ptr.load(Ordering::Acquire)).map(|ptr| LazyArcRef {
+            ptr,
+            _cell: PhantomData,
+        })
+    }
+
+    /// The value, made with `make` if no thread has published one
+    /// yet. `make` may run on several threads at once; the first to
+    /// publish wins, and only the winner's value is passed to `published`
+    /// (to register it with the sweeper). The others are dropped, never
+    /// seen by anything else.
+    #[cold]
+    pub(crate) fn get_or_make(
+        &self,
+        make: impl FnOnce() -> Arc<T>,
+        published: impl FnOnce(&Arc<T>),
+    ) -> LazyArcRef<'_, T> {
+        if let Some(shared) = self.get() {
+            return shared;
+        }
+        let made = make();
+        let raw = Arc::into_raw(Arc::clone(&made)).cast_mut();
+        // AcqRel: the release publishes the value whole; the acquire, on
+        // failure, sees the winner's whole.
+        match self
+            .ptr
+            .compare_exchange(ptr::null_mut(), raw, Ordering::AcqRel, Ordering::Acquire)
+        {
+            Ok(_) => published(&made),
+            Err(_) => {
+                // SAFETY: `raw` came from `Arc::into_raw` above and was not
+                // published, so this is the only use of its reference.
+                drop(unsafe { Arc::from_raw(raw) });
+            }
+        }
+        // `made`, if it lost, drops here: its last reference.
+        drop(made);
+        self.get()
+            .expect("published above, by this thread or another")
+    }
+}
+
+impl<T> Drop for LazyArc<T> {
+    fn drop(&mut self) {
+        // `&mut self`: no `LazyArcRef` borrowed from the cell is alive, and
+        // whatever gave this thread that access ordered it after the
+        // exchange that published the value.
+        let ptr = self.ptr.load(Ordering::Acquire);
+        if !ptr.is_null() {
+            // SAFETY: published from `Arc::into_raw` and never given up
+            // before: this is the cell's own strong reference.
+            drop(unsafe { Arc::from_raw(ptr) });
+        }
+    }
+}
+
+/// A borrow of a [`LazyArc`]'s published value, which can also make a
+/// strong reference to it.
+pub(crate) struct LazyArcRef<'a, T> {
+    /// From the cell: `Arc::into_raw`'s pointer, alive for `'a`.
+    ptr: NonNull<T>,
+    _cell: PhantomData<&'a T>,
+}
+
+impl<T> Clone for LazyArcRef<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for LazyArcRef<'_, T> {}
+
+impl<'a, T> LazyArcRef<'a, T> {
+    /// The value, for as long as the cell lends it.
+    #[inline(always)]
+    pub(crate) fn get(self) -> &'a T {
+        // SAFETY: the pointer came from `Arc::into_raw` and the cell, which
+        // `'a` borrows, keeps that strong reference until it drops.
+        unsafe { self.ptr.as_ref() }
+    }
+
+    /// A strong reference to the value, which can outlive the cell.
+    pub(crate) fn to_arc(self) -> Arc<T> {
+        let ptr = self.ptr.as_ptr().cast_const();
+        // SAFETY: `ptr` came from `Arc::into_raw` (with the provenance of
+        // the whole allocation), and the cell's reference keeps the count
+        // above zero while `'a` lasts; the increment is the reference that
+        // `from_raw` takes over.
+        unsafe {
+            Arc::increment_strong_count(ptr);
+            Arc::from_raw(ptr)
+        }
+    }
+}
+
+impl<T> std::ops::Deref for LazyArcRef<'_, T> {
+    type Target = T;
+
+    #[inline(always)]
+    fn deref(&self) -> &T {
+        self.get()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -167,5 +318,53 @@ mod tests {
         assert_eq!(Arc::strong_count(&alive), 3);
         drop(lazy);
         assert_eq!(Arc::strong_count(&alive), 1);
+    }
+}
+
+#[cfg(all(test, not(stashpool_loom)))]
+mod arc_tests {
+    use super::*;
+    use std::sync::Barrier;
+
+    #[test]
+    fn the_first_to_publish_wins_and_only_it_is_announced() {
+        let cell = LazyArc::<u32>::new();
+        let announced = std::sync::atomic::AtomicUsize::new(0);
+        let start = Barrier::new(4);
+        let winners: Vec<usize> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..4)
+                .map(|n| {
+                    let (cell, announced, start) = (&cell, &announced, &start);
+                    s.spawn(move || {
+                        start.wait();
+                        let got = cell.get_or_make(
+                            || Arc::new(n),
+                            |_| {
+                                announced.fetch_add(1, Ordering::Relaxed);
+                            },
+                        );
+                        got.get() as *const u32 as usize
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        assert!(
+            winners.windows(2).all(|w| w[0] == w[1]),
+            "one value for all"
+        );
+        assert_eq!(announced.load(Ordering::Relaxed), 1);
+        let published = cell.get().unwrap();
+        assert_eq!(published.get() as *const u32 as usize, winners[0]);
+    }
+
+    #[test]
+    fn strong_references_outlive_the_cell() {
+        let cell = LazyArc::<u32>::new();
+        assert!(cell.get().is_none());
+        let arc = cell.get_or_make(|| Arc::new(7), |_| {}).to_arc();
+        assert_eq!(Arc::strong_count(&arc), 2, "the cell's and this one");
+        drop(cell);
+        assert_eq!(Arc::strong_count(&arc), 1);
     }
 }

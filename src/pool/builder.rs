@@ -1,88 +1,13 @@
-//! How a `LocalPool` is configured: its defaults and its builder.
+//! `LocalPoolBuilder`, and `LocalPool::builder` that makes one.
 
 use std::fmt;
 use std::marker::PhantomData;
 use std::time::Duration;
 
-use crate::pool::cell::SharedCell;
+use crate::lazy::LazyArc;
+use crate::pool::config::{default_max_stashes, sweep_interval, Config};
 use crate::pool::local_pool::LocalPool;
 use crate::Recycle;
-
-/// How many objects one thread keeps in its private stash by default.
-///
-/// A stash slot is one pointer, so the stash itself costs 1 KiB; what the
-/// capacity bounds is how many idle objects a thread may keep between
-/// sweeps. 128 lets a thread that holds up to about a hundred objects at
-/// once (a fan-out, a batch of requests) return and take them again without
-/// touching shared memory, where 64 made such a thread spill and steal
-/// batches every round (the `overflow` workload of `benches/pool.rs`, Go's
-/// hold-100-then-return-100 shape, shows the difference). Sweeps still trim
-/// what it keeps, and `max_idle` bounds it.
-pub const DEFAULT_LOCAL_CAPACITY: usize = 128;
-
-/// How often the background sweeper sweeps a pool by default.
-///
-/// An idle object is dropped by the second sweep after its last use, so
-/// between 5 and 10 seconds after a burst ends the memory it used is freed.
-/// That is quick enough for memory to come back while a program is still
-/// running, and slow enough that objects used every few seconds stay pooled
-/// and a sweep (a pass over the stashes and one `membarrier` call) costs a
-/// negligible share of one core.
-pub const DEFAULT_SWEEP_INTERVAL: Duration = Duration::from_secs(5);
-
-/// The shortest interval `Builder::sweep_every` accepts; shorter ones are
-/// raised to it, so a typo cannot turn the sweeper into a busy loop.
-pub const MIN_SWEEP_INTERVAL: Duration = Duration::from_millis(1);
-
-/// How many of a pool's stashes hold a slot at once, per core
-/// (`available_parallelism`): `implementation`, section 3a.
-#[cfg_attr(stashpool_loom, allow(dead_code))]
-pub(crate) const STASHES_PER_CORE: usize = 8;
-
-/// The bound on a pool's stashes: [`STASHES_PER_CORE`] per core, read once
-/// per process. Under loom, none (models bound it explicitly).
-pub(crate) fn default_max_stashes() -> usize {
-    #[cfg(not(stashpool_loom))]
-    {
-        use std::sync::atomic::{AtomicUsize, Ordering};
-        // Not a `OnceLock`: a process forked while another thread was
-        // filling one would wait for that thread forever. Threads that race
-        // here compute the same answer, and any of them may store it.
-        static MAX: AtomicUsize = AtomicUsize::new(0);
-        match MAX.load(Ordering::Relaxed) {
-            0 => {
-                let cores = std::thread::available_parallelism().map_or(1, usize::from);
-                let max = cores.saturating_mul(STASHES_PER_CORE);
-                MAX.store(max, Ordering::Relaxed);
-                max
-            }
-            max => max,
-        }
-    }
-    #[cfg(stashpool_loom)]
-    {
-        usize::MAX
-    }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Config {
-    pub(crate) local_capacity: usize,
-    pub(crate) max_idle: usize,
-    /// `None`: manual sweeping only.
-    pub(crate) sweep_every: Option<Duration>,
-    /// `None`: [`default_max_stashes`].
-    pub(crate) max_stashes: Option<usize>,
-}
-
-impl Config {
-    pub(crate) const DEFAULT: Self = Self {
-        local_capacity: DEFAULT_LOCAL_CAPACITY,
-        max_idle: usize::MAX,
-        sweep_every: Some(DEFAULT_SWEEP_INTERVAL),
-        max_stashes: None,
-    };
-}
 
 /// Configures a [`LocalPool`]; made by [`LocalPool::builder`].
 ///
@@ -207,23 +132,34 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPoolBuilder<T, R> {
         LocalPool {
             recycler: self.recycler,
             config,
-            shared: SharedCell::new(),
+            shared: LazyArc::new(),
         }
     }
 }
 
-/// `interval`, checked and raised to [`MIN_SWEEP_INTERVAL`]: what every
-/// `sweep_every` takes.
-///
-/// # Panics
-///
-/// If `interval` is zero.
-pub(crate) fn sweep_interval(interval: Duration) -> Duration {
-    assert!(
-        !interval.is_zero(),
-        "stashpool: the sweep interval must be non-zero (use `manual_sweep` to sweep only on demand)"
-    );
-    interval.max(MIN_SWEEP_INTERVAL)
+impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
+    /// A builder to configure the pool before making it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use stashpool::LocalPool;
+    ///
+    /// let pool = LocalPool::builder(|| vec![0u8; 1024])
+    ///     .local_capacity(16)
+    ///     .max_idle(256)
+    ///     .sweep_every(Duration::from_secs(1))
+    ///     .build();
+    /// pool.with(|buf| buf[0] = 1);
+    /// ```
+    pub fn builder(recycler: R) -> LocalPoolBuilder<T, R> {
+        LocalPoolBuilder {
+            recycler,
+            config: Config::DEFAULT,
+            _objects: PhantomData,
+        }
+    }
 }
 
 impl<T, R> fmt::Debug for LocalPoolBuilder<T, R> {

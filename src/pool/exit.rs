@@ -18,41 +18,15 @@
 use std::cell::RefCell;
 
 use crate::pool::owner;
-use crate::pool::shared::Shared;
-use crate::pool::stash::Stash;
-use crate::sync::{thread_local, Arc};
+use crate::sync::thread_local;
 
-/// A pool's side of a hook, with its element type erased.
-trait Flush {
+/// A pool's side of a hook, with its element type erased (`shared.rs`).
+pub(crate) trait Flush {
     /// Moves this thread's stashed objects to the pool's overflow.
     fn flush(&self);
     fn is_closed(&self) -> bool;
     /// Whether this thread still owns the stash (holds its id).
     fn still_owned(&self) -> bool;
-}
-
-struct Hook<T: Send> {
-    shared: Arc<Shared<T>>,
-    /// This thread's stash in `shared`.
-    stash: *const Stash<T>,
-}
-
-impl<T: Send> Flush for Hook<T> {
-    fn flush(&self) {
-        // SAFETY: a stash lives in its own allocation (`StashBox`), freed
-        // only when its pool's shared state drops (`PerThread` keeps every
-        // thread's value until then), and `self.shared` keeps that alive.
-        // The pointer is the allocation's own (`StashBox::as_ptr`).
-        self.shared.flush(unsafe { &*self.stash });
-    }
-
-    fn is_closed(&self) -> bool {
-        self.shared.is_closed()
-    }
-
-    fn still_owned(&self) -> bool {
-        self.shared.owns(self.stash)
-    }
 }
 
 #[derive(Default)]
@@ -107,9 +81,8 @@ thread_local! {
     static HOOKS: Hooks = Hooks::default();
 }
 
-/// Flushes `stash` into `shared`'s overflow when this thread exits.
-pub(crate) fn register<T: Send + 'static>(shared: Arc<Shared<T>>, stash: *const Stash<T>) {
-    let hook = Box::new(Hook { shared, stash });
+/// Runs `hook` when this thread exits.
+pub(crate) fn register(hook: Box<dyn Flush>) {
     // Fails only while this thread's thread-locals are being destroyed; the
     // stash is then simply left for sweeps.
     let _ = HOOKS.try_with(|all| {

@@ -2,12 +2,11 @@
 //! out of it and back.
 
 use std::fmt;
-use std::marker::PhantomData;
 use std::mem;
 use std::time::Duration;
 
-use crate::pool::builder::{default_max_stashes, Config, LocalPoolBuilder};
-use crate::pool::cell::{SharedCell, SharedRef};
+use crate::lazy::{LazyArc, LazyArcRef};
+use crate::pool::config::{default_max_stashes, Config};
 use crate::pool::guard::{Pooled, PooledOwned};
 use crate::pool::node::{Home, Node};
 use crate::pool::shared::Shared;
@@ -75,7 +74,7 @@ pub struct LocalPool<T: Send + 'static, R: Recycle<T> = fn() -> T> {
     pub(super) recycler: R,
     pub(super) config: Config,
     /// Made on first use (so that `new` can be `const`).
-    pub(super) shared: SharedCell<T>,
+    pub(super) shared: LazyArc<Shared<T>>,
 }
 
 impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
@@ -100,7 +99,7 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
         Self {
             recycler,
             config: Config::DEFAULT,
-            shared: SharedCell::new(),
+            shared: LazyArc::new(),
         }
     }
 
@@ -108,29 +107,6 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
     #[cfg(stashpool_loom)]
     pub fn new(recycler: R) -> Self {
         Self::builder(recycler).build()
-    }
-
-    /// A builder to configure the pool before making it.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use stashpool::LocalPool;
-    ///
-    /// let pool = LocalPool::builder(|| vec![0u8; 1024])
-    ///     .local_capacity(16)
-    ///     .max_idle(256)
-    ///     .sweep_every(Duration::from_secs(1))
-    ///     .build();
-    /// pool.with(|buf| buf[0] = 1);
-    /// ```
-    pub fn builder(recycler: R) -> LocalPoolBuilder<T, R> {
-        LocalPoolBuilder {
-            recycler,
-            config: Config::DEFAULT,
-            _objects: PhantomData,
-        }
     }
 
     /// An object from this thread's stash, else from the shared overflow,
@@ -183,7 +159,7 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
         let node = match Shared::stash(shared) {
             Some(stash) => {
                 let mut node = shared.pop(stash).or_else(|| shared.pop_overflow(stash))?;
-                node.home = Home::here(stash);
+                node.home = Home::here((stash as *const Stash<T>).cast());
                 node
             }
             None => {
@@ -307,7 +283,7 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
     /// assert_eq!(pool.stats().trimmed, 1);
     /// ```
     pub fn sweep(&self) {
-        after_fork();
+        crate::pool::fork::after_fork();
         if let Some(shared) = self.shared.get() {
             shared.sweep();
         }
@@ -341,7 +317,7 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
     /// assert_eq!(pool.stats().idle, 1);
     /// ```
     pub fn clear(&self) {
-        after_fork();
+        crate::pool::fork::after_fork();
         if let Some(shared) = self.shared.get() {
             shared.clear();
         }
@@ -374,7 +350,7 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
     // === internals ===
 
     #[inline(always)]
-    fn shared(&self) -> SharedRef<'_, T> {
+    fn shared(&self) -> LazyArcRef<'_, Shared<T>> {
         match self.shared.get() {
             Some(shared) => shared,
             None => self.init(),
@@ -382,7 +358,7 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
     }
 
     #[cold]
-    fn init(&self) -> SharedRef<'_, T> {
+    fn init(&self) -> LazyArcRef<'_, Shared<T>> {
         let config = self.config;
         self.shared.get_or_make(
             || {
@@ -410,7 +386,7 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
         match Shared::stash(shared) {
             Some(stash) => {
                 let mut node = self.take_from(&shared, stash);
-                node.home = Home::here(stash);
+                node.home = Home::here((stash as *const Stash<T>).cast());
                 node
             }
             None => {
@@ -440,7 +416,7 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
     /// A new object, counted in `counters`.
     #[cold]
     fn create<const S: bool>(&self, counters: &Counters<S>) -> Box<Node<T>> {
-        after_fork();
+        crate::pool::fork::after_fork();
         let node = Node::boxed(self.recycler.create());
         counters.created.bump();
         node
@@ -462,11 +438,17 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
     /// `node` must have been lent by this pool's `lend`.
     #[inline(always)]
     pub(crate) unsafe fn return_lent(&self, node: Box<Node<T>>) {
-        // SAFETY: the caller says this pool lent `node`, and `&self` keeps
-        // the pool alive for this call.
-        match unsafe { node.home.owned() } {
-            // `lend` made the shared state, so it is there.
-            Some(stash) => self.recycle_into_stash(&self.shared(), stash, node),
+        match node.home.owned() {
+            Some(stash) => {
+                // SAFETY: `owned` found this thread's own stash in the pool
+                // that lent `node` (the caller's word), whose object type is
+                // `T`; stashes live in their own allocations until the
+                // pool's shared state drops (`StashBox`), and `&self` keeps
+                // the pool alive for this call.
+                let stash = unsafe { &*stash.cast::<Stash<T>>() };
+                // `lend` made the shared state, so it is there.
+                self.recycle_into_stash(&self.shared(), stash, node)
+            }
             // Out of line, so that the common case stays small enough to
             // inline into the guard's drop.
             None => outlined(|| self.return_node(node)),
@@ -556,14 +538,6 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
         self.shared().orphans.rejected.bump();
         drop(node);
     }
-}
-
-/// In a forked child, starts the background sweeper its parent had (see
-/// `background.rs`); nothing otherwise. Called off the hot path.
-#[inline]
-pub(super) fn after_fork() {
-    #[cfg(not(stashpool_loom))]
-    crate::pool::background::resume();
 }
 
 /// Calls `f` out of line: keeps a rare path from growing an inlined caller.

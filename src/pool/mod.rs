@@ -1,25 +1,28 @@
 //! The core pool: [`LocalPool`] and the machinery behind it.
 //!
-//! One concept per file, in the order an object meets them:
+//! One type per file; each file uses only those above it in this table
+//! (save the guard and the pool, which name each other):
 //!
 //! | file | what it holds |
 //! | --- | --- |
-//! | `local_pool.rs` | `LocalPool`: get, return, `with`, `put`, `try_get`; the two paths back |
-//! | `builder.rs` | `LocalPoolBuilder`, the configuration and its defaults |
-//! | `guard.rs` | `Pooled`, `PooledOwned`: one-pointer guards |
-//! | `recycle.rs` | `Recycle`: how objects are made and reset |
-//! | `node.rs` | the heap node an object lives in while pooled or lent |
-//! | `cell.rs` | where a pool keeps its shared state: made on first use, published with one compare-and-swap |
-//! | `shared.rs` | a pool's shared state: the stash table and its bound, the overflow, the counters |
-//! | `stash.rs` | one thread's stash and the owner's side of the stash handshake |
-//! | `overflow.rs` | the shared overflow: batches of objects in a `crossbeam_deque::Injector`, and single objects |
-//! | `singles.rs` | the overflow's single objects: a bounded ring, an `Injector` behind it |
-//! | `barrier.rs` | the heavy barrier of the handshake (`membarrier`, or fences) |
-//! | `sweep.rs` | the sweep: Go's victim rule across every stash and the overflow; `clear`; pool close; exit flush |
+//! | `barrier.rs` | the heavy and light barriers of the stash handshake (`membarrier`, or fences) |
+//! | `owner.rs` | a thread's side of its claim on its stashes: serial number, owner token, stash cache |
+//! | `exit.rs` | a thread's exit hooks, and the late exit for threads past their thread-local destructors |
 //! | `background.rs` | the process-wide thread that sweeps every pool on its interval |
-//! | `owner.rs` | per-thread owner tokens and the stash cache |
-//! | `exit.rs` | what a thread's exit does to its stashes |
+//! | `fork.rs` | everything `fork()` needs: the handlers, and what a child knows of its parent's threads |
+//! | `node.rs` | `Node`, the heap node an object lives in while pooled or lent, and its `Home` |
+//! | `unwind.rs` | dropping objects so that one panicking `Drop` loses no other |
+//! | `singles.rs` | `Singles`, the overflow's single objects: a stack of the newest, a ring, a queue |
+//! | `overflow.rs` | `Overflow`: batches and single objects any thread can take, and their sweep |
+//! | `stash.rs` | `Stash`: one thread's objects, the owner's side of the handshake, and their sweep |
+//! | `shared.rs` | `Shared`: a pool's stashes, slots, overflow and counters; the owner paths; exit flushes |
+//! | `sweep.rs` | the pass over all of them: `Shared::{sweep, clear, close}` |
+//! | `config.rs` | a pool's configuration and its defaults |
+//! | `recycle.rs` | `Recycle`: how objects are made and reset |
 //! | `stats.rs` | `Stats` |
+//! | `local_pool.rs` | `LocalPool`: get, return, `with`, `put`, `try_get`; the two paths back |
+//! | `guard.rs` | `Pooled`, `PooledOwned`: one-pointer guards |
+//! | `builder.rs` | `LocalPoolBuilder`, and `LocalPool::builder` |
 //! | `pool_trait.rs` | `Pool`: what every pool in the crate can be asked |
 //!
 //! The algorithm and the argument for its correctness are in the crate's
@@ -29,8 +32,9 @@
 mod background;
 mod barrier;
 mod builder;
-mod cell;
+mod config;
 mod exit;
+mod fork;
 mod guard;
 mod local_pool;
 mod node;
@@ -43,12 +47,12 @@ mod singles;
 mod stash;
 mod stats;
 mod sweep;
+mod unwind;
 
+pub use builder::LocalPoolBuilder;
 #[cfg(not(stashpool_loom))]
-pub(crate) use builder::sweep_interval;
-pub use builder::{
-    LocalPoolBuilder, DEFAULT_LOCAL_CAPACITY, DEFAULT_SWEEP_INTERVAL, MIN_SWEEP_INTERVAL,
-};
+pub(crate) use config::sweep_interval;
+pub use config::{DEFAULT_LOCAL_CAPACITY, DEFAULT_SWEEP_INTERVAL, MIN_SWEEP_INTERVAL};
 pub use guard::{Pooled, PooledOwned};
 pub use local_pool::LocalPool;
 pub use pool_trait::Pool;

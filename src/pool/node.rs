@@ -16,7 +16,6 @@
 //! the load behind the stores still in flight.
 
 use crate::pool::owner;
-use crate::pool::stash::Stash;
 
 /// One pooled object and the pool it is lent from.
 ///
@@ -82,36 +81,25 @@ impl Home {
         token: 0,
     };
 
-    /// `stash`, this thread's own in the lending pool, taken from now.
+    /// `stash`, the address of this thread's own stash in the lending
+    /// pool, taken from now.
     #[inline(always)]
-    pub(crate) fn here<T>(stash: &Stash<T>) -> Self {
+    pub(crate) fn here(stash: *const ()) -> Self {
         Self {
-            stash: (stash as *const Stash<T>).cast(),
+            stash,
             token: owner::token(),
         }
     }
 
-    /// The recorded stash, if this thread is (still) the one that took the
-    /// node from it.
-    ///
-    /// # Safety
-    ///
-    /// The node must have been lent by the pool whose stash this is, that
-    /// pool must stay alive for `'a` (a guard borrows it, so it does), and
-    /// `T` must be its object type.
+    /// The recorded stash's address, if this thread is (still) the one
+    /// that took the node from it: then the stash is still this thread's
+    /// own. A nonzero token is recorded only with a stash found for this
+    /// thread (`here`); the token matches, so this is the thread that took
+    /// the node and its exit hooks have not run, and it therefore still
+    /// holds the thread id through which it found the stash (`owner.rs`).
     #[inline(always)]
-    pub(crate) unsafe fn owned<'a, T>(&self) -> Option<&'a Stash<T>> {
+    pub(crate) fn owned(&self) -> Option<*const ()> {
         let token = self.token;
-        if token == 0 || token != owner::token() {
-            return None;
-        }
-        // SAFETY: a nonzero token is recorded only with a stash found for
-        // this thread (`here`), and stashes live in their own allocations
-        // until their pool's shared state drops (`StashBox`), which the
-        // caller guarantees has not happened. The token matches, so this is
-        // the thread that took the node and its exit hooks have not run; it
-        // therefore still holds the thread id through which it found
-        // the stash (`owner.rs`), and the stash is still this thread's own.
-        Some(unsafe { &*self.stash.cast::<Stash<T>>() })
+        (token != 0 && token == owner::token()).then_some(self.stash)
     }
 }

@@ -124,6 +124,64 @@ impl<T> Overflow<T> {
     }
 }
 
+// === impl Overflow: sweeps ===
+
+impl<T> Overflow<T> {
+    /// Moves up to `excess` objects into `dead`, oldest batches first, then
+    /// single objects (`max_idle` applied to the whole pool by a sweep).
+    ///
+    /// Looks at each batch queued when it starts at most once, as `trim`
+    /// does, so returns racing the sweep cannot keep it going; a batch cut
+    /// in part is queued again behind the others.
+    pub(crate) fn cut(&self, mut excess: usize, dead: &mut Vec<Box<Node<T>>>) {
+        for _ in 0..self.queue.len() {
+            if excess == 0 {
+                break;
+            }
+            let Some(mut batch) = self.pop() else { break };
+            // The batch's oldest objects are at its front.
+            let n = excess.min(batch.items.len());
+            dead.extend(batch.items.drain(..n));
+            excess -= n;
+            if !batch.items.is_empty() {
+                self.put_back(batch);
+            }
+        }
+        // Then single objects, the longest idle first.
+        let cut = self.singles.cut(excess, dead);
+        self.len.fetch_sub(cut, Ordering::Relaxed);
+    }
+
+    /// One sweep to `epoch`: moves the objects of every batch and single
+    /// stamped `epoch - 2` or earlier into `dead`, or all of them if `all`.
+    ///
+    /// Looks at each batch queued when it starts once (batches kept are
+    /// queued again behind it), so concurrent spills cannot keep it going.
+    /// Batches taken by gets meanwhile are simply not seen; batches pushed
+    /// meanwhile were returned during the sweep and count as younger.
+    pub(crate) fn trim(&self, epoch: u64, all: bool, dead: &mut Vec<Box<Node<T>>>) {
+        let mut kept = Vec::new();
+        for _ in 0..self.queue.len() {
+            let Some(mut batch) = self.queue.pop() else {
+                break;
+            };
+            if all || batch.stamp + 2 <= epoch {
+                self.len.fetch_sub(batch.items.len(), Ordering::Relaxed);
+                dead.append(&mut batch.items);
+            } else {
+                kept.push(batch);
+            }
+        }
+        for batch in kept {
+            self.queue.push(batch);
+        }
+        let trimmed = self
+            .singles
+            .trim(|single| !all && single.stamp + 2 > epoch, dead);
+        self.len.fetch_sub(trimmed, Ordering::Relaxed);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

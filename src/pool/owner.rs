@@ -213,45 +213,11 @@ pub(crate) fn remember(pool: u64, stash: *const ()) {
     }
 }
 
-/// What a forked child knows of its parent's threads: the serial numbers
-/// handed out before the fork (`first_after`: all below it), and the one of
-/// them that is alive here, the forking thread's. `None` in a process that
-/// was not forked (or whose fork was not seen, see `pool::background`).
+/// The serial number the next thread to ask will get: every thread that
+/// has one now has a lower one (`fork::forked`).
 #[cfg(not(stashpool_loom))]
-static FORKED: std::sync::Mutex<Option<(u64, u64)>> = std::sync::Mutex::new(None);
-
-/// Records, in a forked child, which threads did not come along: called
-/// once the fork has happened, on the child's only thread.
-#[cfg(not(stashpool_loom))]
-pub(crate) fn forked() {
-    let me = serial();
-    let first_after = NEXT_TOKEN.peek();
-    *crate::sync::lock(&FORKED) = Some((first_after, me));
-}
-
-/// Whether the thread with serial number `serial` (a stash's `hooked_by`)
-/// was a thread of the parent that this process was forked from, other
-/// than the forking one: it does not exist here and never will. Asked only
-/// by a sweeper waiting for a stash's owner, inside the fork gate.
-pub(crate) fn died_in_fork(serial: u64) -> bool {
-    #[cfg(not(stashpool_loom))]
-    {
-        match *crate::sync::lock(&FORKED) {
-            // 0: a stash whose owner never got a number (it made the stash
-            // in its teardown). That is never the forking thread, which is
-            // in `fork()`, not in a teardown: count it as left behind (the
-            // answer only makes a sweep skip the stash).
-            Some((first_after, forker)) => {
-                serial == 0 || (serial < first_after && serial != forker)
-            }
-            None => false,
-        }
-    }
-    #[cfg(stashpool_loom)]
-    {
-        let _ = serial;
-        false
-    }
+pub(crate) fn next_serial() -> u64 {
+    NEXT_TOKEN.peek()
 }
 
 #[cfg(all(test, not(stashpool_loom)))]

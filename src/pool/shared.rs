@@ -22,14 +22,15 @@
 //! None of them runs user code while holding it: the objects they drop are
 //! dropped after it is released.
 
+use crate::lazy::LazyArcRef;
 use crate::pool::barrier::{self, Strategy};
-use crate::pool::cell::SharedRef;
+use crate::pool::exit::Flush;
 use crate::pool::node::Node;
 use crate::pool::overflow::Overflow;
 use crate::pool::owner;
 use crate::pool::stash::{Counters, Spill, Stash, StashBox};
 use crate::sync::{
-    fork_gate, lock, thread_index, AtomicBool, AtomicCount, AtomicUsize, ForkGuard, Mutex,
+    fork_gate, lock, thread_index, Arc, AtomicBool, AtomicCount, AtomicUsize, ForkGuard, Mutex,
     MutexGuard, Ordering, PerThread,
 };
 use crate::Stats;
@@ -108,8 +109,7 @@ pub(crate) struct Shared<T: Send> {
 
 impl<T: Send> Shared<T> {
     pub(crate) fn new(local_capacity: usize, max_idle: usize, max_stashes: usize, id: u64) -> Self {
-        #[cfg(not(stashpool_loom))]
-        crate::pool::background::guard_forks();
+        crate::pool::fork::guard();
         Self {
             stashes: PerThread::new(),
             overflow: Overflow::new(max_idle),
@@ -133,7 +133,7 @@ impl<T: Send> Shared<T> {
     /// This thread's stash, made on first use; `None` once this thread's
     /// thread-locals are being destroyed (see `exit.rs`).
     #[inline(always)]
-    pub(crate) fn stash(this: SharedRef<'_, T>) -> Option<&Stash<T>>
+    pub(crate) fn stash(this: LazyArcRef<'_, Shared<T>>) -> Option<&Stash<T>>
     where
         T: 'static,
     {
@@ -152,7 +152,7 @@ impl<T: Send> Shared<T> {
     /// `stash` after a miss in the cache's first entry: its second entry,
     /// else this thread's entry in the table.
     #[inline(never)]
-    fn find_stash(this: SharedRef<'_, T>) -> Option<&Stash<T>>
+    fn find_stash(this: LazyArcRef<'_, Shared<T>>) -> Option<&Stash<T>>
     where
         T: 'static,
     {
@@ -168,7 +168,7 @@ impl<T: Send> Shared<T> {
 
     /// `stash`, this thread's entry in the table, hooked for this thread's
     /// exit and remembered in its cache.
-    fn claim<'a>(this: SharedRef<'a, T>, stash: &'a StashBox<T>) -> &'a Stash<T>
+    fn claim<'a>(this: LazyArcRef<'a, Shared<T>>, stash: &'a StashBox<T>) -> &'a Stash<T>
     where
         T: 'static,
     {
@@ -187,7 +187,7 @@ impl<T: Send> Shared<T> {
     /// an exited thread (that thread's hook has run, so without a hook of
     /// its own this thread's objects would not be flushed when it exits).
     #[cold]
-    fn adopt(this: SharedRef<'_, T>, stash: &StashBox<T>)
+    fn adopt(this: LazyArcRef<'_, Shared<T>>, stash: &StashBox<T>)
     where
         T: 'static,
     {
@@ -195,12 +195,16 @@ impl<T: Send> Shared<T> {
         if owner::ended() {
             return;
         }
-        crate::pool::exit::register(this.to_arc(), stash.as_ptr());
+        let hook = Hook {
+            shared: this.to_arc(),
+            stash: stash.as_ptr(),
+        };
+        crate::pool::exit::register(Box::new(hook));
         stash.hooked_by.store(owner::serial(), Ordering::Relaxed);
     }
 
     #[cold]
-    fn new_stash(this: SharedRef<'_, T>) -> Option<&Stash<T>>
+    fn new_stash(this: LazyArcRef<'_, Shared<T>>) -> Option<&Stash<T>>
     where
         T: 'static,
     {
@@ -325,6 +329,75 @@ impl<T: Send> Shared<T> {
         self.held.store(held, Ordering::Relaxed);
     }
 
+    /// Moves an exiting thread's objects to the overflow, so other threads
+    /// can use them at once instead of after its id is reused.
+    pub(crate) fn flush(&self, stash: &Stash<T>) {
+        let mut sweeping = self.lock_sweep();
+        if self.closed.load(Ordering::Relaxed) {
+            return;
+        }
+        // Claimed like a sweep: by now the thread-id may already belong to a
+        // new thread that owns this stash.
+        let (mut batches, mut held) = (Vec::new(), false);
+        self.with_claimed_stashes(&[stash], |stash| {
+            stash.with_claimed(|local| {
+                held = local.held;
+                batches = local.give_up(&self.overflow);
+            });
+        });
+        if held {
+            let held = sweeping.held - 1;
+            self.count_held(&mut sweeping, held);
+        }
+        // Pushed under the lock, so `close` cannot miss them.
+        for batch in batches {
+            self.overflow.push(batch);
+        }
+    }
+
+    fn rebalance(&self, capacity: usize) {
+        let mut shed = Vec::new();
+        self.with_every_stash(|stash| {
+            stash.with_claimed(|local| {
+                local.capacity = if local.held { capacity } else { 0 };
+                local.shed(&mut shed);
+            });
+        });
+        // Past the overflow's bound if need be: these objects were pooled
+        // already, and the next sweep enforces `max_idle` on the whole pool.
+        shed.into_iter()
+            .for_each(|batch| self.overflow.put_back(batch));
+    }
+
+    /// Claims every stash, issues one heavy barrier for them all, and runs
+    /// `f` on each. Call with the sweep lock held.
+    pub(super) fn with_every_stash(&self, f: impl FnMut(&Stash<T>)) {
+        let mut stashes = Vec::new();
+        self.stashes.for_each(|stash| stashes.push(&**stash));
+        self.with_claimed_stashes(&stashes, f);
+    }
+
+    /// Claims `stashes`, issues one heavy barrier for them all, and runs `f`
+    /// on each, which must end with `with_claimed`. Call with the sweep lock
+    /// held. If anything unwinds (the barrier cannot fail in practice, but a
+    /// kernel may refuse it), the claims `f` did not release are released,
+    /// so owners are never locked out.
+    fn with_claimed_stashes(&self, stashes: &[&Stash<T>], mut f: impl FnMut(&Stash<T>)) {
+        struct Release<'a, T>(&'a [&'a Stash<T>], usize);
+        impl<T> Drop for Release<'_, T> {
+            fn drop(&mut self) {
+                self.0[self.1..].iter().for_each(|stash| stash.release());
+            }
+        }
+        stashes.iter().for_each(|stash| stash.claim());
+        let mut unclaimed = Release(stashes, 0);
+        barrier::heavy(self.strategy);
+        for stash in stashes {
+            f(stash);
+            unclaimed.1 += 1;
+        }
+    }
+
     /// Takes the sweep lock, inside the fork gate (`sync::fork_gate`).
     pub(super) fn lock_sweep(&self) -> SweepLock<'_> {
         let gate = fork_gate();
@@ -363,7 +436,7 @@ impl<T: Send> Shared<T> {
     /// else a single object.
     #[cold]
     pub(crate) fn pop_overflow(&self, stash: &Stash<T>) -> Option<Box<Node<T>>> {
-        crate::pool::local_pool::after_fork();
+        crate::pool::fork::after_fork();
         if !stash.with_owner(self.strategy, |local| local.held) && !self.take_slot(stash) {
             // No slot: one object, as for a thread without a stash.
             return self.pop_single(&stash.counters);
@@ -397,7 +470,7 @@ impl<T: Send> Shared<T> {
 
     #[cold]
     fn push_full(&self, stash: &Stash<T>, node: Box<Node<T>>) {
-        crate::pool::local_pool::after_fork();
+        crate::pool::fork::after_fork();
         let spill = stash.with_owner(self.strategy, |local| {
             if local.held {
                 local.spill(node, local.capacity, &self.overflow)
@@ -499,6 +572,34 @@ impl<T: Send> Shared<T> {
             .saturating_sub(stats.trimmed);
         stats.idle = usize::try_from(idle).unwrap_or(usize::MAX);
         stats
+    }
+}
+
+// === impl Hook ===
+
+/// An exit hook (`exit.rs`): flushes this thread's stash in a pool when the
+/// thread exits, and gives its slot back.
+struct Hook<T: Send> {
+    shared: Arc<Shared<T>>,
+    /// This thread's stash in `shared`.
+    stash: *const Stash<T>,
+}
+
+impl<T: Send> Flush for Hook<T> {
+    fn flush(&self) {
+        // SAFETY: a stash lives in its own allocation (`StashBox`), freed
+        // only when its pool's shared state drops (`PerThread` keeps every
+        // thread's value until then), and `self.shared` keeps that alive.
+        // The pointer is the allocation's own (`StashBox::as_ptr`).
+        self.shared.flush(unsafe { &*self.stash });
+    }
+
+    fn is_closed(&self) -> bool {
+        self.shared.is_closed()
+    }
+
+    fn still_owned(&self) -> bool {
+        self.shared.owns(self.stash)
     }
 }
 

@@ -242,7 +242,7 @@ impl<T> Stack<T> {
     fn wait_with<R>(&self, f: impl FnOnce(&mut Vec<Single<T>>) -> R) -> Option<R> {
         let mut step = 0;
         while !self.claim() {
-            if owner::died_in_fork(self.claimed_by.load(Ordering::Relaxed)) {
+            if crate::pool::fork::died_in_fork(self.claimed_by.load(Ordering::Relaxed)) {
                 return None;
             }
             backoff(&mut step);

@@ -163,7 +163,7 @@ impl<T> Stash<T> {
         // Acquire: pairs with the owner's release of `busy`, so we see what
         // the owner did in its last critical section.
         while self.busy.load(Ordering::Acquire) {
-            if crate::pool::owner::died_in_fork(self.hooked_by.load(Ordering::Relaxed)) {
+            if crate::pool::fork::died_in_fork(self.hooked_by.load(Ordering::Relaxed)) {
                 self.claimed.store(false, Ordering::Release);
                 return None;
             }
@@ -407,6 +407,70 @@ impl<T> Local<T> {
             self.items = Vec::new();
         }
         self.spares = Vec::new();
+    }
+}
+
+// === impl Local: sweeps ===
+
+impl<T> Local<T> {
+    /// Moves the oldest objects beyond `capacity` into batches for the
+    /// overflow: victims and fresh objects apart, each with its stamp.
+    pub(crate) fn shed(&mut self, batches: &mut Vec<Batch<T>>) {
+        let excess = self.items.len().saturating_sub(self.capacity);
+        let victims = excess.min(self.victims);
+        if victims > 0 {
+            batches.push(self.take_bottom(victims, self.epoch.saturating_sub(1)));
+        }
+        if excess > victims {
+            batches.push(self.take_bottom(excess - victims, self.epoch));
+        }
+    }
+
+    /// One sweep (Go's victim rule): drops the victims into `dead` and makes
+    /// every remaining object a victim.
+    pub(crate) fn age(&mut self, epoch: u64, dead: &mut Vec<Box<Node<T>>>) {
+        dead.extend(self.items.drain(..self.victims));
+        self.victims = self.items.len();
+        self.epoch = epoch;
+        self.release_memory();
+    }
+
+    /// Moves every object into batches for the overflow, as far as it has
+    /// room (a thread exiting). What does not fit stays for sweeps to age.
+    pub(crate) fn flush(&mut self, overflow: &Overflow<T>) -> Vec<Batch<T>> {
+        let mut batches = Vec::new();
+        let fresh = self.items.len() - self.victims;
+        let groups = [
+            (self.victims, self.epoch.saturating_sub(1)),
+            (fresh, self.epoch),
+        ];
+        for (count, stamp) in groups {
+            let granted = overflow.reserve(count);
+            if granted > 0 {
+                batches.push(self.take_bottom(granted, stamp));
+            }
+            if granted < count {
+                break; // keep the ages in order: the rest stays here
+            }
+        }
+        self.release_memory();
+        batches
+    }
+
+    /// Gives this stash's slot back (`shared.rs`): its objects go to the
+    /// overflow as far as it has room (the batches, whose room is
+    /// reserved), and from now on it keeps nothing.
+    pub(crate) fn give_up(&mut self, overflow: &Overflow<T>) -> Vec<Batch<T>> {
+        self.held = false;
+        self.capacity = 0;
+        self.flush(overflow)
+    }
+
+    /// Moves every object into `dead` (the pool is dropping).
+    pub(crate) fn drain(&mut self, dead: &mut Vec<Box<Node<T>>>) {
+        dead.append(&mut self.items);
+        self.victims = 0;
+        self.release_memory();
     }
 }
 

@@ -1,0 +1,268 @@
+//! `fork()`: every pool stays usable and swept in a forked child.
+//!
+//! A forked child has one thread, the one that called `fork()`. Three things
+//! of the parent's other threads would outlive them there: a pool's sweep
+//! lock and the claims a sweep holds on stashes (the child's next get or
+//! sweep would wait for them forever), the `busy` flag of a thread caught
+//! inside its critical section (a sweep would wait for it forever), and the
+//! background sweeper thread (the registry would say it runs, and nothing
+//! would be swept in the background again). So, with `pthread_atfork`:
+//!
+//! * before a fork, the forking thread takes the fork gate exclusively
+//!   (`sync::FORK_GATE`: every sweep-lock section holds it shared, so this
+//!   waits for sweeps in progress, which run no user code and are short) and
+//!   the registry's lock;
+//! * after it, the parent releases both; the child records which threads
+//!   were left behind (`forked`: sweeps skip a stash whose owner was caught
+//!   in its critical section, `died_in_fork`), releases both, and starts
+//!   a sweeper of its own for the pools registered at its next pool
+//!   operation off the hot path (`after_fork`).
+//!
+//! Everything else that a fork could catch half done is made without a
+//! lock (`lazy.rs`), or is an owner's critical section, which a child's
+//! sweep recognises (`died_in_fork`). Linux only (`libc` is a Linux-only
+//! dependency); elsewhere these are no-ops. `implementation`, section 7a.
+
+#[cfg(not(stashpool_loom))]
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Makes `fork()` safe for every pool. Called when a pool's shared state
+/// is made, so before any of its locks can be held.
+pub(crate) fn guard() {
+    #[cfg(all(target_os = "linux", not(stashpool_loom)))]
+    linux::install();
+}
+
+/// Set in a forked child whose parent swept pools in the background: the
+/// child's sweeper is yet to be started.
+#[cfg(not(stashpool_loom))]
+static RESUME: AtomicBool = AtomicBool::new(false);
+
+/// Starts the background sweeper in a forked child, once, if its parent had
+/// one. Called on the pool's slower paths (a new object, a spill or a steal,
+/// `sweep` and `clear`): a relaxed load when there is nothing to do.
+#[inline]
+pub(crate) fn after_fork() {
+    #[cfg(not(stashpool_loom))]
+    if RESUME.load(Ordering::Relaxed) && RESUME.swap(false, Ordering::Relaxed) {
+        crate::pool::background::restart();
+    }
+}
+
+/// What a forked child knows of its parent's threads: the serial numbers
+/// (`owner::serial`) handed out before the fork (all below the first), and
+/// the one of them that is alive here, the forking thread's. `None` in a
+/// process that was not forked (or whose fork was not seen).
+#[cfg(not(stashpool_loom))]
+static FORKED: std::sync::Mutex<Option<(u64, u64)>> = std::sync::Mutex::new(None);
+
+/// Records, in a forked child, which threads did not come along: called
+/// once the fork has happened, on the child's only thread.
+#[cfg(all(target_os = "linux", not(stashpool_loom)))]
+fn forked() {
+    let me = crate::pool::owner::serial();
+    let first_after = crate::pool::owner::next_serial();
+    *crate::sync::lock(&FORKED) = Some((first_after, me));
+}
+
+/// Whether the thread with serial number `serial` (the owner recorded by a
+/// stash or by the singles' stack) was a thread of the parent that this
+/// process was forked from, other than the forking one: it does not exist
+/// here and never will. Asked only by a sweeper waiting for such an owner.
+pub(crate) fn died_in_fork(serial: u64) -> bool {
+    #[cfg(not(stashpool_loom))]
+    {
+        match *crate::sync::lock(&FORKED) {
+            // 0: an owner that never got a number (a thread without exit
+            // hooks). That is never the forking thread, which is in
+            // `fork()`, not in a critical section: count it as left behind
+            // (the answer only makes a sweep skip what it would wait for).
+            Some((first_after, forker)) => {
+                serial == 0 || (serial < first_after && serial != forker)
+            }
+            None => false,
+        }
+    }
+    #[cfg(stashpool_loom)]
+    {
+        let _ = serial;
+        false
+    }
+}
+
+#[cfg(all(target_os = "linux", not(stashpool_loom)))]
+mod linux {
+    use std::cell::RefCell;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::{MutexGuard, RwLockWriteGuard};
+
+    use super::{forked, RESUME};
+    use crate::pool::background::{self, Registry};
+    use crate::sync::FORK_GATE;
+
+    /// What the forking thread holds across a fork.
+    type Held = (RwLockWriteGuard<'static, ()>, MutexGuard<'static, Registry>);
+
+    thread_local! {
+        static FORKING: RefCell<Option<Held>> = const { RefCell::new(None) };
+    }
+
+    /// The fork handlers' registration.
+    static INSTALL: Install = Install::new();
+
+    /// Installs the fork handlers, once per process.
+    pub(crate) fn install() {
+        INSTALL.run(|| {
+            // SAFETY: the three handlers are `extern "C" fn()` without
+            // arguments that never unwind (nothing in them panics: poisoned
+            // locks are taken anyway and thread-local access is fallible).
+            // If registration fails (out of memory) forks are simply not
+            // guarded, as before any pool was made.
+            let _ = unsafe { libc::pthread_atfork(Some(prepare), Some(parent), Some(child)) };
+        });
+    }
+
+    /// A registration run once per process, which returns to no caller
+    /// before it is done: a caller that went on to make and lock pools
+    /// while the handlers were not in place could carry a held lock into a
+    /// child forked meanwhile.
+    ///
+    /// Not a `Once`: a process forked while another thread was inside one
+    /// would leave its child waiting for ever on that thread. Callers that
+    /// race the installer spin until it is done, and the word names the
+    /// installing process, so a child forked mid-install, whose installer
+    /// is not in it, installs itself instead of waiting (unless the
+    /// handlers were registered before the fork: the child handler then
+    /// marks the registration done).
+    pub(crate) struct Install {
+        /// `DONE`, or the id of the process whose thread is installing, or
+        /// 0 before anyone has started.
+        state: AtomicU64,
+    }
+
+    const DONE: u64 = u64::MAX;
+
+    impl Install {
+        pub(crate) const fn new() -> Self {
+            Self {
+                state: AtomicU64::new(0),
+            }
+        }
+
+        pub(crate) fn run(&self, register: impl FnOnce()) {
+            let me = u64::from(std::process::id());
+            loop {
+                // Acquire: pairs with the release of `DONE`.
+                match self.state.load(Ordering::Acquire) {
+                    DONE => return,
+                    // Another thread of this process is installing.
+                    installer if installer == me => std::thread::yield_now(),
+                    // Nobody, or a process this one was forked from.
+                    other => {
+                        let claim = self.state.compare_exchange(
+                            other,
+                            me,
+                            Ordering::Acquire,
+                            Ordering::Relaxed,
+                        );
+                        if claim.is_ok() {
+                            break;
+                        }
+                    }
+                }
+            }
+            register();
+            self.done();
+        }
+
+        /// Marks the registration done. Release: what it did is seen by
+        /// every caller that reads `DONE`.
+        pub(crate) fn done(&self) {
+            self.state.store(DONE, Ordering::Release);
+        }
+
+        #[cfg(test)]
+        pub(crate) fn installing_in(&self, process: u64) {
+            self.state.store(process, Ordering::Relaxed);
+        }
+    }
+
+    extern "C" fn prepare() {
+        let gate = FORK_GATE
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let registry = background::lock_registry();
+        // Fails only in a thread-local destructor of this thread: the fork
+        // is then unguarded (the guards are released at once).
+        let _ = FORKING.try_with(|forking| *forking.borrow_mut() = Some((gate, registry)));
+    }
+
+    extern "C" fn parent() {
+        let _ = FORKING.try_with(|forking| drop(forking.borrow_mut().take()));
+    }
+
+    extern "C" fn child() {
+        // This handler runs, so the parent registered it: a fork that came
+        // while the registering thread had yet to say so finds it done.
+        INSTALL.done();
+        let _ = FORKING.try_with(|forking| {
+            if let Some((gate, mut registry)) = forking.borrow_mut().take() {
+                forked();
+                // The parent's sweeper is not in this process. A new one is
+                // started by the child's next pool operation off the hot
+                // path (`after_fork`), not here: a child handler should not
+                // make threads, and a child that goes on to `exec` needs
+                // none.
+                RESUME.store(registry.forked(), Ordering::Relaxed);
+                drop((registry, gate));
+            }
+        });
+    }
+}
+
+#[cfg(all(test, target_os = "linux", not(stashpool_loom)))]
+mod tests {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Barrier;
+
+    use super::linux::Install;
+
+    /// A caller that races the installer returns only once the handlers
+    /// are registered, so it cannot lock pools that a fork would catch
+    /// unguarded.
+    #[test]
+    fn a_racing_caller_waits_for_the_registration() {
+        let install = Install::new();
+        let registered = AtomicBool::new(false);
+        let (inside, go_on) = (Barrier::new(2), Barrier::new(2));
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                install.run(|| {
+                    inside.wait();
+                    go_on.wait();
+                    registered.store(true, Ordering::Relaxed);
+                })
+            });
+            inside.wait(); // the installer is registering
+            let racer = s.spawn(|| {
+                install.run(|| panic!("registered twice"));
+                registered.load(Ordering::Relaxed)
+            });
+            go_on.wait();
+            assert!(racer.join().unwrap(), "returned before the registration");
+        });
+    }
+
+    /// A child forked while a thread of its parent was registering finds
+    /// the registration under way in a process that is not its own, and
+    /// registers itself rather than wait for a thread it does not have.
+    #[test]
+    fn a_registration_left_by_a_parent_is_taken_over() {
+        let install = Install::new();
+        install.installing_in(u64::from(std::process::id()) + 1);
+        let mut registered = false;
+        install.run(|| registered = true);
+        assert!(registered);
+        install.run(|| panic!("registered twice"));
+    }
+}
