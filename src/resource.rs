@@ -60,7 +60,7 @@ impl<P: sealed::Resource> ResourceBuilder<P> {
     }
 
     /// Most objects one thread keeps in its private stash (see
-    /// [`Builder::local_capacity`]).
+    /// [`LocalPoolBuilder::local_capacity`](crate::LocalPoolBuilder::local_capacity)).
     ///
     /// # Examples
     ///
@@ -76,7 +76,7 @@ impl<P: sealed::Resource> ResourceBuilder<P> {
     }
 
     /// Most objects kept in the shared overflow (see
-    /// [`Builder::max_idle`]).
+    /// [`LocalPoolBuilder::max_idle`](crate::LocalPoolBuilder::max_idle)).
     ///
     /// # Examples
     ///
@@ -92,7 +92,7 @@ impl<P: sealed::Resource> ResourceBuilder<P> {
     }
 
     /// Sweeps automatically on this interval (see
-    /// [`Builder::sweep_every`]).
+    /// [`LocalPoolBuilder::sweep_every`](crate::LocalPoolBuilder::sweep_every)).
     ///
     /// # Panics
     ///
@@ -115,7 +115,7 @@ impl<P: sealed::Resource> ResourceBuilder<P> {
     }
 
     /// No automatic sweeping: only the pool's `sweep` calls trim (see
-    /// [`Builder::manual_sweep`]).
+    /// [`LocalPoolBuilder::manual_sweep`](crate::LocalPoolBuilder::manual_sweep)).
     ///
     /// # Examples
     ///

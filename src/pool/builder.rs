@@ -32,7 +32,7 @@ pub struct LocalPoolBuilder<T, R> {
 
 impl<T: Send + 'static, R: Recycle<T>> LocalPoolBuilder<T, R> {
     /// Most objects one thread keeps in its private stash (default
-    /// [`DEFAULT_LOCAL_CAPACITY`]). When a return finds the stash full, the
+    /// [`DEFAULT_LOCAL_CAPACITY`](crate::DEFAULT_LOCAL_CAPACITY)). When a return finds the stash full, the
     /// older half moves to the shared overflow.
     ///
     /// `0` is allowed and means no private stash: every return goes to the
@@ -93,8 +93,8 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPoolBuilder<T, R> {
     }
 
     /// Sweeps automatically on this interval, on the process-wide sweeper
-    /// thread (the default, every [`DEFAULT_SWEEP_INTERVAL`]). Intervals
-    /// shorter than [`MIN_SWEEP_INTERVAL`] are raised to it.
+    /// thread (the default, every [`DEFAULT_SWEEP_INTERVAL`](crate::DEFAULT_SWEEP_INTERVAL)). Intervals
+    /// shorter than [`MIN_SWEEP_INTERVAL`](crate::MIN_SWEEP_INTERVAL) are raised to it.
     ///
     /// # Panics
     ///

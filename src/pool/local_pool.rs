@@ -16,7 +16,7 @@ use crate::{Recycle, Stats};
 
 /// A pool of reusable objects: Go's `sync.Pool`, with per-thread stashes.
 ///
-/// Each thread keeps up to [`local_capacity`](LocalPoolBuilder::local_capacity)
+/// Each thread keeps up to [`local_capacity`](crate::LocalPoolBuilder::local_capacity)
 /// returned objects in a private stash, so a get and a return on the same
 /// thread touch no shared memory. (At most 8 threads per core keep a stash
 /// in a pool at once, the threads that use that pool; others share their

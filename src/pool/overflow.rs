@@ -43,7 +43,7 @@ pub(crate) struct Overflow<T> {
     pub(super) singles: Singles<T>,
     /// Objects queued, plus objects reserved for batches on their way in.
     pub(super) len: AtomicUsize,
-    /// The most objects `len` may reach (`Builder::max_idle`).
+    /// The most objects `len` may reach (`LocalPoolBuilder::max_idle`).
     max_idle: usize,
 }
 

@@ -98,7 +98,7 @@ pub(crate) struct Shared<T: Send> {
     /// all, so bumped with atomic read-modify-writes.
     pub(crate) orphans: Counters<true>,
     pub(crate) local_capacity: usize,
-    /// `Builder::max_idle`: the most idle objects of all stashes and the
+    /// `LocalPoolBuilder::max_idle`: the most idle objects of all stashes and the
     /// overflow together, after a sweep.
     pub(crate) max_idle: usize,
     pub(crate) strategy: Strategy,
