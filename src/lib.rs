@@ -67,10 +67,6 @@
 
 #[cfg(not(stashpool_loom))]
 pub mod bytes;
-#[cfg(not(stashpool_loom))]
-mod classes;
-#[cfg(not(stashpool_loom))]
-mod fallible;
 #[cfg(all(feature = "image", not(stashpool_loom)))]
 pub mod image;
 #[cfg(not(stashpool_loom))]
@@ -81,8 +77,6 @@ pub mod mmap;
 #[cfg(not(stashpool_loom))]
 mod per_thread;
 mod pool;
-#[cfg(not(stashpool_loom))]
-mod reset;
 #[cfg(not(stashpool_loom))]
 mod resource;
 #[cfg(all(feature = "bytes", not(stashpool_loom)))]
@@ -102,13 +96,13 @@ pub mod implementation {
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
 
-#[cfg(not(stashpool_loom))]
-pub use classes::SizedGuard;
 pub use pool::{
     LocalPool, LocalPoolBuilder, Pool, Pooled, PooledOwned, Recycle, Stats, DEFAULT_LOCAL_CAPACITY,
     DEFAULT_SWEEP_INTERVAL, MIN_SWEEP_INTERVAL,
 };
 #[cfg(not(stashpool_loom))]
-pub use reset::{Reset, Tracked};
+pub use resource::classes::SizedGuard;
+#[cfg(not(stashpool_loom))]
+pub use resource::reset::{Reset, Tracked};
 #[cfg(not(stashpool_loom))]
 pub use resource::ResourceBuilder;

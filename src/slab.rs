@@ -45,7 +45,7 @@ use std::mem;
 
 use ::bytes::{Bytes, BytesMut};
 
-use crate::fallible;
+use crate::resource::fallible;
 use crate::resource::sealed::{Knobs, Resource};
 use crate::resource::{resource_pool, ResourceBuilder};
 use crate::{LocalPool, Recycle};

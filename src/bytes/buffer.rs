@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use crate::fallible;
+use crate::resource::fallible;
 use crate::resource::sealed::{Knobs, Resource};
 use crate::resource::{resource_pool, ResourceBuilder};
 use crate::{LocalPool, Pooled, Recycle};
@@ -29,7 +29,7 @@ impl Buffer for Vec<u8> {}
 impl Buffer for String {}
 
 mod private {
-    use crate::fallible;
+    use crate::resource::fallible;
 
     pub trait Sealed: Sized {
         /// An empty buffer with room for at least `capacity` bytes; panics

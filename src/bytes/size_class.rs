@@ -4,15 +4,15 @@
 use std::fmt;
 
 use super::{BufferRecycler, PooledBuffer};
-use crate::classes::{SizeClasses, SizedGuard};
-use crate::fallible;
+use crate::resource::classes::{SizeClasses, SizedGuard};
+use crate::resource::fallible;
 use crate::resource::sealed::{Knobs, Resource};
 use crate::resource::{resource_pool, ResourceBuilder};
 use crate::{LocalPool, Stats};
 
 /// The largest class a [`SizeClassPool`] may have: the largest power of two
 /// a `Vec<u8>` can hold.
-pub const MAX_CLASS: usize = crate::classes::MAX_CLASS;
+pub const MAX_CLASS: usize = crate::resource::classes::MAX_CLASS;
 
 /// Byte buffers for requests of varying size, pooled in power-of-two size
 /// classes.

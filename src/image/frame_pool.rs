@@ -6,8 +6,8 @@ use std::fmt;
 use ::image::RgbaImage;
 
 use super::{RgbaRecycler, Subsampling, YCbCrFrame, YCbCrRecycler};
-use crate::classes::Shapes;
-use crate::reset::{self, Dirty, Tracked, Tracker, Wipe};
+use crate::resource::classes::Shapes;
+use crate::resource::reset::{self, Dirty, Tracked, Tracker, Wipe};
 use crate::resource::resource_pool;
 use crate::resource::sealed::{Contents, Knobs, Resource};
 use crate::{LocalPool, Recycle, Reset};

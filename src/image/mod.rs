@@ -79,7 +79,7 @@ const fn frame_len(width: u32, height: u32, bytes_per_pixel: u64) -> usize {
     // At most (2^32 - 1)^2 * 4 < 2^66: compute in u128, where it cannot
     // overflow, before narrowing.
     let len = width as u128 * height as u128 * bytes_per_pixel as u128;
-    if len > crate::fallible::MAX_LEN as u128 {
+    if len > crate::resource::fallible::MAX_LEN as u128 {
         panic!("stashpool: a frame must be at most isize::MAX bytes");
     }
     len as usize

@@ -3,8 +3,8 @@
 use std::fmt;
 
 use super::{frame_len, FramePool, FramePools, PooledFrame, WIPE_IN_PLACE_BELOW};
-use crate::fallible;
-use crate::reset::{self, Wipe};
+use crate::resource::fallible;
+use crate::resource::reset::{self, Wipe};
 use crate::resource::sealed::{Knobs, Resource};
 use crate::resource::ResourceBuilder;
 use crate::Recycle;

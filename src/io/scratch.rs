@@ -20,8 +20,9 @@
 use std::fmt;
 use std::mem::MaybeUninit;
 
+use crate::resource::fallible;
 use crate::resource::sealed::Knobs;
-use crate::{fallible, LocalPool, Pooled, Recycle, Reset};
+use crate::{LocalPool, Pooled, Recycle, Reset};
 
 /// A buffer whose front is initialised: `bytes[..init]` (zeroes, or what
 /// readers wrote there), and the rest not yet.

@@ -4,7 +4,7 @@ use std::fmt;
 use std::io::{self, Write};
 
 use crate::bytes::{BufferPool, BufferRecycler, BytePool, PooledBuffer};
-use crate::fallible;
+use crate::resource::fallible;
 use crate::resource::sealed::{Knobs, Resource};
 use crate::resource::{resource_pool, ResourceBuilder};
 

@@ -6,7 +6,7 @@ use std::fmt;
 use memmap2::MmapMut;
 
 use super::mmap_pool::{map_anon, MmapPool, PooledMmap};
-use crate::classes::{SizeClasses, SizedGuard};
+use crate::resource::classes::{SizeClasses, SizedGuard};
 use crate::resource::sealed::{Contents, Knobs, Resource};
 use crate::resource::{resource_pool, ResourceBuilder};
 use crate::{Reset, Stats};

@@ -4,8 +4,8 @@ use std::fmt;
 
 use memmap2::MmapMut;
 
-use crate::fallible;
-use crate::reset::{self, Dirty, Tracked, Tracker, Wipe};
+use crate::resource::fallible;
+use crate::resource::reset::{self, Dirty, Tracked, Tracker, Wipe};
 use crate::resource::sealed::{Contents, Knobs, Resource};
 use crate::resource::{resource_pool, ResourceBuilder};
 use crate::{LocalPool, Recycle, Reset};

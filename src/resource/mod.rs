@@ -1,23 +1,31 @@
-//! What every resource pool shares: its builder and the core knobs.
+//! What the resource pools share, one file each: their builder and the
+//! core knobs (here), the contents policy ([`reset`]), pools of several
+//! size classes ([`classes`]) and buffers of a length the allocator may
+//! refuse ([`fallible`]).
 //!
 //! Each resource pool (`BytePool`, `MmapPool`, ...) wraps one or more
 //! `LocalPool`s whose recycler it makes from its own parameters (a buffer
-//! size, a frame's dimensions). A core `LocalPoolBuilder` needs the recycler up front,
-//! so a resource builder cannot hold one while its parameters may still
-//! change; it records the core knobs instead and applies them to each
-//! `LocalPool` when it builds. One generic builder serves every resource
-//! pool, so the knobs are written and documented once.
+//! size, a frame's dimensions). A core `LocalPoolBuilder` needs the
+//! recycler up front, so a resource builder cannot hold one while its
+//! parameters may still change; it records the core knobs instead and
+//! applies them to each `LocalPool` when it builds. One generic builder
+//! serves every resource pool, so the knobs are written and documented
+//! once.
 //!
-//! Every resource pool has the same shape: `new` and `builder` take the
-//! pool's parameters, an accessor named for each parameter reads it back
-//! (`capacity`, `buf_size`, `len`, `slab_size`, `dimensions`), `get` (or
-//! `reader`, `writer`, `alloc`) hands out an object, `with` lends one to a
-//! closure wherever `get` returns a guard, and [`Pool`](crate::Pool)'s
-//! `sweep`, `clear` and `stats` are there as inherent methods too, so the
-//! common calls need no import. [`resource_pool!`] writes the latter once.
+//! Every resource pool answers `new` and `builder` with the pool's
+//! parameters, an accessor named for each parameter (`capacity`,
+//! `buf_size`, `len`, `slab_size`, `dimensions`), a call that hands out an
+//! object (`get`, or `reader`, `writer`, `alloc`), and
+//! [`Pool`](crate::Pool)'s `sweep`, `clear` and `stats` as inherent methods
+//! too, so the common calls need no import ([`resource_pool!`] writes the
+//! latter once).
 
 use std::fmt;
 use std::time::Duration;
+
+pub(crate) mod classes;
+pub(crate) mod fallible;
+pub(crate) mod reset;
 
 use crate::{LocalPool, LocalPoolBuilder, Recycle, Reset};
 

@@ -219,13 +219,15 @@ impl<B: crate::bytes::Buffer> IntoInner for crate::bytes::PooledBuffer<'_, B> {
     }
 }
 
-impl<T: Send + 'static, W: crate::reset::Wipe<T>> private::Sealed
-    for crate::reset::Tracked<'_, T, W>
+impl<T: Send + 'static, W: crate::resource::reset::Wipe<T>> private::Sealed
+    for crate::resource::reset::Tracked<'_, T, W>
 {
 }
-impl<T: Send + 'static, W: crate::reset::Wipe<T>> IntoInner for crate::reset::Tracked<'_, T, W> {
+impl<T: Send + 'static, W: crate::resource::reset::Wipe<T>> IntoInner
+    for crate::resource::reset::Tracked<'_, T, W>
+{
     fn into_inner(this: Self) -> T {
-        crate::reset::Tracked::into_inner(this)
+        crate::resource::reset::Tracked::into_inner(this)
     }
 }
 
