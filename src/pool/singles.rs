@@ -195,7 +195,7 @@ struct Stack<T> {
     claimed: AtomicBool,
     /// The serial number (`owner::serial`) of the thread that claimed the
     /// stack last: a sweep in a forked child does not wait for a claim that
-    /// a thread left behind by the fork holds (`owner::died_in_fork`).
+    /// a thread left behind by the fork holds (`fork::died_in_fork`).
     claimed_by: AtomicCount,
     items: UnsafeCell<Vec<Single<T>>>,
 }

@@ -157,7 +157,7 @@ impl<T> Stash<T> {
     /// `None` (the claim released, `f` not run) for the stash of a thread
     /// that was inside its critical section when this process was forked
     /// from its parent: that thread does not exist here, and its stash may
-    /// be half-changed, so it is left alone (`owner::died_in_fork`).
+    /// be half-changed, so it is left alone (`fork::died_in_fork`).
     pub(crate) fn with_claimed<R>(&self, f: impl FnOnce(&mut Local<T>) -> R) -> Option<R> {
         let mut step = 0;
         // Acquire: pairs with the owner's release of `busy`, so we see what
