@@ -37,16 +37,25 @@ const BAD_SIZE: &str = "stashpool: a CopyPool buffer size must be non-zero and a
 /// between files, sockets and pipes on Linux, and otherwise copies through
 /// an 8 KiB stack buffer that stays in the L1 cache. What a larger buffer
 /// saves is calls: 32 KiB, Go's `io.Copy` size, reads a long stream in a
-/// quarter of `io::copy`'s calls, which pays where every call costs (a
-/// socket, a file, a decoder, a TLS stream) and costs a little where calls
-/// are free (a reader that copies from memory, whose bytes then pass
-/// through a buffer that fills more of the cache). Nothing about a
-/// reader's type tells the two apart, so [`copy`](Self::copy), as Go's
-/// `io.CopyBuffer`, decides by type where a type says a buffer is not
-/// needed, and otherwise uses its buffer for every long stream; see its
-/// docs for the rule. Size the buffer for the readers that pay; a buffer
-/// larger than most streams is never taken for them, and one of 8 KiB or
-/// less is never taken at all.
+/// quarter of `io::copy`'s calls. That pays where every call costs (a
+/// socket, a file, a decoder, a TLS stream), and costs where calls are
+/// free: a reader that copies from memory copies through a buffer that,
+/// with the bytes it copies, no longer fits in the L1 cache, and is slower
+/// than `io::copy` (the `copy_opaque_1M` row of `benches/RESULTS.md`).
+/// Nothing about a reader's type tells the two apart, so
+/// [`copy`](Self::copy), as Go's `io.CopyBuffer`, skips its buffer by type
+/// where a type says none is needed, and otherwise uses it for the rest of
+/// every long stream; see its docs for the rule. Size the buffer for the
+/// readers that pay, and use `io::copy` for readers that copy from
+/// memory; a buffer larger than most streams is never taken for them, and
+/// one of 8 KiB or less never at all.
+///
+/// The copies `io::copy` leaves to the kernel between file descriptors on
+/// Linux get only a stream's first `buf_size` bytes: whether the kernel
+/// can copy depends on what a descriptor is (a regular file, a pipe, a
+/// socket), which its type does not say. To copy one regular file into
+/// another, which the kernel copies whole (`copy_file_range`), call
+/// `io::copy`.
 ///
 /// # Contents
 ///
