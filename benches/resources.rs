@@ -254,24 +254,6 @@ fn io(g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>) {
         })
     });
 
-    // One pool, the two readers above in turn: each stream takes the same
-    // way as it does alone, whatever the pool copied before it.
-    for (name, pool) in &pools {
-        g.bench_function(format!("copy_mixed_1M/{name}"), |b| {
-            b.iter(|| {
-                file.seek(SeekFrom::Start(0)).unwrap();
-                black_box(pool.copy(&mut file, &mut Discard).unwrap());
-                black_box(pool.copy(&mut Opaque(&body), &mut Discard).unwrap())
-            })
-        });
-    }
-    g.bench_function("copy_mixed_1M/io_copy", |b| {
-        b.iter(|| {
-            file.seek(SeekFrom::Start(0)).unwrap();
-            black_box(io::copy(&mut file, &mut Discard).unwrap());
-            black_box(io::copy(&mut Opaque(&body), &mut Discard).unwrap())
-        })
-    });
     drop(file);
     let _ = std::fs::remove_file(&path);
 
