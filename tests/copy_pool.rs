@@ -1,13 +1,8 @@
 //! `CopyPool`: the same bytes as `io::copy` whatever the reader, writer and
-//! length, no pooled buffer where `io::copy` needs none, nothing of one
-//! stream seen by the next reader under `Reset::Zero`, errors, bad input.
-//!
-//! Which way the rest of a long stream goes is decided on the clock, so
-//! these tests assert nothing that depends on it; the unit tests in
-//! `src/io/copy.rs` fix the choice to reach each way for sure. A stream
-//! that ends while the pooled buffer is being timed always passes through
-//! it, whatever the clock says (`MID` is such a length), and so does the
-//! first longer one a pool copies.
+//! length; the way each stream goes, fixed by its types and length (no
+//! pooled buffer where `io::copy` needs none or a stream is short, the
+//! pooled buffer for the rest of a long one); nothing of one stream seen by
+//! the next reader under `Reset::Zero`; errors, bad input.
 
 use std::cell::Cell;
 use std::io::{self, Cursor, Read, Write};
@@ -19,16 +14,17 @@ use common::io::{Trickle, ZeroSource};
 use stashpool::io::CopyPool;
 use stashpool::Reset;
 
-/// The part of every stream `copy` leaves to `io::copy` in pools with
-/// buffers of at most 8 KiB, and the part it times each way.
-const PART: usize = 8 * 1024;
+/// The size of `io::copy`'s stack buffer: pools whose buffers are no
+/// larger never lend them to `copy`.
+const STACK: usize = 8 * 1024;
 
-/// A length that ends in the part `copy` sends through the pooled buffer
-/// before timing it: past two parts, short of three.
-const MID: usize = 2 * PART + 3000;
+/// The buffer size of the pools that lend their buffers: just over
+/// `STACK`, so that the streams that reach the buffer stay short.
+const BUF: usize = STACK + 1024;
 
-/// Long enough for `copy` to time both ways and go on one of them.
-const LONG: usize = 6 * PART + 1234;
+/// Long enough for `copy` to go on through the pooled buffer, ending in a
+/// part of it.
+const LONG: usize = 2 * BUF + 1234;
 
 /// Bytes that differ from one position to the next, so that a lost,
 /// repeated or reordered chunk shows.
@@ -43,6 +39,40 @@ struct Opaque<'a>(&'a [u8]);
 impl Read for Opaque<'_> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         self.0.read(buf)
+    }
+}
+
+/// A reader std knows nothing about that records, for each call, how
+/// many bytes it was handed and how many it read.
+struct Counted<'a> {
+    rest: &'a [u8],
+    reads: Vec<(usize, usize)>,
+}
+
+impl<'a> Counted<'a> {
+    fn new(data: &'a [u8]) -> Self {
+        Self {
+            rest: data,
+            reads: Vec::new(),
+        }
+    }
+
+    /// The calls up to the one that brought the bytes read to `total`.
+    fn reads_until(&self, total: usize) -> &[(usize, usize)] {
+        let mut sum = 0;
+        let last = self.reads.iter().position(|&(_, n)| {
+            sum += n;
+            sum >= total
+        });
+        &self.reads[..=last.expect("fewer bytes read than asked")]
+    }
+}
+
+impl Read for Counted<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.rest.read(buf)?;
+        self.reads.push((buf.len(), n));
+        Ok(n)
     }
 }
 
@@ -121,8 +151,8 @@ impl Write for BreaksAfter {
 
 #[test]
 fn copy_into_a_vec_takes_no_pooled_buffer() {
-    let pool = CopyPool::builder(64).manual_sweep().build();
-    for len in [0, 5, MID, LONG] {
+    let pool = CopyPool::builder(BUF).manual_sweep().build();
+    for len in [0, 5, BUF, LONG] {
         let input = data(len);
         let mut out = Vec::new();
         let n = pool.copy(&mut Cursor::new(&input), &mut out).unwrap();
@@ -139,7 +169,7 @@ fn copy_into_a_vec_takes_no_pooled_buffer() {
 
 #[test]
 fn copy_from_a_slice_writes_it_out_whole() {
-    let pool = CopyPool::builder(64).manual_sweep().build();
+    let pool = CopyPool::builder(BUF).manual_sweep().build();
     for len in [0, 5, LONG] {
         let input = data(len);
         let mut reader = &input[..];
@@ -156,23 +186,82 @@ fn copy_from_a_slice_writes_it_out_whole() {
 }
 
 #[test]
+fn copy_reads_past_the_first_buf_size_bytes_through_the_pooled_buffer() {
+    let pool = CopyPool::builder(BUF).manual_sweep().build();
+    let input = data(LONG);
+    let mut reader = Counted::new(&input);
+    let mut out = Collect::default();
+    assert_eq!(pool.copy(&mut reader, &mut out).unwrap(), LONG as u64);
+    assert!(out.0 == input);
+
+    // `io::copy`'s reads until `BUF` bytes are in, each handed less than
+    // the pooled buffer; then the pooled buffer, whole, for every read:
+    // `BUF`, 1234 bytes and the end.
+    let first = reader.reads_until(BUF);
+    assert!(first.iter().all(|&(handed, _)| handed < BUF), "{first:?}");
+    assert_eq!(
+        &reader.reads[first.len()..],
+        [(BUF, BUF), (BUF, 1234), (BUF, 0)]
+    );
+    let stats = pool.stats();
+    assert_eq!((stats.created, stats.idle), (1, 1));
+}
+
+#[test]
+fn copy_takes_no_pooled_buffer_for_a_stream_shorter_than_it() {
+    let pool = CopyPool::builder(BUF).manual_sweep().build();
+    for len in [0, 1, STACK, BUF - 1] {
+        let input = data(len);
+        let mut reader = Counted::new(&input);
+        let mut out = Collect::default();
+        assert_eq!(pool.copy(&mut reader, &mut out).unwrap(), len as u64);
+        assert!(out.0 == input);
+        assert!(reader.reads.iter().all(|&(handed, _)| handed < BUF));
+    }
+    assert_eq!(pool.stats().created, 0);
+
+    // Exactly `BUF` bytes: the pooled buffer finds the end.
+    let input = data(BUF);
+    let mut reader = Counted::new(&input);
+    assert_eq!(pool.copy(&mut reader, &mut io::sink()).unwrap(), BUF as u64);
+    assert_eq!(reader.reads.last(), Some(&(BUF, 0)));
+    assert_eq!(pool.stats().created, 1);
+}
+
+#[test]
+fn copy_with_buffers_no_larger_than_io_copys_is_io_copy() {
+    for buf_size in [1, 64, STACK] {
+        let pool = CopyPool::builder(buf_size).manual_sweep().build();
+        let input = data(LONG);
+        let mut out = Collect::default();
+        assert_eq!(
+            pool.copy(&mut Opaque(&input), &mut out).unwrap(),
+            LONG as u64
+        );
+        assert!(out.0 == input);
+        assert_eq!(pool.stats().created, 0, "{buf_size} B buffers");
+    }
+}
+
+#[test]
 fn copy_to_any_writer_gives_what_io_copy_gives() {
     let lengths = [
         0,
         1,
-        PART - 1,
-        PART,
-        PART + 1,
-        2 * PART,
-        MID,
-        3 * PART,
+        STACK - 1,
+        STACK,
+        STACK + 1,
+        BUF - 1,
+        BUF,
+        BUF + 1,
+        2 * BUF,
         LONG,
     ];
-    for buf_size in [5, 64, 4 * PART] {
+    for buf_size in [5, STACK, BUF, 4 * STACK] {
         let pool = CopyPool::builder(buf_size).manual_sweep().build();
         // Long enough to reach the pooled buffer, whatever its size.
-        let past_the_timing = 4 * buf_size.max(PART) + 7;
-        for len in lengths.into_iter().chain([past_the_timing]) {
+        let past_the_buffer = 3 * buf_size + 7;
+        for len in lengths.into_iter().chain([past_the_buffer]) {
             let input = data(len);
             let mut out = Collect::default();
             let n = pool.copy(&mut Opaque(&input), &mut out).unwrap();
@@ -180,26 +269,27 @@ fn copy_to_any_writer_gives_what_io_copy_gives() {
             assert!(out.0 == input, "{buf_size} B buffer, {len} bytes");
         }
         let stats = pool.stats();
-        assert_eq!(stats.created, 1, "one buffer, reused");
-        assert_eq!(stats.idle, 1, "and back in the pool");
+        let lends = buf_size > STACK;
+        assert_eq!(stats.created, u64::from(lends), "{buf_size} B, reused");
+        assert_eq!(stats.idle, usize::from(lends), "and back in the pool");
     }
 }
 
 #[test]
 fn copy_lends_a_reader_only_zeros_under_reset_zero() {
-    let pool = CopyPool::builder(64).manual_sweep().build();
+    let pool = CopyPool::builder(BUF).manual_sweep().build();
     for round in 0..3 {
         // Every buffer is filled with 0xEE past what the reader reports.
-        let n = pool.copy(&mut Scribbler(MID), &mut io::sink()).unwrap();
-        assert_eq!(n, MID as u64);
+        let n = pool.copy(&mut Scribbler(LONG), &mut io::sink()).unwrap();
+        assert_eq!(n, LONG as u64);
 
         let saw_dirty = Cell::new(false);
         let mut zeros = ZeroSource {
-            len: MID,
+            len: LONG,
             saw_dirty: &saw_dirty,
         };
         let mut out = Collect::default();
-        assert_eq!(pool.copy(&mut zeros, &mut out).unwrap(), MID as u64);
+        assert_eq!(pool.copy(&mut zeros, &mut out).unwrap(), LONG as u64);
         assert!(out.0.iter().all(|&b| b == 0));
         assert!(!saw_dirty.get(), "round {round}: a reader saw old bytes");
     }
@@ -213,18 +303,18 @@ fn copy_lends_a_reader_only_zeros_under_reset_zero() {
 
 #[test]
 fn copy_under_reset_keep_lends_what_an_earlier_stream_left() {
-    let pool = CopyPool::builder(64)
+    let pool = CopyPool::builder(BUF)
         .reset(Reset::Keep)
         .manual_sweep()
         .build();
-    pool.copy(&mut Scribbler(MID), &mut io::sink()).unwrap();
+    pool.copy(&mut Scribbler(LONG), &mut io::sink()).unwrap();
 
     let saw_dirty = Cell::new(false);
     let mut zeros = ZeroSource {
-        len: MID,
+        len: LONG,
         saw_dirty: &saw_dirty,
     };
-    assert_eq!(pool.copy(&mut zeros, &mut io::sink()).unwrap(), MID as u64);
+    assert_eq!(pool.copy(&mut zeros, &mut io::sink()).unwrap(), LONG as u64);
     assert!(
         saw_dirty.get(),
         "Reset::Keep keeps what the last reader wrote"
@@ -234,8 +324,8 @@ fn copy_under_reset_keep_lends_what_an_earlier_stream_left() {
 
 #[test]
 fn copy_retries_interrupted_reads_and_writes() {
-    let pool = CopyPool::builder(64).manual_sweep().build();
-    for len in [5, MID, LONG] {
+    let pool = CopyPool::builder(BUF).manual_sweep().build();
+    for len in [5, BUF, LONG] {
         let input = data(len);
         let mut writer = Trickle {
             out: Vec::new(),
@@ -250,40 +340,40 @@ fn copy_retries_interrupted_reads_and_writes() {
 
 #[test]
 fn copy_works_through_trait_objects() {
-    let pool = CopyPool::new(64);
-    let input = data(MID);
+    let pool = CopyPool::new(BUF);
+    let input = data(LONG);
     let mut reader: Box<dyn Read> = Box::new(Opaque(&input));
     let mut writer: Box<dyn Write> = Box::new(Vec::new());
-    assert_eq!(pool.copy(&mut *reader, &mut *writer).unwrap(), MID as u64);
+    assert_eq!(pool.copy(&mut *reader, &mut *writer).unwrap(), LONG as u64);
 }
 
 #[test]
 fn copy_reports_reader_errors_and_gives_the_buffer_back() {
-    let pool = CopyPool::builder(64).manual_sweep().build();
+    let pool = CopyPool::builder(BUF).manual_sweep().build();
     // In the first part, then while the pooled buffer is out.
-    for at in [0, 100, MID - 10, LONG] {
+    for at in [0, 100, BUF - 10, LONG] {
         let err = pool
             .copy(&mut FailsAfter(at), &mut Collect::default())
             .unwrap_err();
         assert_eq!(err.to_string(), "disk on fire", "failing at {at}");
     }
     let stats = pool.stats();
-    assert!(stats.created >= 1, "the pooled buffer was reached");
+    assert_eq!(stats.created, 1, "the pooled buffer was reached");
     assert_eq!(stats.idle, 1, "the buffer went back");
 }
 
 #[test]
 fn copy_reports_writer_errors_and_gives_the_buffer_back() {
-    let pool = CopyPool::builder(64).manual_sweep().build();
+    let pool = CopyPool::builder(BUF).manual_sweep().build();
     let input = data(LONG);
-    for room in [0, 100, MID - 10, LONG - 10] {
+    for room in [0, 100, BUF - 10, LONG - 10] {
         let err = pool
             .copy(&mut Opaque(&input), &mut BreaksAfter(room))
             .unwrap_err();
         assert_eq!(err.to_string(), "broken pipe", "breaking at {room}");
     }
     let stats = pool.stats();
-    assert!(stats.created >= 1, "the pooled buffer was reached");
+    assert_eq!(stats.created, 1, "the pooled buffer was reached");
     assert_eq!(stats.idle, 1, "the buffer went back");
 }
 

@@ -8,8 +8,9 @@
 //! back when the reader, writer or body is dropped.
 //!
 //! `std::io::copy` needs no buffer of its own, so [`CopyPool::copy`] uses
-//! its pooled buffer only where that copies faster: for readers whose
-//! every call costs, as a socket's or a decoder's does (see its docs).
+//! its pooled buffer only for the rest of a stream longer than the buffer,
+//! which it reads in fewer calls, and never where a type says no buffer is
+//! needed (see its docs for the rule).
 //!
 //! Under [`Reset::Zero`](crate::Reset::Zero), the default, the part of a
 //! buffer lent to a `Read` implementation is zeroed before it is pooled
