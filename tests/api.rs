@@ -151,3 +151,21 @@ fn workers() {
     let (_completed, _panicked): (u64, u64) = (stats.completed, stats.panicked);
     drop(WorkerPool::new(1));
 }
+
+/// A guard of a pool with the default recycler can be named without it,
+/// as the pool can: `Pooled<'static, Vec<u8>>` for a `static` pool's guard.
+#[test]
+fn guards_of_default_pools_are_named_without_their_recycler() {
+    static SCRATCH: LocalPool<Vec<u8>> = LocalPool::new(Vec::new);
+    fn scratch() -> Pooled<'static, Vec<u8>> {
+        SCRATCH.get()
+    }
+    fn owned(pool: &std::sync::Arc<LocalPool<String>>) -> PooledOwned<String> {
+        pool.get_owned()
+    }
+    scratch().push(1);
+    assert_eq!(SCRATCH.stats().returned, 1);
+    let pool = std::sync::Arc::new(LocalPool::new(String::new as fn() -> String));
+    owned(&pool).push('x');
+    assert_eq!(pool.stats().returned, 1);
+}

@@ -52,7 +52,7 @@ use crate::{LocalPool, Recycle};
 /// write!(line, "{} {}", 1, 2).unwrap();
 /// assert_eq!(*line, "1 2");
 /// ```
-pub struct Pooled<'a, T: Send + 'static, R: Recycle<T>> {
+pub struct Pooled<'a, T: Send + 'static, R: Recycle<T> = fn() -> T> {
     /// The lent node, owned by this guard (from `Box::into_raw`); its
     /// `lender` is the pool this guard borrows.
     node: NonNull<Node<T>>,
@@ -138,7 +138,7 @@ impl<T: Send + 'static, R: Recycle<T>> Drop for Pooled<'_, T, R> {
 /// let kept: Vec<u8> = PooledOwned::into_inner(pool.get_owned());
 /// assert_eq!(kept.len(), 8);
 /// ```
-pub struct PooledOwned<T: Send + 'static, R: Recycle<T>> {
+pub struct PooledOwned<T: Send + 'static, R: Recycle<T> = fn() -> T> {
     /// The lent node, owned by this guard (from `Box::into_raw`).
     node: NonNull<Node<T>>,
     pool: ManuallyDrop<Arc<LocalPool<T, R>>>,
