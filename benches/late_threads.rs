@@ -19,6 +19,9 @@ use std::time::{Duration, Instant};
 
 use stashpool::LocalPool;
 
+#[path = "common/sitting.rs"]
+mod sitting;
+
 /// Gets per rep.
 const GETS: u32 = 2_000_000;
 /// Reps per row.
@@ -102,7 +105,9 @@ fn main() {
          `cargo bench --bench late_threads`: each row is one thread, started after that many \
          other threads used another pool (alive and blocked), timing a pool that only it uses \
          (4 KiB buffers); all rows' threads alive at once, taking turns; best of {REPS} reps \
-         of {GETS} gets.\n\n{table}"
+         of {GETS} gets.\n\nCommit `{}`; {}.\n\n{table}",
+        sitting::commit(),
+        sitting::machine()
     );
     print!("{out}");
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/benches/results");

@@ -42,11 +42,13 @@ fn main() {
     println!("stash_designs is Linux-only: it reads the CPU with sched_getcpu");
 }
 
+#[path = "common/sitting.rs"]
+mod sitting;
+
 #[cfg(target_os = "linux")]
 mod linux {
     use std::cell::{RefCell, UnsafeCell};
     use std::hint::{self, black_box};
-    use std::process::Command;
     use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
     use std::sync::Mutex;
     use std::thread;
@@ -223,32 +225,6 @@ mod linux {
         (last - first, stamps.iter().map(|s| s.2).max().unwrap())
     }
 
-    fn machine() -> String {
-        let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-        let model = cpuinfo
-            .lines()
-            .find_map(|line| line.strip_prefix("model name")?.split(':').nth(1))
-            .map_or("unknown CPU", str::trim);
-        let logical = cpuinfo
-            .lines()
-            .filter(|l| l.starts_with("processor"))
-            .count();
-        format!("{model}, {logical} logical CPUs")
-    }
-
-    fn commit() -> String {
-        let out = Command::new("git")
-            .args(["rev-parse", "--short", "HEAD"])
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .output();
-        match out {
-            Ok(out) if out.status.success() => {
-                String::from_utf8_lossy(&out.stdout).trim().to_owned()
-            }
-            _ => "unknown".to_owned(),
-        }
-    }
-
     pub fn main() {
         let all = thread::available_parallelism().map_or(1, |n| n.get());
         let mut thread_counts = vec![1, all];
@@ -331,8 +307,8 @@ mod linux {
              Failed claims: the share of per-CPU claims (two per get+return) that found the slot \
              held (or the CPU unknown) and fell back to the shared queue.\n\n\
              Commit `{}`; {}.\n\n{table}",
-            commit(),
-            machine()
+            super::sitting::commit(),
+            super::sitting::machine()
         );
         print!("{out}");
         let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/benches/results");
