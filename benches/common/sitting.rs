@@ -6,7 +6,8 @@
 use std::process::Command;
 
 /// The checked-out commit (short), with "with local changes" if the tree
-/// differs from it; "unknown" outside a git checkout.
+/// differs from it (results files aside, which benches rewrite); "unknown"
+/// outside a git checkout.
 pub fn commit() -> String {
     let git = |args: &[&str]| {
         Command::new("git")
@@ -18,7 +19,15 @@ pub fn commit() -> String {
             .map(|out| String::from_utf8_lossy(&out.stdout).trim().to_owned())
     };
     match git(&["rev-parse", "--short", "HEAD"]) {
-        Some(commit) => match git(&["status", "--porcelain", "--untracked-files=no"]) {
+        Some(commit) => match git(&[
+            "status",
+            "--porcelain",
+            "--untracked-files=no",
+            "--",
+            ".",
+            ":!benches/results",
+            ":!benches/RESULTS.md",
+        ]) {
             Some(changes) if !changes.is_empty() => format!("{commit} with local changes"),
             _ => commit,
         },
