@@ -2,20 +2,12 @@
 //! ([`Lazy`], the queues that many values never reach) or shared
 //! ([`LazyArc`], a pool's shared state).
 //!
-//! Queues that many values never reach are made only when something is
-//! first queued: an `Injector` allocates its first block of slots when it is
-//! made, and a ring all of its slots. The pool's overflow (a pool whose
-//! stashes never spill, most pools most of the time, or whose threads all
-//! have stashes) and the worker pool's overflow behind its ring (a pool
-//! whose tasks always fit the ring) would otherwise hold them for nothing,
-//! for as long as they live.
-//!
-//! Made without a lock: the first users each make a value and race to
-//! publish theirs with one compare-and-swap, and the losers drop their own.
-//! A `OnceLock` would make the others wait for the first instead, and a
-//! process forked while one thread was making the value would leave its
-//! child waiting forever on a thread that does not exist there; here a
-//! child finds the value either published or not, never half made.
+//! The first users each make a value and race to publish theirs with one
+//! compare-and-swap; the losers drop their own, unseen. No thread ever
+//! waits for another to make the value, and a forked child finds it either
+//! published or not, never half made. Why queues are made on first use:
+//! [`implementation`](crate::implementation), section 3a; why not a
+//! `OnceLock`: section 7a.
 
 use std::marker::PhantomData;
 use std::panic::AssertUnwindSafe;
@@ -132,15 +124,12 @@ impl<T> LazyQueue<T> {
 // === impl LazyArc ===
 
 /// An `Arc<T>` made by the first [`get_or_make`](LazyArc::get_or_make):
-/// where a `LocalPool` keeps its shared state, so that `LocalPool::new`
-/// can be `const` and the background sweeper (weakly) and exit hooks
-/// (strongly) can hold it. It holds the pointer from `Arc::into_raw`, so
-/// the hot path is one acquire load and a dereference, as with a
-/// `OnceLock`; a [`LazyArcRef`] keeps that pointer, whose provenance covers
-/// the whole `Arc` allocation, to hand out strong references where a path
-/// needs one. A forked child finds the value either published or not
-/// (published and not yet announced, if the fork fell between the two: a
-/// pool's state is then not registered with the child's sweeper).
+/// where a `LocalPool` keeps its shared state
+/// ([`implementation`](crate::implementation), section 1, says why). It
+/// holds the pointer from `Arc::into_raw`, so the hot path is one acquire
+/// load and a dereference, as with a `OnceLock`; a [`LazyArcRef`] keeps
+/// that pointer, whose provenance covers the whole `Arc` allocation, to
+/// hand out strong references where a path needs one.
 pub(crate) struct LazyArc<T> {
     /// Null until published; then from `Arc::into_raw`: a strong reference
     /// that the cell owns and gives up only in `Drop`.

@@ -10,12 +10,10 @@
 //! release store; the value then stays for the next thread given the same
 //! id, and for sweeps, which visit every present entry.
 //!
-//! Why not `thread_local::ThreadLocal` itself: its lookup cannot tell a
-//! thread in its teardown that has given its id back from one that never
-//! had an id. It takes a new id in both cases, and in the first one panics
-//! registering the id's destructor (after leaking the id for good). A pool
-//! used from a late thread-local destructor must instead learn "no id" and
-//! go around its stashes: [`PerThread::get_or`] returns `None` then.
+//! Not `thread_local::ThreadLocal` itself, because a pool used from a late
+//! thread-local destructor must learn "no id" and go around its stashes
+//! ([`PerThread::get_or`] returns `None` then), where `ThreadLocal` panics
+//! ([`implementation`](crate::implementation), section 6, rule 3).
 
 mod thread_id;
 

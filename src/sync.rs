@@ -1,23 +1,14 @@
 //! Every synchronisation primitive the pool uses, from one place.
 //!
-//! The pool's protocol is model-checked with [loom]. loom can only explore the
-//! interleavings of operations it can see, so every atomic, cell, lock and
-//! thread-local the protocol touches is imported from here, and under
-//! `--cfg stashpool_loom` this module swaps in loom's versions. Two of our
-//! building blocks are data structures loom does not model:
-//!
-//! * [`PerThread`] is `crate::per_thread`'s table (one stash per thread,
-//!   indexed by stashpool's thread ids), built on std's atomics and
-//!   thread-locals;
-//! * [`Queue`] wraps `crossbeam_deque::Injector` (the shared overflow).
-//!
-//! Under loom they become small stand-ins built from loom primitives with the
-//! same interface (a registry keyed by model thread ids that are reused as
-//! the real ones are, a locked `VecDeque`), so the models check *our*
-//! protocol around them: the stash handshake, spill and steal, sweeps,
-//! thread exit and pool drop. The table has unit tests of its own (run
-//! under Miri too), and the injector is well tested by its authors; what
-//! loom checks here is that the pool uses them correctly.
+//! Every atomic, cell, lock and thread-local the pool's protocol touches is
+//! imported from here, so that under `--cfg stashpool_loom` the [loom]
+//! models see all of them: this module then swaps in loom's versions, and
+//! for the two building blocks loom does not model, [`PerThread`]
+//! (`crate::per_thread`'s table) and [`Queue`] (`crossbeam_deque::Injector`,
+//! the overflow's queue), stand-ins with the same interface (a registry
+//! keyed by model thread ids that are reused as the real ones are, a locked
+//! `VecDeque`). What the models check, and what they leave to tests and
+//! Miri: [`implementation`](crate::implementation), section 9.
 //!
 //! [loom]: https://docs.rs/loom
 
@@ -159,10 +150,9 @@ pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 
 /// The fork gate: every section that holds a pool's sweep lock (and with
 /// it, claims on other threads' stashes) is entered through it, shared, and
-/// a `fork()` takes it exclusively first (`pool::background`'s
-/// `pthread_atfork` handlers), so that no sweep lock and no claim is held
-/// at the moment a process forks. A child has only the forking thread: a
-/// lock or a claim held by another thread then would be held forever.
+/// a `fork()` takes it exclusively first (`pool::fork`'s `pthread_atfork`
+/// handlers), so that no sweep lock and no claim is held at the moment a
+/// process forks ([`implementation`](crate::implementation), section 7a).
 #[cfg(not(stashpool_loom))]
 pub(crate) static FORK_GATE: std::sync::RwLock<()> = std::sync::RwLock::new(());
 
@@ -261,9 +251,7 @@ pub(crate) mod thread {
 ///
 /// Every such loop waits for an [`AtomicBool`] it has just loaded to change.
 /// Under loom this blocks until some `AtomicBool` is stored to, if the load
-/// saw the latest value (see `loom_impl::wait_for_a_store`): a loop that
-/// yields instead gives loom a new branch at every step of the thread it
-/// waits for, and deeper searches exceed loom's branch limit.
+/// saw the latest value (`loom_impl::wait_for_a_store`, which says why).
 pub(crate) fn backoff(step: &mut u32) {
     #[cfg(not(stashpool_loom))]
     {
@@ -388,11 +376,8 @@ mod imp {
     /// its teardown: it gives its id back, if it holds one, and takes none
     /// again, so the pool goes around its stashes (the stashless paths).
     ///
-    /// A model reaches those paths this way instead of from a thread-local
-    /// destructor: loom drops a thread's thread-locals in an order that
-    /// changes between executions, so a model whose thread has two
-    /// destructors that loom sees (the exit hooks and the one that uses the
-    /// pool) is not deterministic, which loom requires.
+    /// A model reaches those paths this way, not from a thread-local
+    /// destructor (`implementation`, section 9, says why).
     pub(crate) fn end_thread_id() {
         let _ = ENDED.try_with(|ended| ended.set(true));
         if let Ok(Some(id)) = SLOT.try_with(|slot| slot.take()) {

@@ -96,8 +96,8 @@ pub type PooledFrame<'a, F> = Tracked<'a, F, <F as Frame>::Recycler>;
 /// * [`Reset::Keep`]: nothing is zeroed; a frame comes out holding the
 ///   picture its last user left, as with Go's `bp`. For code that writes
 ///   every pixel it uses (a decoder, a renderer that clears first): the
-///   get and return then cost a few nanoseconds whatever the frame's size,
-///   the one policy under which a pool of large, written frames is much
+///   get and return then cost what they cost for any pooled object,
+///   whatever the frame's size, the one policy under which a pool of large, written frames is much
 ///   faster than allocating them.
 ///
 /// Built on [`LocalPool`]: per-thread stashes over a shared overflow,

@@ -172,7 +172,7 @@ impl Default for FramePools<RgbaImage> {
 /// Makes zeroed RGBA frames of one size, zeroes returned ones, and drops
 /// those that changed size or color space.
 ///
-/// The recycler of an [`RgbaPool`](super::RgbaPool).
+/// The recycler of an [`RgbaPool`].
 ///
 /// # Examples
 ///

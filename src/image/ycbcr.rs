@@ -421,7 +421,7 @@ impl FramePools<YCbCrFrame> {
 /// Makes zeroed Y'CbCr frames of one shape, zeroes returned ones and
 /// restores their strides, and drops those whose planes changed length.
 ///
-/// The recycler of a [`YCbCrPool`](super::YCbCrPool).
+/// The recycler of a [`YCbCrPool`].
 ///
 /// # Examples
 ///

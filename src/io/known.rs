@@ -1,7 +1,8 @@
-//! Recognising, by type, the readers and writers that [`io::copy`] already
-//! copies without an intermediate buffer.
+//! Recognising, by type, the readers and writers that
+//! [`io::copy`](std::io::copy) already copies without an intermediate
+//! buffer.
 //!
-//! [`io::copy`] specialises on a few concrete types: it reads straight into
+//! [`io::copy`](std::io::copy) specialises on a few concrete types: it reads straight into
 //! a `Vec<u8>` writer's spare capacity (`Read::read_to_end`), and writes a
 //! `&[u8]` reader to the writer in one `write_all`. A pooled buffer between
 //! them only adds a copy, so `CopyPool::copy` hands such streams to

@@ -5,9 +5,9 @@
 //! reusing ids keeps the tables as small as the most threads alive at once;
 //! lowest first keeps them dense. The scheme is `thread_local`'s (a free
 //! list behind a lock, and two thread-locals: one read on every lookup, one
-//! whose destructor gives the id back). It is ours so that a thread in its
-//! teardown can ask whether it still holds an id without taking one, and be
-//! told "no, and you get none" instead of a panic.
+//! whose destructor gives the id back), made ours so that a thread in its
+//! teardown can ask whether it still holds an id without taking one
+//! ([`implementation`](crate::implementation), section 6).
 //!
 //! [`PerThread`]: super::PerThread
 
@@ -135,10 +135,9 @@ impl IdGuard {
 // Two thread-locals, as in `thread_local`: `THREAD` has no destructor, so
 // reading it costs no "is it still alive" check and it is readable through
 // the whole teardown; `GUARD` has one, registered when the thread takes its
-// id, which is therefore before anything the thread registers with the id
-// in hand (exit hooks, `exit.rs`): where thread-local destructors run last
-// in, first out, the id is given back after those have run. (std's own:
-// this module is the real structure, which loom never sees; see `sync.rs`.)
+// id, so before the exit hooks the thread registers with the id in hand,
+// and destroyed after them (`implementation`, section 6). std's own, not
+// the `sync` shim's: loom never sees this structure (`sync.rs`).
 std::thread_local! {
     static THREAD: Cell<Option<Slot>> = const { Cell::new(None) };
     static GUARD: IdGuard = const { IdGuard { id: Cell::new(None) } };
@@ -164,9 +163,8 @@ pub(crate) fn current() -> Option<Slot> {
 /// or never had one and is too far into its teardown to take one).
 ///
 /// A thread whose first use of an id is in its teardown, before the guard is
-/// destroyed, takes an id here: the guard's destructor is then registered
-/// during the teardown, and std runs destructors registered during the
-/// teardown too, so the id is given back like any other.
+/// destroyed, takes an id here and gives it back like any other
+/// (`implementation`, section 6, rule 3).
 ///
 /// Where std keeps thread-locals in pthread keys rather than native
 /// thread-locals (the targets off `owner.rs`'s allowlist), a key whose

@@ -2,12 +2,11 @@
 //! pool on its own interval, the way Go's garbage collector clears every
 //! `sync.Pool` at each cycle.
 //!
-//! The thread starts with the first pool that asks for background sweeping.
-//! It holds pools weakly (a pool that drops leaves at once, and a pool the
-//! sweeper holds for a moment is still emptied synchronously by its drop), and
-//! when no pool is registered it sleeps on a condition variable, costing
-//! nothing. A panic in a user `Drop` run by a sweep is caught and ignored, so
-//! one bad object cannot stop the sweeping of every pool in the process.
+//! It starts with the first pool that asks for background sweeping, holds
+//! pools weakly (a pool that drops leaves at once), sleeps on a condition
+//! variable until a pool is due, and outlives panics from user `Drop` code,
+//! so one bad object cannot stop the sweeping of every pool:
+//! [`implementation`](crate::implementation), section 7.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};

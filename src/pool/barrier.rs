@@ -1,31 +1,15 @@
-//! An asymmetric memory barrier: nearly free for stash owners, expensive (and
+//! An asymmetric memory barrier: nearly free for stash owners, dear (and
 //! rare) for sweepers.
 //!
-//! The stash handshake (see `stash.rs`) is a Dekker-style exchange: the owner
-//! stores `busy` then loads `claimed`; the sweeper stores `claimed` then loads
-//! `busy`. Both sides need a full fence between their store and their load,
-//! or each can miss the other's store (store buffering) and both would touch
-//! the stash at once. A `SeqCst` fence on every get and put would cost the
-//! owner about as much again as the rest of the hot path.
-//!
-//! Linux's `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)` moves that cost to
-//! the sweeper: the call returns only after every running thread of the
-//! process has executed a full memory barrier (the kernel interrupts each CPU
-//! running one of our threads; a thread that is not running passed through
-//! the scheduler's barrier when it was switched out). In the memory model it
-//! acts as a `SeqCst` fence inserted into every thread at some point during
-//! the call, so the owner needs only a compiler fence to keep its store and
-//! load in program order: wherever the kernel's fence lands in the owner's
-//! sequence, either the owner's `busy` store is visible to the sweeper after
-//! the call, or the owner's `claimed` load comes after the sweeper's store.
-//! This is the asymmetric fence of Folly's `AsymmetricMemoryBarrier`, the
-//! Linux `sys_membarrier` documentation and userspace RCU.
-//!
-//! Where `membarrier` is unavailable (another OS, an old kernel, a seccomp
-//! policy, Miri, loom) both sides use `SeqCst` fences: correct, slower for
-//! owners. The choice is made once per process (threads that race to make
-//! it first reach the same one), before any pool's first use, and every
-//! pool records it, so owners never mix strategies.
+//! [`heavy`] acts as a `SeqCst` fence in every thread of the process
+//! (Linux's `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)`), so [`light`],
+//! the owner's side, need only keep its store and its load in program
+//! order: a compiler fence. Where `membarrier` is unavailable (another OS,
+//! an old kernel, a seccomp policy, Miri, loom) both are `SeqCst` fences.
+//! The [`Strategy`] is chosen once per process, before any pool's first
+//! owner-side barrier, and every pool records it, so owners never mix
+//! strategies. The handshake these serve and why it is exclusive:
+//! [`implementation`](crate::implementation), section 4.
 
 #[cfg(all(target_os = "linux", not(stashpool_loom), not(miri)))]
 use std::sync::atomic::AtomicU8;
@@ -49,8 +33,7 @@ pub(crate) enum Strategy {
 pub(crate) fn strategy() -> Strategy {
     #[cfg(all(target_os = "linux", not(stashpool_loom), not(miri)))]
     {
-        // Not a `OnceLock`: a process forked while another thread was
-        // filling one would wait for that thread for ever. Threads that
+        // Not a `OnceLock` (`implementation`, section 7a): threads that
         // race here all register (registration is idempotent) and reach the
         // same answer, since the kernel's does not change.
         const UNKNOWN: u8 = 0;

@@ -40,15 +40,12 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPoolBuilder<T, R> {
     /// affinity (and one overflow operation per get and per put).
     ///
     /// At most 8 threads per core (`available_parallelism`) keep a stash in
-    /// a pool at once, as glibc bounds its malloc arenas: the threads that
-    /// use *this* pool, first come first served. A thread's exit frees its
-    /// place for the next thread, and so does a sweep that finds it has not
-    /// used the pool since the previous one while another thread waits; threads beyond those share
-    /// their objects through the overflow, as with `local_capacity(0)`. So
-    /// a program with a thread per connection keeps idle objects for the
-    /// threads that can run at once, not one per thread, and what a thread
-    /// pays in a pool never depends on other pools or threads of the
-    /// process.
+    /// a pool at once: the threads that use *this* pool, first come first
+    /// served. A thread's exit frees its place for the next thread, and so
+    /// does a sweep that finds it has not used the pool since the previous
+    /// one while another thread waits; threads beyond those share their
+    /// objects through the overflow, as with `local_capacity(0)`. Why this
+    /// bound: [`implementation`](crate::implementation), section 3a.
     pub fn local_capacity(mut self, n: usize) -> Self {
         self.config.local_capacity = n;
         self

@@ -29,7 +29,8 @@ pub const DEFAULT_SWEEP_INTERVAL: Duration = Duration::from_secs(5);
 pub const MIN_SWEEP_INTERVAL: Duration = Duration::from_millis(1);
 
 /// How many of a pool's stashes hold a slot at once, per core
-/// (`available_parallelism`): `implementation`, section 3a.
+/// (`available_parallelism`), as glibc bounds its malloc arenas:
+/// [`implementation`](crate::implementation), section 3a.
 #[cfg_attr(stashpool_loom, allow(dead_code))]
 pub(crate) const STASHES_PER_CORE: usize = 8;
 
@@ -39,9 +40,8 @@ pub(crate) fn default_max_stashes() -> usize {
     #[cfg(not(stashpool_loom))]
     {
         use std::sync::atomic::{AtomicUsize, Ordering};
-        // Not a `OnceLock`: a process forked while another thread was
-        // filling one would wait for that thread forever. Threads that race
-        // here compute the same answer, and any of them may store it.
+        // Not a `OnceLock` (`implementation`, section 7a): threads that
+        // race here compute the same answer, and any of them may store it.
         static MAX: AtomicUsize = AtomicUsize::new(0);
         match MAX.load(Ordering::Relaxed) {
             0 => {

@@ -1,14 +1,12 @@
-//! Thread-exit hooks: an exiting thread hands its stashed objects to the
-//! overflow of each pool it used.
+//! Thread-exit hooks: an exiting thread ends its claim on its stashes
+//! (`owner::end`), then hands each pool it used its stashed objects and its
+//! slot, so that a value put on a thread that was joined can be got on any
+//! other thread at once, as in Go.
 //!
-//! Without this, objects in the stash of an exited thread would wait for the
-//! next thread that is given the exited thread's id (thread ids are reused,
-//! `per_thread::thread_id`), or for two sweeps to drop them. With it, a value put on a thread
-//! that was then joined can be got on any other thread at once, as in Go.
-//!
-//! The hooks also end this thread's claim on its stashes as the thread
-//! itself sees it (`owner.rs`): its owner token and stash cache, which must
-//! not outlive its thread id.
+//! The hooks run before the thread gives its id back (where
+//! `owner::SHORTCUTS` holds), and the late exit (`late`) runs them for a
+//! thread that first uses a pool after its thread-local destructors ran:
+//! [`implementation`](crate::implementation), section 6.
 //!
 //! Each hook holds its pool's shared state strongly, so the stash it points
 //! to stays valid; a hook whose pool has dropped does nothing and is pruned
@@ -41,12 +39,11 @@ struct Hooks {
 impl Hooks {
     /// Runs and forgets every hook: the thread is exiting.
     fn run(&self) {
-        // From here on this thread makes no new stashes, and guards dropped
-        // on it look their stash up. Hooks are registered after the thread's
-        // id (whose release ends the thread's claim on its stashes), so where
-        // `SHORTCUTS` holds they are destroyed before it (module docs); the
-        // owner token and the stash cache rely on that, and debug builds
-        // check it.
+        // First: from here on this thread makes no new stashes, and its
+        // gets and returns look their stash up. That this runs before the
+        // thread's id goes back (where `SHORTCUTS` holds) is what the owner
+        // token and the stash cache rest on (`implementation`, section 6);
+        // debug builds check it below.
         owner::end();
         // Taken out whole, so the list's memory goes too (the late exit
         // runs where this thread-local's own destructor never will).
@@ -110,23 +107,19 @@ pub(crate) fn arm() {
     }
 }
 
-/// The late exit: a thread whose first use of a pool comes after its
-/// thread-locals' destructors have run (from a `pthread_key_create`
-/// destructor, which glibc runs after them) registers its hooks and its id
-/// guard with a list that has already been run, so neither would run. A
+/// The late exit, for a thread whose first use of a pool comes after its
+/// thread-local destructors ran (`implementation`, section 6, rule 3): a
 /// pthread key of stashpool's own, set when a thread takes its id for a
-/// stash (`arm`), runs them then: its destructor runs after every thread-local
-/// destructor, and glibc runs key destructors again (up to
-/// `PTHREAD_DESTRUCTOR_ITERATIONS` rounds) when one sets a key. A thread
-/// whose ordinary teardown ran its hooks and gave its id back finds
-/// nothing left to do there.
+/// stash (`arm`), whose destructor runs the thread's hooks and then gives
+/// its id back. A thread whose ordinary teardown did both finds nothing
+/// left to do there.
 #[cfg(all(target_os = "linux", not(stashpool_loom)))]
 mod late {
     use std::sync::atomic::{AtomicUsize, Ordering};
 
-    /// The key, plus one; 0 until made. Not a `OnceLock`: racing threads
-    /// each make one and the losers delete theirs, so a fork never leaves a
-    /// child waiting on a parent thread that was making it.
+    /// The key, plus one; 0 until made. Not a `OnceLock` (`implementation`,
+    /// section 7a): racing threads each make one and the losers delete
+    /// theirs.
     static KEY: AtomicUsize = AtomicUsize::new(0);
 
     fn key() -> Option<libc::pthread_key_t> {

@@ -1,27 +1,16 @@
 //! `fork()`: every pool stays usable and swept in a forked child.
 //!
-//! A forked child has one thread, the one that called `fork()`. Three things
-//! of the parent's other threads would outlive them there: a pool's sweep
-//! lock and the claims a sweep holds on stashes (the child's next get or
-//! sweep would wait for them forever), the `busy` flag of a thread caught
-//! inside its critical section (a sweep would wait for it forever), and the
-//! background sweeper thread (the registry would say it runs, and nothing
-//! would be swept in the background again). So, with `pthread_atfork`:
-//!
-//! * before a fork, the forking thread takes the fork gate exclusively
-//!   (`sync::FORK_GATE`: every sweep-lock section holds it shared, so this
-//!   waits for sweeps in progress, which run no user code and are short) and
-//!   the registry's lock;
-//! * after it, the parent releases both; the child records which threads
-//!   were left behind (`forked`: sweeps skip a stash whose owner was caught
-//!   in its critical section, `died_in_fork`), releases both, and starts
-//!   a sweeper of its own for the pools registered at its next pool
-//!   operation off the hot path (`after_fork`).
-//!
-//! Everything else that a fork could catch half done is made without a
-//! lock (`lazy.rs`), or is an owner's critical section, which a child's
-//! sweep recognises (`died_in_fork`). Linux only (`libc` is a Linux-only
-//! dependency); elsewhere these are no-ops. `implementation`, section 7a.
+//! With `pthread_atfork` handlers, installed with the first pool
+//! ([`guard`]): before a fork, the forking thread takes the fork gate
+//! exclusively (`sync::FORK_GATE`, which every sweep-lock section holds
+//! shared) and the sweeper registry's lock; after it, the parent releases
+//! both, and the child records which of the parent's threads were left
+//! behind (`forked`; [`died_in_fork`] then tells a sweep to skip what they
+//! held in their critical sections), releases both, and starts a sweeper of
+//! its own at its next pool operation off the hot path ([`after_fork`]).
+//! Linux only (`libc` is a Linux-only dependency); elsewhere these are
+//! no-ops. Why each step, and what is made without a lock instead:
+//! [`implementation`](crate::implementation), section 7a.
 
 #[cfg(not(stashpool_loom))]
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -127,9 +116,8 @@ mod linux {
     /// while the handlers were not in place could carry a held lock into a
     /// child forked meanwhile.
     ///
-    /// Not a `Once`: a process forked while another thread was inside one
-    /// would leave its child waiting for ever on that thread. Callers that
-    /// race the installer spin until it is done, and the word names the
+    /// Not a `Once` (`implementation`, section 7a). Callers that race the
+    /// installer spin until it is done, and the word names the
     /// installing process, so a child forked mid-install, whose installer
     /// is not in it, installs itself instead of waiting (unless the
     /// handlers were registered before the fork: the child handler then

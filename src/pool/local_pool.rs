@@ -19,9 +19,8 @@ use crate::{Recycle, Stats};
 /// Each thread keeps up to [`local_capacity`](crate::LocalPoolBuilder::local_capacity)
 /// returned objects in a private stash, so a get and a return on the same
 /// thread touch no shared memory. (At most 8 threads per core keep a stash
-/// in a pool at once, the threads that use that pool; others share their
-/// objects through the overflow, so a pool's memory does not grow with the
-/// number of threads.) A thread
+/// in a pool at once; see
+/// [`local_capacity`](crate::LocalPoolBuilder::local_capacity).) A thread
 /// whose stash is empty takes a batch from a shared overflow before making
 /// a new object; a thread whose stash is full moves its oldest half there.
 /// Sweeps keep the pool as large as recent use needs: an object returned
@@ -622,9 +621,9 @@ impl<T: Send + 'static> crate::pool::background::Sweep for Shared<T> {
 ///
 /// Objects that a concurrent sweep (the background sweeper's) has already
 /// taken out of the pool are that sweep's: it drops them on its own thread,
-/// possibly just after `drop` returns. Pool drop does not wait for them,
-/// since that would wait on user `Drop` code running on another thread,
-/// which deadlocks if that code needs a lock the dropping thread holds.
+/// possibly just after `drop` returns. Pool drop does not wait for them:
+/// waiting on user `Drop` code on another thread could deadlock
+/// ([`implementation`](crate::implementation), section 7).
 impl<T: Send + 'static, R: Recycle<T>> Drop for LocalPool<T, R> {
     fn drop(&mut self) {
         if let Some(shared) = self.shared.get() {

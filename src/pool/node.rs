@@ -1,19 +1,13 @@
 //! Pooled objects live in heap nodes.
 //!
-//! A stash, the overflow and a guard all hold a `Box<Node<T>>` (or the
-//! pointer inside one), so handing an object out, returning it, spilling it
-//! or stealing it moves one pointer, whatever the size of `T`: a pool of
-//! 64 KiB arrays costs what a pool of `Vec`s costs. (Go's `sync.Pool`
-//! likewise stores pointers.) A guard is then a single pointer too, and the
-//! node also carries the address of the pool that handed it out, so that the
-//! guard's `drop` can give it back, and the stash it was taken from, so that
-//! a guard dropped on the thread that got it goes straight back to that
-//! stash without looking it up again (see [`Home`]).
-//!
-//! Moving objects by pointer also keeps the CPU's store forwarding working:
-//! a returned object and the next `get` touch the same 8-byte slot, where
-//! copying a multi-word object in and out with different splits would stall
-//! the load behind the stores still in flight.
+//! Every object a pool makes lives in one `Box<Node<T>>` from its creation
+//! to its drop: stashes, the overflow and guards hold the node's pointer,
+//! so moving an object moves one word, whatever the size of `T`. The node
+//! also records the pool that lent it, so that a guard is one pointer too,
+//! and the stash it was lent from ([`Home`]), so that a guard dropped on
+//! the thread that got it goes straight back there. Why nodes rather than
+//! objects moved by value: [`implementation`](crate::implementation),
+//! section 2.
 
 use crate::pool::owner;
 
@@ -56,15 +50,11 @@ impl<T> Node<T> {
 /// Where a lent node came from: a stash of its pool, and the owner token
 /// (`owner::token`) of the thread that took it.
 ///
-/// Finding this thread's stash is the dearest part of a return (the pool's
-/// shared state, the per-thread table's bucket and entry, the stash's own
-/// allocation: a chain of dependent loads). A guard dropped on the thread
-/// that got it, which is the common case, can skip all of it: if this
-/// thread's token is the one recorded here, the recorded stash is this
-/// thread's own. Tokens are never reused, so a guard that moved to another
-/// thread never matches, and a thread's token is withdrawn (set to 0) by its
-/// thread-exit hook, which runs before the thread gives up its thread id
-/// and so its stashes (see `owner.rs`). Any other case
+/// Finding this thread's stash is the dearest part of a return (a chain of
+/// dependent loads). A guard dropped on the thread that got it, the common
+/// case, skips it: if this thread's token is the one recorded here, the
+/// recorded stash is this thread's own
+/// ([`implementation`](crate::implementation), section 6). Any other case
 /// looks the stash up as usual.
 ///
 /// The stash's type is erased (`Home` is not generic), so that a pool keeps
@@ -92,11 +82,10 @@ impl Home {
     }
 
     /// The recorded stash's address, if this thread is (still) the one
-    /// that took the node from it: then the stash is still this thread's
-    /// own. A nonzero token is recorded only with a stash found for this
-    /// thread (`here`); the token matches, so this is the thread that took
-    /// the node and its exit hooks have not run, and it therefore still
-    /// holds the thread id through which it found the stash (`owner.rs`).
+    /// that took the node from it, and so still owns that stash: a nonzero
+    /// token is recorded only with a stash found for this thread (`here`),
+    /// tokens are never reused, and a thread's exit hooks clear its token
+    /// before it gives its id back (`owner.rs`).
     #[inline(always)]
     pub(crate) fn owned(&self) -> Option<*const ()> {
         let token = self.token;

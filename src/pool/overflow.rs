@@ -1,21 +1,18 @@
 //! The shared overflow: batches of idle objects that any thread can take.
 //!
 //! A full stash spills a batch of its oldest objects here; an empty one takes
-//! a whole batch back. Moving objects in batches makes one queue operation
-//! serve many gets and puts, which is what keeps the overflow off the hot
-//! path (Go's `poolChain` plays the same part for its per-P caches).
+//! a whole batch back, so one queue operation serves many gets and puts (Go's
+//! `poolChain` plays the same part for its per-P caches). Objects moved one
+//! at a time (by threads without a slot, or stashes whose `max_idle` share
+//! is zero) go to the singles (`singles.rs`), under the same bound:
+//! `max_idle` objects, room for which is reserved before a push.
 //!
-//! Each batch carries a *stamp*: the pool's sweep count when its objects were
-//! last returned (or, for victims, one less). A sweep that brings the count to
-//! `epoch` drops the batches with `stamp + 2 <= epoch`, so an object in the
-//! overflow survives exactly one sweep, as it would in a stash, however long
-//! it travelled between stashes and the queue: the age travels with it.
-//!
-//! Single objects have a queue of their own. A thread without a stash (all
-//! the pool's slots taken, or in its teardown) and a stash whose share
-//! of `max_idle` is zero move objects one at a time; a batch would cost
-//! them a `Vec` allocation per object, where a `Single` is moved whole into
-//! a ring allocated once (`singles.rs`).
+//! Each batch and single carries a *stamp*: the pool's sweep count when its
+//! objects were last returned (or, for victims, one less). A sweep that
+//! brings the count to `epoch` drops those with `stamp + 2 <= epoch`, so an
+//! object in the overflow survives exactly one sweep, as it would in a
+//! stash: the age travels with it. Sections 3, 3a and 5 of
+//! [`implementation`](crate::implementation) give the reasons.
 
 use crate::lazy::LazyQueue;
 use crate::pool::node::Node;

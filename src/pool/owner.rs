@@ -1,34 +1,22 @@
-//! This thread's claim on its stashes, as this thread itself sees it: the
-//! owner token and the stash cache, and the flag that says the claim has
-//! ended.
+//! This thread's claim on its stashes, as this thread itself sees it: its
+//! serial number, the owner token and the stash cache, and the flag that
+//! says the claim has ended.
 //!
-//! A stash belongs to a thread through the thread's id (stashpool's own,
-//! `per_thread::thread_id`; see `shared.rs`), and asking the pool's table
-//! for it is a chain of dependent loads. Two shortcuts skip it:
+//! A stash belongs to a thread through the thread's id
+//! (`per_thread::thread_id`), and asking the pool's table for it is a chain
+//! of dependent loads. Two shortcuts skip it: the *owner token*, by which a
+//! guard dropped on the thread that got it goes straight back to its stash
+//! (`node::Home`), and the *stash cache*, the [`CACHED`] stashes this
+//! thread found last, keyed by pool id, most recent first. Tokens and pool
+//! ids are never reused, and never 0.
 //!
-//! * the *owner token*, the number by which a guard recognises that it is
-//!   dropped on the thread that got it and can go straight back to the stash
-//!   it came from (`node::Home`). Tokens come from a global counter and are
-//!   never reused;
-//! * the *stash cache*, the [`CACHED`] stashes this thread found last,
-//!   keyed by pool id, most recent first. Pool ids are never reused (and
-//!   never 0), so an entry of a dropped pool matches nothing.
-//!
-//! A thread gets its token when it registers its first exit hook
-//! (`exit::register`), the cache is filled only while the thread has one, and
-//! the hooks end all of it ([`end`]) before doing anything else. That is
-//! before the thread gives its id back, after which another thread may be
-//! given the same stashes: the hooks are registered after the id guard (a
-//! stash is made through the id, which registers the guard), and where std
-//! has native thread-locals their destructors run in the reverse order of
-//! registration (the C++ ABI rule that glibc's `__cxa_thread_atexit_impl`,
-//! macOS's `_tlv_atexit` and std's own destructor list all follow; a test
-//! checks it, and debug builds assert it in every hook). Where std falls back
-//! to one pthread key per thread-local (Android, OpenBSD, illumos, ...), keys
-//! are destroyed in the order they were created in the process, which puts
-//! the id guard's key (made with the process's first id, before the hooks'
-//! key) first; the shortcuts are off there
-//! ([`SHORTCUTS`]), and every get and return looks its stash up.
+//! The invariant: the cache is filled only while the thread has a token,
+//! and the thread's exit hooks end both ([`end`]) before anything else,
+//! before the thread gives its id back and another thread may be given the
+//! same stashes. That order holds only where std runs thread-local
+//! destructors last in, first out ([`SHORTCUTS`]); elsewhere the shortcuts
+//! are off and every get and return looks its stash up. Why the order
+//! holds: [`implementation`](crate::implementation), section 6.
 
 use std::cell::Cell;
 
@@ -37,8 +25,9 @@ use crate::sync::{thread_local, UniqueIds};
 /// Whether owner tokens and the stash cache are used: only on targets where
 /// std keeps thread-local destructors in a last-in-first-out list (native
 /// thread-locals), so that the hooks run before the thread gives its id
-/// back (module docs). Elsewhere every return and every get looks
-/// its stash up in the pool's table, which is always sound.
+/// back ([`implementation`](crate::implementation), section 6). Elsewhere
+/// every return and every get looks its stash up in the pool's table,
+/// which is always sound.
 pub(crate) const SHORTCUTS: bool = cfg!(any(
     target_os = "linux",
     target_vendor = "apple",
@@ -56,9 +45,11 @@ type Found = (u64, *const ());
 
 const FORGOTTEN: Found = (0, std::ptr::null());
 
-/// How many stashes the cache remembers. A multi-size pool is one pool per
-/// size class, so a thread whose requests cycle through a few classes
-/// (and uses another pool or two in between) uses that many pools in turn:
+/// How many stashes the cache remembers. A multi-size pool
+/// (`bytes::SizeClassPool`, `mmap::MmapClassPool`, `image::RgbaPools`) is
+/// one pool per size class, so a thread whose requests cycle through a few
+/// classes (a server whose messages vary in size), and uses another pool or
+/// two in between, uses that many pools in turn:
 /// with room for all of them, each get finds its stash here rather than in
 /// the pool's table. Only the first entry is on the hit path; the others
 /// are searched after a miss there, before the table.

@@ -1,20 +1,17 @@
 //! A pool's shared state: every thread's stash, the overflow, and the sweep.
 //!
-//! `LocalPool` keeps this behind an `Arc` made on first use, so that a pool
-//! can be built in a `const` context, the background sweeper can hold it
-//! weakly, and exiting threads can reach it to flush their stashes.
+//! `LocalPool` keeps this behind an `Arc` made on first use
+//! ([`implementation`](crate::implementation), section 1, says why).
 //!
 //! **Slots.** A pool's stashes live in its table, one per thread id (an
 //! index, never a ration), but only `max_stashes` of them at once hold a
-//! *slot*, and only a stash that holds one keeps objects: the pool hands
-//! its slots to the threads that use *it*, and takes them back from
-//! threads that exited (their exit flush) or, when a thread found none
-//! free, from threads that have not touched the pool since the previous
-//! sweep (the sweep). A thread without a slot goes to the
-//! overflow one object at a time (the stashless paths) and asks for a slot
-//! again on its slow paths, so it gets one as soon as one is free. What a
-//! thread pays in this pool therefore depends only on how this pool is used
-//! (`implementation`, section 3a).
+//! *slot*, and only a stash that holds one keeps objects. Slots go to the
+//! threads that use this pool, first come first served, and come back when
+//! a thread exits (its exit flush) or, once a thread has found none free,
+//! when a sweep finds a holder that has not touched the pool since the
+//! previous sweep. A thread without a slot goes to the overflow one object
+//! at a time (the stashless paths) and asks for one again on its slow
+//! paths. Why: [`implementation`](crate::implementation), section 3a.
 //!
 //! The sweep lock serialises everything that touches another thread's stash
 //! or changes the pool's epoch or its slots: sweeps, making a stash, taking
@@ -77,7 +74,7 @@ pub(crate) struct Shared<T: Send> {
     /// without 64-bit atomics: a stamp that wrapped reads as old, and its
     /// object is trimmed a sweep early, never kept too long.
     pub(super) epoch: AtomicCount,
-    /// The most stashes that hold a slot at once: `builder::STASHES_PER_CORE`
+    /// The most stashes that hold a slot at once: `config::STASHES_PER_CORE`
     /// per core, and no more than `max_idle` (a stash past that many would
     /// have a share of zero).
     pub(crate) max_stashes: usize,
@@ -94,8 +91,9 @@ pub(crate) struct Shared<T: Send> {
     pub(super) closed: AtomicBool,
     /// Objects dropped by sweeps.
     pub(super) trimmed: AtomicCount,
-    /// Counts for threads without a stash (see `exit.rs`); shared by them
-    /// all, so bumped with atomic read-modify-writes.
+    /// Counts for threads without a stash (the stashless paths of
+    /// `local_pool.rs`); shared by them all, so bumped with atomic
+    /// read-modify-writes.
     pub(crate) orphans: Counters<true>,
     pub(crate) local_capacity: usize,
     /// `LocalPoolBuilder::max_idle`: the most idle objects of all stashes and the
@@ -149,7 +147,7 @@ impl<T: Send> Shared<T> {
         Self::find_stash(this)
     }
 
-    /// `stash` after a miss in the cache's first entry: its second entry,
+    /// `stash` after a miss in the cache's first entry: its other entries,
     /// else this thread's entry in the table.
     #[inline(never)]
     fn find_stash(this: LazyArcRef<'_, Shared<T>>) -> Option<&Stash<T>>
@@ -329,8 +327,8 @@ impl<T: Send> Shared<T> {
         self.held.store(held, Ordering::Relaxed);
     }
 
-    /// Moves an exiting thread's objects to the overflow, so other threads
-    /// can use them at once instead of after its id is reused.
+    /// Moves an exiting thread's objects to the overflow, as far as it has
+    /// room, and gives the stash's slot back (`exit.rs`).
     pub(crate) fn flush(&self, stash: &Stash<T>) {
         let mut sweeping = self.lock_sweep();
         if self.closed.load(Ordering::Relaxed) {
@@ -509,8 +507,8 @@ impl<T: Send> Shared<T> {
 
     /// Pools an object returned by a thread without a stash, or whose
     /// stash holds no slot: straight to the overflow's singles, or dropped
-    /// (rejected) if it is full. Takes no lock and allocates nothing (once
-    /// the queue has room in its block).
+    /// (rejected) if it is full. Takes no lock, and allocates nothing once
+    /// the singles' stack and ring are made (`singles.rs`).
     #[cold]
     pub(crate) fn push_single<const S: bool>(&self, counters: &Counters<S>, node: Box<Node<T>>) {
         if self.overflow.reserve(1) == 0 {

@@ -1,34 +1,22 @@
 //! The overflow's single objects: a stack of the most recent, a bounded
 //! ring, and a queue behind them for what fits in neither.
 //!
-//! Threads without a stash (all the pool's slots taken, or in their
-//! teardown) and stashes whose share of `max_idle` is zero return objects
-//! one at a time, a [`Single`] per object, so these see one push and one
-//! pop per get and return of every such thread: in a server that runs a
-//! thread per connection, most of its traffic.
+//! Threads without a slot (or in their teardown) and stashes whose share of
+//! `max_idle` is zero return objects one at a time, a [`Single`] per
+//! object. This file keeps four rules, argued in
+//! [`implementation`](crate::implementation), section 3a:
 //!
-//! **Newest first.** A get takes the most recently returned single, as a
-//! stash does, so under light traffic the others go untouched and age out
-//! by the victim rule, and the pool shrinks to what is in use. (Handed out
-//! oldest first, a trickle of gets touches every idle object in turn, so
-//! none ever ages.) The stack is a `Vec` behind a claim that owners only
-//! *try*: a push or a pop that finds it held, or full, goes to the ring
-//! instead, so no owner ever waits, and a fork cannot leave one waiting for
-//! a thread the child does not have. Sweeps wait for the claim, except in
-//! a forked child for a claim held by a thread left behind.
-//!
-//! **No allocation.** An `Injector` alone allocates a block of slots every
-//! few dozen pushes and frees it once drained, forever. The stack's buffer
-//! and the ring are allocated once, at [`RING_SLOTS`] singles each, or
-//! `max_idle` if less, since no more can ever be queued then; what fits in
-//! neither (a bound above them, all of it idle at once) goes to an
-//! `Injector` behind them, made on first use.
-//!
-//! **Order.** A get tries the stack, then the ring, so singles that went
-//! to the spill queue wait until both run dry; a sweep's cut takes the
-//! longest idle first (the spill queue, the ring, the stack's bottom).
-//! Singles are interchangeable idle objects; the order only decides which
-//! of them a sweep finds old.
+//! * a get takes the newest single first: the stack's top, else the ring's
+//!   oldest, else the spill queue's;
+//! * no owner ever waits: owners only *try* the stack's claim, and one that
+//!   finds it held, or the stack full, uses the ring; sweeps wait for the
+//!   claim, except in a forked child for a claim that a thread left behind
+//!   holds;
+//! * the stack's buffer and the ring are allocated once, on first push,
+//!   with [`RING_SLOTS`] singles each, or `max_idle` if less; only what
+//!   fits in neither reaches the `Injector` behind them;
+//! * a sweep's cut takes the longest idle first: the spill queue, the ring,
+//!   the stack's bottom.
 
 use crate::lazy::{Lazy, LazyQueue};
 use crate::pool::node::Node;
@@ -37,8 +25,9 @@ use crate::sync::{backoff, AtomicBool, AtomicCount, Ordering, Ring, UnsafeCell};
 
 /// Slots in the stack and in the ring, at most: enough for the singles in
 /// flight between the stashless threads of a busy pool, few enough that
-/// they (three words a slot) stay far below the objects they hold. Under loom, one,
-/// so that every model that queues two singles also takes the spill path.
+/// they (three words a slot) stay far below the objects they hold. Under
+/// loom, one, so that every model that queues three singles also takes the
+/// spill path.
 pub(crate) const RING_SLOTS: usize = if cfg!(stashpool_loom) { 1 } else { 64 };
 
 /// One object and its stamp: a batch of one without the `Vec`.

@@ -1,33 +1,15 @@
 //! One thread's private stash, and the handshake that lets a sweeper reach it.
 //!
-//! A stash belongs to the thread that made it (its *owner*); the owner's gets
-//! and puts touch only the stash's own cache line. Other threads reach a
-//! stash only through the pool's sweep lock, to age it, flush it when its
-//! thread exits, or empty it when the pool drops. The owner never waits for a
-//! lock: exclusion is an asymmetric handshake on two flags.
-//!
-//! ```text
-//! owner (every get and put)             sweeper (holding the sweep lock)
-//! busy.store(true, Relaxed)             claimed.store(true, Relaxed)
-//! barrier::light()   (compiler fence)   barrier::heavy()   (membarrier)
-//! if claimed.load(Acquire) {            while busy.load(Acquire) { back off }
-//!     busy.store(false, Release)        ... use the stash ...
-//!     wait for !claimed, start over     claimed.store(false, Release)
-//! }
-//! ... use the stash ...
-//! busy.store(false, Release)
-//! ```
-//!
-//! Why it is exclusive: the two barriers together act as a `SeqCst` fence on
-//! each side (see `barrier.rs`), so this is Dekker's store-buffering pattern
-//! and at least one side sees the other's store. If the sweeper sees `busy`,
-//! it waits for the owner's release store and then sees everything the owner
-//! did. If it does not, the owner's `claimed` load is ordered after the
-//! sweeper's store, so the owner backs off until the sweeper's release store,
-//! and then sees everything the sweeper did. An owner that starts a new
-//! critical section while the sweeper holds the claim sees `claimed` for the
-//! same reason. The owner's critical sections run no user code and cannot
-//! block, so a sweeper's wait is as short as a push or a pop.
+//! A stash belongs to the thread whose id finds it in the pool's table (its
+//! *owner*); the owner's gets and puts touch only the stash's own cache
+//! line. Its objects (`Local`) are touched by the owner only between
+//! setting `busy` and clearing it, having seen `claimed` clear after a
+//! light barrier (`Stash::with_owner`), and by any other thread only under
+//! the pool's sweep lock, between setting `claimed` and clearing it, having
+//! issued a heavy barrier and then seen `busy` clear
+//! (`Stash::with_claimed`). Why that excludes the two while owners pay
+//! only a compiler fence: [`implementation`](crate::implementation),
+//! section 4.
 
 use std::ptr::NonNull;
 

@@ -1,35 +1,16 @@
 //! The sweep: Go's victim rule, applied to every stash and the overflow.
 //!
-//! A sweep is the analogue of one Go GC cycle for one pool. The pool keeps a
-//! sweep count, its *epoch*; every object is either fresh (returned since the
-//! last sweep) or a *victim* (it was idle at the last sweep already). A sweep
-//! drops the victims and makes every fresh object a victim, so an object
-//! returned and never taken again survives exactly one sweep and is dropped
-//! by the second, wherever it is:
-//!
-//! * **Stashes.** Each stash keeps its victims at the bottom
-//!   (`Local::age`). The sweeper reaches a stash that another thread owns
-//!   through the stash handshake (`stash.rs`): it claims every stash, issues
-//!   one heavy barrier (`barrier.rs`) for them all, waits for owners that are
-//!   inside their critical section, then works on each stash and releases
-//!   it. Owners pay only a relaxed store, a compiler fence and a load on
-//!   their path. Stashes of blocked or exited threads are reached the same
-//!   way: they are in the pool's table until the pool drops.
-//! * **The overflow.** Batches carry the epoch they were spilled in (their
-//!   stamp); a batch stamped two or more sweeps ago holds only victims and is
-//!   dropped whole (`Overflow::trim`). A batch taken back into a stash keeps
-//!   its age there (`Local::install`).
-//!
-//! Everything that touches another thread's stash or the epoch runs under
-//! the pool's sweep lock: sweeps, `clear`, pool close, the flush of an
-//! exiting thread's stash, and making a stash (so a new stash starts at the
-//! pool's epoch). None of them runs user code under the lock: the objects
-//! they take are dropped after it is released, each by the thread that took
-//! it. `close` (pool drop) drops what the pool holds and does not wait for a
-//! concurrent sweep's drops: an object a sweep has taken out of the pool is
-//! that sweep's to drop, on its own thread, and waiting for it would make
-//! pool drop wait on user code that may need a lock the dropping thread
-//! holds.
+//! A sweep is one Go GC cycle for one pool: it drops every object that was
+//! idle at the previous sweep (a *victim*) and makes every other idle
+//! object a victim, so an object returned and never taken again survives
+//! exactly one sweep and is dropped by the second, wherever it is. Stashes
+//! keep their victims at the bottom (`Local::age`) and are reached through
+//! the stash handshake (`stash.rs`), with one heavy barrier for them all;
+//! the overflow's batches and singles carry their age as a stamp
+//! (`Overflow::trim`). All of it runs under the pool's sweep lock
+//! (`shared.rs`), and what it takes is dropped after the lock is released,
+//! by the thread that took it: [`implementation`](crate::implementation),
+//! sections 5 and 7.
 
 use crate::pool::shared::Shared;
 use crate::pool::unwind::drop_all;
@@ -135,9 +116,8 @@ impl<T: Send> Shared<T> {
     ///
     /// Returns once every object the pool holds is dropped. It does not
     /// wait for objects a concurrent sweep (the background sweeper's) took
-    /// out of the pool before: those are that sweep's, and it drops them on
-    /// its own thread. Waiting for them would wait on user `Drop` code on
-    /// another thread, which may need a lock the dropping thread holds.
+    /// out of the pool before: those are that sweep's to drop, on its own
+    /// thread ([`implementation`](crate::implementation), section 7).
     pub(crate) fn close(&self) {
         let mut dead = Vec::new();
         {

@@ -98,6 +98,10 @@ impl<P> SizeClasses<P> {
 }
 
 /// Pools made on first use, one per key (a frame's shape).
+///
+/// Its links are `OnceLock`s, the one thing made under a lock that a
+/// `fork()` can catch half made
+/// ([`implementation`](crate::implementation), section 7a).
 #[cfg(feature = "image")]
 pub(crate) struct Shapes<K, P> {
     head: OnceLock<Box<Node<K, P>>>,

@@ -73,8 +73,7 @@ pub(crate) fn zeroed(len: usize) -> Vec<u8> {
 /// is touched until its bytes are written.
 ///
 /// For buffers whose users initialise what they use, as they use it
-/// (`io::scratch`): a small block from `calloc` is zeroed whole, touching
-/// all its pages, whenever the allocator reuses freed memory for it.
+/// (`io::scratch`, which says why not [`zeroed`]).
 ///
 /// # Panics
 ///
