@@ -82,7 +82,7 @@ pub(crate) fn died_in_fork(serial: u64) -> bool {
 #[cfg(all(target_os = "linux", not(stashpool_loom)))]
 mod linux {
     use std::cell::RefCell;
-    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::atomic::{AtomicU32, Ordering};
     use std::sync::{MutexGuard, RwLockWriteGuard};
 
     use super::{forked, RESUME};
@@ -125,20 +125,20 @@ mod linux {
     pub(crate) struct Install {
         /// `DONE`, or the id of the process whose thread is installing, or
         /// 0 before anyone has started.
-        state: AtomicU64,
+        state: AtomicU32,
     }
 
-    const DONE: u64 = u64::MAX;
+    const DONE: u32 = u32::MAX;
 
     impl Install {
         pub(crate) const fn new() -> Self {
             Self {
-                state: AtomicU64::new(0),
+                state: AtomicU32::new(0),
             }
         }
 
         pub(crate) fn run(&self, register: impl FnOnce()) {
-            let me = u64::from(std::process::id());
+            let me = std::process::id();
             loop {
                 // Acquire: pairs with the release of `DONE`.
                 match self.state.load(Ordering::Acquire) {
@@ -170,7 +170,7 @@ mod linux {
         }
 
         #[cfg(test)]
-        pub(crate) fn installing_in(&self, process: u64) {
+        pub(crate) fn installing_in(&self, process: u32) {
             self.state.store(process, Ordering::Relaxed);
         }
     }
@@ -247,7 +247,7 @@ mod tests {
     #[test]
     fn a_registration_left_by_a_parent_is_taken_over() {
         let install = Install::new();
-        install.installing_in(u64::from(std::process::id()) + 1);
+        install.installing_in(std::process::id() + 1);
         let mut registered = false;
         install.run(|| registered = true);
         assert!(registered);
