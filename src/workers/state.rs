@@ -112,11 +112,24 @@ impl State {
         Self(self.0 - ONE_RUNNING)
     }
 
-    /// A worker that ran a task exits instead of looking for another (the
-    /// pool has more workers than its bound allows now).
+    /// A worker that ran a task exits instead of taking another (the pool
+    /// has more workers than its bound allows now).
     pub(crate) fn exit_busy(self) -> Self {
         invariant!(self.running() > 0);
         Self(self.0 - ONE_RUNNING)
+    }
+
+    /// A worker that claimed a task gives the claim back and exits: the
+    /// bound, lowered since its claim, does not let it run the task.
+    pub(crate) fn give_back(self) -> Self {
+        invariant!(self.running() > 0 && self.queued() < MAX_QUEUED);
+        Self(self.0 + ONE_QUEUED - ONE_RUNNING)
+    }
+
+    /// A worker is started for a queued task (the bound was raised).
+    pub(crate) fn start_claimed(self) -> Self {
+        invariant!(self.queued() > 0 && self.running() < MAX_WORKERS);
+        Self(self.0 - ONE_QUEUED + ONE_RUNNING)
     }
 
     /// A worker that ran a task claims a queued one.

@@ -179,10 +179,17 @@ impl Shared {
     // === admission ===
 
     /// The bound on workers now.
+    ///
+    /// Relaxed: a decision made with a bound read before the step that
+    /// makes it may use a bound just replaced, so every step that lets a
+    /// task start (a claim, a start) reads the bound again after it and
+    /// undoes itself if the bound no longer allows it. That second read
+    /// sees the bound stored by any `set_max_workers` whose own step on the
+    /// word came before: the store precedes that step, which the decision's
+    /// step, an acquire read-modify-write of the same word, reads from
+    /// (`set_max_workers`).
     #[inline]
     pub(crate) fn max_workers(&self) -> usize {
-        // Relaxed: a bound read late only delays a start or an exit by one
-        // decision; every decision is still made on the state word.
         self.max_workers.load(Ordering::Relaxed)
     }
 
@@ -230,15 +237,33 @@ impl Shared {
     }
 
     fn admit(&self, mode: Mode) -> Option<Admission> {
-        let mut how = None;
-        let (_, admitted) = self.state().update(|s| {
-            // Every retry plans afresh; only the plan whose swap succeeded
-            // counts.
-            let (next, planned) = self.plan(s, mode)?;
-            how = Some(planned);
-            Some(next)
-        });
-        how.filter(|_| admitted)
+        loop {
+            let mut how = None;
+            let (before, admitted) = self.state().update(|s| {
+                // Every retry plans afresh; only the plan whose swap
+                // succeeded counts.
+                let (next, planned) = self.plan(s, mode)?;
+                how = Some(planned);
+                Some(next)
+            });
+            let how = how.filter(|_| admitted)?;
+            // A start planned with a bound that has been lowered since is
+            // taken back, unless the pool is back within the new bound, and
+            // the task planned again (`max_workers`). Never the pool's only
+            // worker: the bound is at least 1.
+            if how == Admission::Start {
+                let max = self.max_workers();
+                if before.running() >= max
+                    && self
+                        .state()
+                        .update(|s| (s.running() > max).then(|| s.unstart()))
+                        .1
+                {
+                    continue;
+                }
+            }
+            return Some(how);
+        }
     }
 
     /// Finds room for one task: see `WorkerPool::submit`. With `block`
@@ -608,23 +633,83 @@ impl Shared {
 
     // === resizing and closing ===
 
-    /// Changes the bound on workers. Parked workers are woken so that the
-    /// extra ones exit; busy ones exit when they find nothing queued.
-    pub(crate) fn set_max_workers(&self, n: usize) {
-        let before = self.max_workers.swap(n, Ordering::Relaxed);
-        if n < before {
-            // Woken workers spin, find the queue empty, and exit in the same
-            // step that would have parked them, while the pool is above its
-            // bound (`worker.rs`).
-            self.wake_all();
-        } else if n > before {
+    /// Changes the bound on workers. From the step on the state word made
+    /// here, every step that lets a task start is checked against the new
+    /// bound (`max_workers`): workers above it exit instead of taking a
+    /// task. Lowered, parked workers are woken so that the extra ones exit;
+    /// raised, workers are started for queued tasks that no free worker
+    /// will take, and a blocked submitter is woken to use the room.
+    pub(crate) fn set_max_workers(this: &Arc<Self>, n: usize) {
+        let old = this.max_workers.swap(n, Ordering::Relaxed);
+        if n < old {
+            // Only a step on the word: any later step's check reads `n`.
+            let (state, _) = this.state().update(Some);
+            // More workers than `n`: wake the parked ones, which exit in
+            // the step that would have parked them (`worker.rs`). With no
+            // more than `n`, none will ever be above the bound (every start
+            // from now on is checked against it) and none need waking.
+            if state.running() > n {
+                this.wake_all();
+            }
+        } else if n > old {
             // Room to start workers: a blocked submitter may use it. The
             // step is the same as a worker's that makes room.
-            let (before, _) = self.state().update(|s| Some(s.without_waiting()));
-            if before.waiting() {
-                self.grant_room();
+            let (state, _) = this.state().update(|s| Some(s.without_waiting()));
+            if state.waiting() {
+                this.grant_room();
+            }
+            Self::start_for_queued(this);
+        }
+    }
+
+    /// Starts workers for queued tasks that no free worker will take, while
+    /// the bound lets more run: each takes one of them as its first task.
+    fn start_for_queued(this: &Arc<Self>) {
+        loop {
+            let max = this.max_workers();
+            let (before, started) = this.state().update(|s| {
+                (s.queued() > s.free() && s.running() < max).then(|| s.start_claimed())
+            });
+            if !started {
+                return;
+            }
+            // Lowered again meanwhile: the claim goes back to the queue.
+            let max = this.max_workers();
+            if before.running() >= max && this.give_back(max) {
+                return;
+            }
+            let job = this.take_claimed();
+            if let Err((job, error)) = Self::start(this, job) {
+                Self::start_failed(this, job, error);
             }
         }
+    }
+
+    /// Gives back a claimed task, unless the pool has no more than `max`
+    /// workers now, and counts the claimer's worker gone
+    /// (`State::give_back`): for a claim made above a bound that was
+    /// lowered, and read again, after the claim's step. Returns whether it
+    /// gave the task back; if not, the claim stands (the pool is within the
+    /// bound now, so starting the task starts no task too many). The task,
+    /// still in the queue, is queued again as a submitter would queue it:
+    /// for a free worker (waking a parked one if every spinning one is
+    /// spoken for), or for a busy one; more than `max` workers were alive,
+    /// so at least `max` are left.
+    #[cold]
+    pub(super) fn give_back(&self, max: usize) -> bool {
+        let (before, gave) = self
+            .state()
+            .update(|s| (s.running() > max).then(|| s.give_back().without_waiting()));
+        if !gave {
+            return false;
+        }
+        if before.waiting() {
+            self.grant_room();
+        }
+        if before.queued() < before.free() && before.queued() >= before.spinning() {
+            self.wake_one();
+        }
+        true
     }
 
     /// Takes every parked worker off the idle stack and wakes it.

@@ -389,11 +389,26 @@ impl WorkerPool {
     }
 
     /// Changes the most workers this pool runs at once, at run time (Go's
-    /// `ants` calls it `Tune`). Raising it lets blocked submitters start
-    /// workers at once; lowering it wakes idle workers so the extra ones
-    /// exit, while busy ones finish their task first and exit when they
-    /// find nothing queued. With the default queue capacity, the queue
-    /// follows the new bound.
+    /// `ants` calls it `Tune`). The new bound holds as soon as this
+    /// returns:
+    ///
+    /// * Lowered to `n`: from then on, no worker starts a task while `n` or
+    ///   more tasks are running. A worker that finishes a task while the
+    ///   pool has more than `n` workers exits without taking another, even
+    ///   with tasks queued, and idle workers above the bound are woken to
+    ///   exit. Running tasks are not interrupted, so more than `n` can
+    ///   still be running until enough of them finish (none starts
+    ///   meanwhile), and a task that a worker had already taken from the
+    ///   queue when the call was made still runs.
+    /// * Raised: workers are started at once for the queued tasks that no
+    ///   idle worker will take, up to the new bound, and submitters waiting
+    ///   for room are woken.
+    ///
+    /// One exception, which adds no thread: a task that waits in
+    /// [`JoinHandle::join`] or at the end of a [`scope`](Self::scope) of
+    /// this pool runs queued tasks on its own worker meanwhile, whatever
+    /// the bound, since it could otherwise wait for ever. With the default
+    /// queue capacity, the queue follows the new bound.
     ///
     /// # Panics
     ///
@@ -418,7 +433,7 @@ impl WorkerPool {
         // The builder's limits keep any bound plus the queue within the
         // state word's fields, so only the bound itself needs checking.
         check_max_workers(n);
-        self.shared.set_max_workers(n);
+        Shared::set_max_workers(&self.shared, n);
     }
 
     /// Shuts the pool down within `timeout`: it takes no more work, its
