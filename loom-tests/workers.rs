@@ -320,6 +320,41 @@ fn lowering_the_bound_races_a_submit() {
     });
 }
 
+/// The pool's count of queued tasks is full (three under loom) when a task
+/// submits to its own pool, as the other worker finishes its task and
+/// claims: the new task is counted apart, under the lock, and must be moved
+/// into the count by the claim that makes room, whichever comes first, and
+/// run.
+#[test]
+fn a_task_queues_past_the_count_as_a_worker_claims() {
+    model("a_task_queues_past_the_count_as_a_worker_claims", || {
+        let pool = Arc::new(WorkerPool::builder(2).idle_timeout(Duration::MAX).build());
+        let counter = Arc::new(AtomicUsize::new(0));
+        let (go, release) = (Flag::new(), Flag::new());
+        pool.submit({
+            let (pool, counter, go) = (Arc::clone(&pool), Arc::clone(&counter), Arc::clone(&go));
+            move || {
+                go.wait();
+                pool.submit(count(&counter));
+            }
+        });
+        // The first worker is busy: this task starts the second.
+        pool.submit({
+            let release = Arc::clone(&release);
+            move || release.wait()
+        });
+        for _ in 0..3 {
+            pool.submit(count(&counter));
+        }
+        go.set();
+        release.set();
+        // The first wait may return before the inner task is submitted.
+        pool.wait();
+        pool.wait();
+        assert_eq!(counter.load(Ordering::Relaxed), 4);
+    });
+}
+
 /// A flag one thread waits for and another sets. A lock and a condition
 /// variable, which loom never wakes spuriously, rather than a spin on an
 /// atomic, whose rounds loom would explore one by one.

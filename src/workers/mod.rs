@@ -41,7 +41,9 @@
 //! across the two parts. Every decision about a task is made on one atomic word
 //! (`state.rs`) that holds:
 //!
-//! * `queued`: tasks admitted to the queue that no worker has claimed;
+//! * `queued`: tasks admitted to the queue that no worker has claimed (up
+//!   to the field's width; tasks past it, which only the pool's own tasks
+//!   can submit, are counted under the lock: `submit.rs`);
 //! * `running`: workers alive;
 //! * `spinning` and `sleeping`: workers with nothing to do, awake (watching
 //!   the queue) or parked on the idle stack (needing a wake). Together they
@@ -120,7 +122,8 @@
 //! a submit racing a worker on its way to park, a parked worker woken, an
 //! idle timeout firing as a submit arrives, two submitters racing idle
 //! exits, blocked submitters woken by a worker, tasks overflowing the ring
-//! while a worker claims, two workers draining the queue while timing out,
+//! while a worker claims, a task queueing past the count of `queued` while
+//! a worker claims, two workers draining the queue while timing out,
 //! closing, a `JoinHandle` completing as it is joined, a lowered bound
 //! racing a submit and a worker finishing a task, a raised bound starting a
 //! worker for a queued task, and a shutdown racing submits.

@@ -247,6 +247,7 @@ impl Shared {
     /// `None`.
     #[inline]
     fn take_claimed_within_bound(&self, before: State) -> Option<Job> {
+        self.refill_if_full(before);
         let max = self.max_workers();
         if before.running() > max && self.give_back(max) {
             return None;

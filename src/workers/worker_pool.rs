@@ -181,6 +181,10 @@ impl WorkerPool {
     /// a thread (the task is dropped). With workers alive, a refused thread
     /// only means the task waits for one of them.
     ///
+    /// If a submit from one of the pool's own tasks finds 553 648 127 tasks
+    /// queued (beyond the capacity, only such submits queue tasks, and
+    /// that many hold tens of GiB of queue): the task is dropped.
+    ///
     /// # Examples
     ///
     /// ```
