@@ -62,7 +62,11 @@ pub const DEFAULT_QUEUE_PER_WORKER: usize = 4;
 /// are started only when every worker is busy: the pool grows with the load.
 /// A worker that finds nothing to do spins for a few microseconds, then
 /// parks, using no CPU; after [`idle_timeout`](WorkerPoolBuilder::idle_timeout)
-/// parked it exits, so an idle pool shrinks to no threads at all.
+/// parked it exits, so an idle pool shrinks to no threads at all. A parked
+/// worker that is woken yields its core once before it looks for work, so
+/// that the thread that woke it, usually the one submitting, is not
+/// preempted by it (on a busy core, its first task may wait for the rest
+/// of that thread's time slice).
 ///
 /// [`spawn`](Self::spawn) returns a [`JoinHandle`] for the task's result;
 /// [`scope`](Self::scope) runs tasks that borrow from the caller.
