@@ -67,20 +67,22 @@
 //!    wake; the sleeper woken, once it has its room, grants the next one a
 //!    wake if there is room still, or raises the mark again (`submit.rs`).
 //!
-//! A worker that finishes a task exits if the pool has more workers than
-//! its bound (lowered by `set_max_workers`), whatever is queued; else it
-//! claims a queued one (`queued -= 1`, then pops; the claim guarantees the
-//! pop will find a task, at worst after the submitter's push lands) or, if
-//! none is queued, becomes *spinning*. A spinning worker watches the word
-//! for a few microseconds, claiming a task if one is queued (or exiting,
-//! above the bound), then takes the pool's lock and, in one step on the
-//! word, does the same, or else becomes *sleeping* and parks on its own
-//! condition variable, on top of the idle stack. Neither
-//! side calls `sched_yield` while it waits: spinning ends in a park, and a
-//! wake from the thread that makes progress (`spin.rs`). A submitter
-//! that pops it marks it notified and counts it spinning again. A sleeper
-//! whose idle timeout passes unwoken leaves the stack and, in one step,
-//! exits (`running -= 1`) if no task is queued, or else becomes spinning.
+//! A worker that finishes a task exits if the pool has more workers than its
+//! bound (lowered by `set_max_workers`), whatever is queued; else it claims
+//! a queued one (`queued -= 1`, then pops; the claim guarantees the pop will
+//! find a task, at worst after the submitter's push lands) or, if none is
+//! queued, becomes *spinning*. A spinning worker watches the word for a few
+//! microseconds, claiming a task if one is queued (or exiting, above the
+//! bound), then takes the pool's lock and, in one step on the word, does the
+//! same, or else becomes *sleeping* and parks on its own condition variable,
+//! on top of the idle stack. Neither side calls `sched_yield` while it
+//! waits: spinning ends in a park, and a wake from the thread that makes
+//! progress (`spin.rs`). A submitter that pops it marks it notified and
+//! counts it spinning again; the worker, woken, yields its core once before
+//! it looks for work, so that it does not preempt the submitter that woke it
+//! (`worker.rs`). A sleeper whose idle timeout passes unwoken leaves the
+//! stack and, in one step, exits (`running -= 1`) if no task is queued, or
+//! else becomes spinning.
 //!
 //! # Why no task is left behind
 //!
