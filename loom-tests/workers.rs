@@ -10,8 +10,11 @@
 //!
 //! Under loom, the task queue's ring and its overflow are locked
 //! `VecDeque`s with the interfaces of `ArrayQueue` and `Injector`, the
-//! ring of one slot (so the second queued task overflows), and a timed wait times out at once (loom has no clock): the
-//! earliest an idle timeout can fire, which races hardest with a submit.
+//! ring of one slot (so the second queued task overflows), the state
+//! word's count of queued tasks holds two (so a task the pool's own task
+//! submits past them is counted apart), and a timed wait times out at once
+//! (loom has no clock): the earliest an idle timeout can fire, which races
+//! hardest with a submit.
 //! Each model keeps to at most four threads (the model's own and the
 //! workers the pool starts).
 #![cfg(stashpool_loom)]
@@ -320,22 +323,37 @@ fn lowering_the_bound_races_a_submit() {
     });
 }
 
-/// The pool's count of queued tasks is full (three under loom) when a task
+/// The pool's count of queued tasks is full (two under loom) when a task
 /// submits to its own pool, as the other worker finishes its task and
 /// claims: the new task is counted apart, under the lock, and must be moved
 /// into the count by the claim that makes room, whichever comes first, and
-/// run.
+/// run. The submitting task holds its worker until the other has run all
+/// three, which keeps the model small.
 #[test]
 fn a_task_queues_past_the_count_as_a_worker_claims() {
     model("a_task_queues_past_the_count_as_a_worker_claims", || {
         let pool = Arc::new(WorkerPool::builder(2).idle_timeout(Duration::MAX).build());
+        let (go, release, drained, hold) = (Flag::new(), Flag::new(), Flag::new(), Flag::new());
         let counter = Arc::new(AtomicUsize::new(0));
-        let (go, release) = (Flag::new(), Flag::new());
+        let task = || {
+            let (counter, drained) = (Arc::clone(&counter), Arc::clone(&drained));
+            move || {
+                if counter.fetch_add(1, Ordering::SeqCst) == 2 {
+                    drained.set();
+                }
+            }
+        };
         pool.submit({
-            let (pool, counter, go) = (Arc::clone(&pool), Arc::clone(&counter), Arc::clone(&go));
+            let (pool, task, go, hold) = (
+                Arc::clone(&pool),
+                task(),
+                Arc::clone(&go),
+                Arc::clone(&hold),
+            );
             move || {
                 go.wait();
-                pool.submit(count(&counter));
+                pool.submit(task);
+                hold.wait();
             }
         });
         // The first worker is busy: this task starts the second.
@@ -343,15 +361,15 @@ fn a_task_queues_past_the_count_as_a_worker_claims() {
             let release = Arc::clone(&release);
             move || release.wait()
         });
-        for _ in 0..3 {
-            pool.submit(count(&counter));
+        for _ in 0..2 {
+            pool.submit(task());
         }
         go.set();
         release.set();
-        // The first wait may return before the inner task is submitted.
+        drained.wait();
+        hold.set();
         pool.wait();
-        pool.wait();
-        assert_eq!(counter.load(Ordering::Relaxed), 4);
+        assert_eq!(pool.stats().completed, 5);
     });
 }
 
