@@ -30,11 +30,12 @@ const SUBMIT_SPINS: u32 = if cfg!(stashpool_loom) { 1 } else { 12 };
 const START_RETRIES: u32 = 10;
 
 /// The most tasks counted in `Inner::uncounted`, past the `queued` field:
-/// so many that their queue alone takes tens of GiB. Only tasks that the
-/// pool's own tasks submit get there; past it, such a submit panics rather
-/// than overflow the unfinished counts of a wait generation, which must
-/// also hold the tasks that workers have taken (`generations.rs`).
-const MAX_UNCOUNTED: usize = 1 << 29;
+/// so many that their queue alone takes tens of GiB (a few dozen in unit
+/// tests). Only tasks that the pool's own tasks submit get there; past it,
+/// such a submit is refused, and panics, rather than overflow the
+/// unfinished counts of a wait generation, which must also hold the tasks
+/// that workers have taken (`generations.rs`).
+const MAX_UNCOUNTED: usize = if cfg!(test) { 64 } else { 1 << 29 };
 const _: () = assert!(MAX_QUEUED + MAX_UNCOUNTED < super::generations::MAX_UNFINISHED / 2);
 
 /// A user's hook, shared by the workers. A std `Arc` even under loom, whose
@@ -64,6 +65,9 @@ pub(crate) enum Admission {
     Wake,
     /// To a new worker, as its first task.
     Start,
+    /// Nowhere: queued past the count of `queued` by `MAX_UNCOUNTED`
+    /// tasks already. The task is dropped and the submit panics.
+    Refused,
 }
 
 /// What an admission may do besides the usual.
@@ -298,10 +302,10 @@ impl Shared {
             }
             // Unbounded, it failed only because `queued` is at its limit.
             if !mode.bounded {
-                if self.count_uncounted() {
-                    break Admission::Queued;
+                match self.count_uncounted() {
+                    Some(how) => break how,
+                    None => continue,
                 }
-                continue;
             }
             if spin.rounds() < SUBMIT_SPINS {
                 spin.spin();
@@ -336,7 +340,18 @@ impl Shared {
                     Self::start_failed(this, job, error);
                 }
             }
+            Admission::Refused => this.refuse(job),
         }
+    }
+
+    /// Drops a task that admission refused, and panics (see `submit`).
+    #[cold]
+    fn refuse(&self, job: Job) -> ! {
+        self.abandon(job);
+        panic!(
+            "stashpool: more than {} tasks queued in a WorkerPool",
+            MAX_UNCOUNTED + QUEUED_LIMIT
+        );
     }
 
     /// Wakes the most recently parked worker.
@@ -446,11 +461,8 @@ impl Shared {
                 panic!("stashpool: could not start a worker thread: {error}");
             }
             let how = loop {
-                if let Some(how) = this.admit(mode) {
+                if let Some(how) = this.admit(mode).or_else(|| this.count_uncounted()) {
                     break how;
-                }
-                if this.count_uncounted() {
-                    break Admission::Queued;
                 }
             };
             if how != Admission::Start {
@@ -516,29 +528,24 @@ impl Shared {
     // whatever task is oldest, counted or not.
 
     /// Counts a task whose unbounded admission found `queued` at its limit
-    /// in `Inner::uncounted`, if `queued` is still at its limit; returns
-    /// false, counting nothing, if a claim has made room there since (the
-    /// caller admits the task again). A claim that takes `queued` down
-    /// from the limit after this check takes the lock after it too, and
-    /// moves the task into `queued` (`refill`); one that did before has
-    /// released the lock before this check, which therefore sees it.
-    ///
-    /// # Panics
-    ///
-    /// Past `MAX_UNCOUNTED` tasks (the task is not admitted).
+    /// in `Inner::uncounted`, if `queued` is still at its limit, and
+    /// returns `Queued`; returns `None`, counting nothing, if a claim has
+    /// made room there since (the caller admits the task again), and
+    /// `Refused` past `MAX_UNCOUNTED`. A claim that takes `queued` down from
+    /// the limit after this check takes the lock after it too, and moves
+    /// the task into `queued` (`refill`); one that did before has released
+    /// the lock before this check, which therefore sees it.
     #[cold]
-    fn count_uncounted(&self) -> bool {
+    fn count_uncounted(&self) -> Option<Admission> {
         let mut inner = lock(&self.inner);
         if self.state().load().queued() < QUEUED_LIMIT {
-            return false;
+            return None;
         }
-        assert!(
-            inner.uncounted < MAX_UNCOUNTED,
-            "stashpool: more than {} tasks queued in a WorkerPool",
-            MAX_UNCOUNTED + QUEUED_LIMIT
-        );
+        if inner.uncounted >= MAX_UNCOUNTED {
+            return Some(Admission::Refused);
+        }
         inner.uncounted += 1;
-        true
+        Some(Admission::Queued)
     }
 
     /// Called by every claim, with the state it saw: one that took `queued`
@@ -980,7 +987,7 @@ mod tests {
             bounded: false,
         };
         assert_eq!(shared.admit(unbounded), None);
-        assert!(shared.count_uncounted());
+        assert_eq!(shared.count_uncounted(), Some(Admission::Queued));
         assert_eq!(
             (uncounted(&shared), shared.stats().queued),
             (1, QUEUED_LIMIT + 1)
@@ -992,7 +999,7 @@ mod tests {
         assert_eq!(shared.state().load().queued(), QUEUED_LIMIT);
         // With room in `queued`, nothing is counted past it.
         shared.state().update(|s| Some(s.claim_busy()));
-        assert!(!shared.count_uncounted());
+        assert_eq!(shared.count_uncounted(), None);
         assert_eq!(uncounted(&shared), 0);
     }
 
@@ -1043,7 +1050,8 @@ mod tests {
 
     #[test]
     fn tasks_past_the_limit_race_claims_and_all_run() {
-        const INNER: usize = 200;
+        // Both submitters' tasks fit past the count even if no claim came.
+        const INNER: usize = (QUEUED_LIMIT + MAX_UNCOUNTED) / 2;
         let pool = Arc::new(WorkerPool::builder(3).build());
         let ran = Arc::new(AtomicUsize::new(0));
         for _ in 0..2 {
@@ -1062,6 +1070,46 @@ mod tests {
         pool.wait();
         assert_eq!(ran.load(Ordering::Relaxed), 2 * INNER);
         assert_eq!(pool.stats().queued, 0);
+    }
+
+    #[test]
+    fn a_submit_past_every_limit_panics_and_drops_only_its_task() {
+        const FITS: usize = QUEUED_LIMIT + MAX_UNCOUNTED;
+        let pool = Arc::new(WorkerPool::builder(1).build());
+        let ran = Arc::new(AtomicUsize::new(0));
+        let (inner_pool, inner_ran) = (Arc::clone(&pool), Arc::clone(&ran));
+        let outcome = pool.spawn(move || {
+            let submit = || {
+                let ran = Arc::clone(&inner_ran);
+                inner_pool.submit(move || {
+                    ran.fetch_add(1, Ordering::Relaxed);
+                });
+            };
+            for _ in 0..FITS {
+                submit();
+            }
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(submit))
+        });
+        let payload = outcome.join().unwrap().unwrap_err();
+        let message = payload.downcast_ref::<String>().unwrap();
+        assert_eq!(
+            *message,
+            format!("stashpool: more than {FITS} tasks queued in a WorkerPool")
+        );
+        // The refused task is counted dropped, so `wait` returns.
+        let (waited_tx, waited) = mpsc::channel();
+        let waiter = Arc::clone(&pool);
+        std::thread::spawn(move || {
+            waiter.wait();
+            waited_tx.send(()).unwrap();
+        });
+        assert!(
+            waited.recv_timeout(DEADLINE).is_ok(),
+            "wait hung on the refused task"
+        );
+        assert_eq!(ran.load(Ordering::Relaxed), FITS);
+        let stats = pool.stats();
+        assert_eq!((stats.dropped, stats.completed), (1, FITS as u64 + 1));
     }
 
     #[test]
