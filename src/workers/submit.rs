@@ -328,6 +328,21 @@ impl Shared {
         Self::send(this, how, Job { task, generation });
     }
 
+    /// Submits `task`, waiting for room while the pool is full: what
+    /// `reserve(true)` and `dispatch` do, with the task counted before its
+    /// admission rather than after. Admission makes the task claimable, and
+    /// a claimer then waits for the push that makes it findable
+    /// (`take_claimed`); the less the submitter does in between, the less
+    /// likely it is to be preempted there, which keeps the claimer waiting
+    /// until it runs again.
+    pub(crate) fn submit(this: &Arc<Self>, task: Task) {
+        let generation = this.counts.generations.enter();
+        let how = this
+            .reserve(true)
+            .expect("a blocking submit always admits its task");
+        Self::send(this, how, Job { task, generation });
+    }
+
     fn send(this: &Arc<Self>, how: Admission, job: Job) {
         match how {
             Admission::Queued => this.queue.push(job),

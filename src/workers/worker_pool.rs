@@ -210,11 +210,7 @@ impl WorkerPool {
     where
         F: FnOnce() + Send + 'static,
     {
-        let how = self
-            .shared
-            .reserve(true)
-            .expect("a blocking submit always admits its task");
-        Shared::dispatch(&self.shared, how, Task::new(returns(task)));
+        Shared::submit(&self.shared, Task::new(returns(task)));
     }
 
     /// Like [`submit`](Self::submit), but never waits: if every worker is
@@ -288,13 +284,9 @@ impl WorkerPool {
         &self,
         f: impl FnOnce() -> T + Send + 'static,
     ) -> JoinHandle<T> {
-        let how = self
-            .shared
-            .reserve(true)
-            .expect("a blocking submit always admits its task");
         let packet = Packet::new(None);
         let done = Completion::new(&packet);
-        Shared::dispatch(&self.shared, how, Task::new(move || done.run(f)));
+        Shared::submit(&self.shared, Task::new(move || done.run(f)));
         JoinHandle::new(packet)
     }
 
