@@ -923,7 +923,8 @@ enum Seen {
 /// `4 - bound` workers to finish must exit without taking a queued task,
 /// and no task may start while `bound` or more are running.
 fn lower_the_bound_under_a_backlog(bound: usize, submitters: usize) {
-    const PER_SUBMITTER: usize = 200;
+    // Fewer under Miri, which interprets every step of every thread.
+    const PER_SUBMITTER: usize = if cfg!(miri) { 20 } else { 200 };
     let (seen_tx, seen) = mpsc::channel();
     let exits = seen_tx.clone();
     let pool = Arc::new(
