@@ -7,6 +7,7 @@
 //! cargo bench --bench workers_rss -- rayon sleepy             # one cold run
 //! cargo bench --bench workers_rss -- rayon sleepy warm        # one warm run
 //! cargo bench --bench workers_rss -- stashpool_queue_64 tiny  # one setting
+//! cargo bench --bench workers_rss -- tail                     # the tail table
 //! ```
 //!
 //! Workloads: `tiny` (100 000 one-multiply tasks, one worker per core) and
@@ -38,6 +39,15 @@
 //! sleeping tasks) finish; it never binds for the pools on tiny tasks.
 //! Cold runs stay one batch per fresh process, since a fresh process is
 //! what they measure; there are more of them (`RUNS`) instead.
+//!
+//! The tail table (`-- tail`) is about the spread of cold runs rather than
+//! the best: `TAIL_RUNS` fresh processes per peer on `tiny`, interleaved,
+//! with the median and the worst of each. A pool whose median is good but
+//! whose worst run is several times slower leaves a short-lived program
+//! at the mercy of the schedule; the ratio says how far. It writes its
+//! table into `benches/results/workers_rss.md` (between the `tail` markers),
+//! with the load average before and after, since on a shared machine the
+//! worst runs measure the neighbours too.
 //!
 //! Neither includes dropping the pool: `WorkerPool`'s drop joins its
 //! workers, `rayon`'s and `threadpool`'s return without waiting for theirs,
@@ -75,6 +85,19 @@ use peers::{Peer, NAMES};
 
 /// Processes per peer and workload, of each kind (cold and warm).
 const RUNS: usize = 7;
+
+/// Cold processes per peer in the tail table.
+const TAIL_RUNS: usize = 20;
+
+/// The peers of the tail table: the pool and the two pools of threads it
+/// competes with (`thread_per_task` takes seconds a run, `scope_fan_out`
+/// dispatches nothing).
+const TAIL_PEERS: [&str; 3] = ["stashpool", "rayon", "threadpool"];
+
+/// Where the tail table goes, between these markers.
+const RESULTS: &str = "benches/results/workers_rss.md";
+const TAIL_BEGIN: &str = "<!-- tail: written by `cargo bench --bench workers_rss -- tail` -->";
+const TAIL_END: &str = "<!-- tail end -->";
 
 /// Timed batches in a warm process, after the warm-up: the best counts.
 const TIMED_BATCHES: u32 = 15;
@@ -345,6 +368,96 @@ fn table() {
     }
 }
 
+/// The first three fields of `/proc/loadavg`: runnable threads on the
+/// machine, averaged over 1, 5 and 15 minutes.
+fn load_average() -> String {
+    let text = std::fs::read_to_string("/proc/loadavg").expect("Linux /proc");
+    text.split_whitespace()
+        .take(3)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// A command's first line of output, or `?`.
+fn output_of(program: &str, args: &[&str]) -> String {
+    Command::new(program)
+        .args(args)
+        .output()
+        .ok()
+        .and_then(|out| String::from_utf8(out.stdout).ok())
+        .and_then(|text| text.lines().next().map(str::to_owned))
+        .unwrap_or_else(|| "?".into())
+}
+
+/// The tail table: see the module docs.
+fn tail() {
+    let me = env::current_exe().expect("the bench's own path");
+    let counter = Counter::find();
+    let load_before = load_average();
+    let mut runs: Vec<Vec<Run>> = TAIL_PEERS.iter().map(|_| Vec::new()).collect();
+    for _ in 0..TAIL_RUNS {
+        for (peer, runs) in TAIL_PEERS.iter().zip(&mut runs) {
+            runs.push(measure(&me, counter, peer, "tiny"));
+        }
+    }
+    let load_after = load_average();
+    let mut table = format!(
+        "{TAIL_RUNS} cold runs per peer of {} tiny tasks on {} workers, interleaved, a fresh process each\n\
+         futex calls per run counted by {}\n\
+         peer        best (ms)  median (ms)  worst (ms)  worst/median  futex median  futex worst\n",
+        peers::TINY_TASKS,
+        peers::cores(),
+        counter.name(),
+    );
+    for (peer, runs) in TAIL_PEERS.iter().zip(runs) {
+        let times: Vec<f64> = runs.iter().map(|r| r.millis).collect();
+        let (best, worst) = (
+            times.iter().copied().fold(f64::INFINITY, f64::min),
+            times.iter().copied().fold(0.0, f64::max),
+        );
+        let middle = median(times);
+        let futexes = runs.iter().map(|r| r.futexes).collect::<Option<Vec<_>>>();
+        table += &format!(
+            "{peer:<10} {best:>10.1} {middle:>12.1} {worst:>11.1} {:>13.2} {:>13} {:>12}\n",
+            worst / middle,
+            show(futexes.clone().map(median)),
+            show(futexes.and_then(|f| f.into_iter().max())),
+        );
+    }
+    table += &format!("load average (1, 5, 15 min): {load_before} before, {load_after} after\n");
+    print!("{table}");
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|text| {
+            text.lines()
+                .find(|line| line.starts_with("model name"))
+                .and_then(|line| line.split(':').nth(1))
+                .map(|name| name.trim().to_owned())
+        })
+        .unwrap_or_else(|| "?".into());
+    let section = format!(
+        "{TAIL_BEGIN}\n\
+         ### The tail: worst cold runs\n\n\
+         `cargo bench --bench workers_rss -- tail`: the spread of cold runs of `tiny` (make the pool, run one batch, in a fresh process), best, median and worst of {TAIL_RUNS} per peer, interleaved, with the futex calls of each run (a run in which workers park and are woken over and over shows there, whatever else slowed it). The load average shows how busy the machine was: on a shared machine the worst runs measure the neighbours too.\n\n\
+         ```text\n{table}```\n\n\
+         _{}; commit `{}`; {cpu}, {} cores; written by the bench._\n\
+         {TAIL_END}\n",
+        output_of("date", &["-u", "+%Y-%m-%d %H:%M UTC"]),
+        output_of("git", &["rev-parse", "--short", "HEAD"]),
+        peers::cores(),
+    );
+    let old = std::fs::read_to_string(RESULTS).unwrap_or_default();
+    let new = match (old.find(TAIL_BEGIN), old.find(TAIL_END)) {
+        (Some(begin), Some(end)) => {
+            let rest = old[end + TAIL_END.len()..].trim_start_matches('\n');
+            format!("{}{section}{rest}", &old[..begin])
+        }
+        _ => format!("{old}\n{section}"),
+    };
+    std::fs::write(RESULTS, new).expect("write the results file");
+    println!("written into {RESULTS}");
+}
+
 #[cfg(not(target_os = "linux"))]
 fn main() {
     eprintln!("workers_rss reads /proc and getrusage: Linux only");
@@ -361,6 +474,7 @@ fn main() {
         [peer, workload] => run_one(peer, workload, false),
         [peer, workload, warm] if warm == "warm" => run_one(peer, workload, true),
         [] => table(),
-        _ => panic!("usage: workers_rss [PEER WORKLOAD [warm]]; peers {NAMES:?}"),
+        [mode] if mode == "tail" => tail(),
+        _ => panic!("usage: workers_rss [PEER WORKLOAD [warm] | tail]; peers {NAMES:?}"),
     }
 }

@@ -10,16 +10,19 @@
 //!
 //! Under loom, the task queue's ring and its overflow are locked
 //! `VecDeque`s with the interfaces of `ArrayQueue` and `Injector`, the
-//! ring of one slot (so the second queued task overflows), and a timed wait times out at once (loom has no clock): the
-//! earliest an idle timeout can fire, which races hardest with a submit.
+//! ring of one slot (so the second queued task overflows), the state
+//! word's count of queued tasks holds two (so a task the pool's own task
+//! submits past them is counted apart), and a timed wait times out at once
+//! (loom has no clock): the earliest an idle timeout can fire, which races
+//! hardest with a submit.
 //! Each model keeps to at most four threads (the model's own and the
 //! workers the pool starts).
 #![cfg(stashpool_loom)]
 
 use std::time::Duration;
 
-use loom::sync::atomic::{AtomicUsize, Ordering};
-use loom::sync::Arc;
+use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use loom::sync::{Arc, Condvar, Mutex};
 use loom::thread;
 use stashpool::workers::{TaskDropped, WorkerPool};
 
@@ -160,7 +163,7 @@ fn tasks_overflow_the_ring_while_a_worker_claims() {
             .queue_capacity(3)
             .idle_timeout(Duration::MAX)
             .build();
-        let order = Arc::new(loom::sync::Mutex::new(Vec::new()));
+        let order = Arc::new(Mutex::new(Vec::new()));
         for i in 0..4 {
             let order = Arc::clone(&order);
             pool.submit(move || order.lock().unwrap().push(i));
@@ -277,7 +280,9 @@ fn a_join_gets_the_panic_of_a_task() {
 /// The bound is lowered while another thread submits: the worker running
 /// the first task may exit as soon as it is above the bound, and the
 /// second task must still run (on it, or on a new worker), with no worker
-/// left above the bound once the pool is quiet.
+/// left above the bound once the pool is quiet. A submit that comes after
+/// the lowering has returned must not start a second worker (the first is
+/// alive, the bound is 1): its task runs alone.
 #[test]
 fn lowering_the_bound_races_a_submit() {
     model("lowering_the_bound_races_a_submit", || {
@@ -287,18 +292,200 @@ fn lowering_the_bound_races_a_submit() {
                 .idle_timeout(Duration::MAX)
                 .build(),
         );
-        let counter = Arc::new(AtomicUsize::new(0));
-        pool.submit(count(&counter));
+        let running = Arc::new(AtomicUsize::new(0));
+        let lowered = Arc::new(AtomicBool::new(false));
+        let task = |running: &Arc<AtomicUsize>, alone: bool| {
+            let running = Arc::clone(running);
+            move || {
+                let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+                assert!(!alone || now == 1, "{now} tasks ran under a bound of 1");
+                running.fetch_sub(1, Ordering::SeqCst);
+            }
+        };
+        pool.submit(task(&running, false));
         let other = {
-            let (pool, counter) = (Arc::clone(&pool), Arc::clone(&counter));
-            thread::spawn(move || pool.submit(count(&counter)))
+            let (pool, running, lowered) = (
+                Arc::clone(&pool),
+                Arc::clone(&running),
+                Arc::clone(&lowered),
+            );
+            thread::spawn(move || {
+                let after = lowered.load(Ordering::SeqCst);
+                pool.submit(task(&running, after));
+            })
         };
         pool.set_max_workers(1);
+        lowered.store(true, Ordering::SeqCst);
         other.join().unwrap();
         pool.wait();
-        assert_eq!(counter.load(Ordering::Relaxed), 2);
+        assert_eq!(pool.stats().completed, 2);
         assert!(pool.stats().unfinished() == 0);
     });
+}
+
+/// The pool's count of queued tasks is full (two under loom) when a task
+/// submits to its own pool, as the other worker finishes its task and
+/// claims: the new task is counted apart, under the lock, and must be moved
+/// into the count by the claim that makes room, whichever comes first, and
+/// run. The submitting task holds its worker until the other has run all
+/// three, which keeps the model small.
+#[test]
+fn a_task_queues_past_the_count_as_a_worker_claims() {
+    model("a_task_queues_past_the_count_as_a_worker_claims", || {
+        let pool = Arc::new(WorkerPool::builder(2).idle_timeout(Duration::MAX).build());
+        let (go, release, drained, hold) = (Flag::new(), Flag::new(), Flag::new(), Flag::new());
+        let counter = Arc::new(AtomicUsize::new(0));
+        let task = || {
+            let (counter, drained) = (Arc::clone(&counter), Arc::clone(&drained));
+            move || {
+                if counter.fetch_add(1, Ordering::SeqCst) == 2 {
+                    drained.set();
+                }
+            }
+        };
+        pool.submit({
+            let (pool, task, go, hold) = (
+                Arc::clone(&pool),
+                task(),
+                Arc::clone(&go),
+                Arc::clone(&hold),
+            );
+            move || {
+                go.wait();
+                pool.submit(task);
+                hold.wait();
+            }
+        });
+        // The first worker is busy: this task starts the second.
+        pool.submit({
+            let release = Arc::clone(&release);
+            move || release.wait()
+        });
+        for _ in 0..2 {
+            pool.submit(task());
+        }
+        go.set();
+        release.set();
+        drained.wait();
+        hold.set();
+        pool.wait();
+        assert_eq!(pool.stats().completed, 5);
+    });
+}
+
+/// A flag one thread waits for and another sets. A lock and a condition
+/// variable, which loom never wakes spuriously, rather than a spin on an
+/// atomic, whose rounds loom would explore one by one.
+struct Flag {
+    set: Mutex<bool>,
+    changed: Condvar,
+}
+
+impl Flag {
+    fn new() -> Arc<Self> {
+        Arc::new(Self {
+            set: Mutex::new(false),
+            changed: Condvar::new(),
+        })
+    }
+
+    fn set(&self) {
+        *self.set.lock().unwrap() = true;
+        self.changed.notify_all();
+    }
+
+    fn wait(&self) {
+        let mut set = self.set.lock().unwrap();
+        while !*set {
+            set = self.changed.wait(set).unwrap();
+        }
+    }
+}
+
+/// Both workers of a pool bounded at 2 are busy; one finishes its task as
+/// the bound is lowered to 1, while the other's task submits a task. A
+/// worker that claimed that task with the old bound, read before the
+/// lowering's step, must read the new one and give it back; a task
+/// submitted once the lowering has returned must run alone (the other
+/// worker still runs its task until released, so the bound lets no second
+/// task start).
+#[test]
+fn lowering_the_bound_races_a_finishing_worker_and_a_submit() {
+    model(
+        "lowering_the_bound_races_a_finishing_worker_and_a_submit",
+        || {
+            let pool = Arc::new(WorkerPool::builder(2).idle_timeout(Duration::MAX).build());
+            let running = Arc::new(AtomicUsize::new(0));
+            let lowered = Arc::new(AtomicBool::new(false));
+            let (started, release, release_b) = (Flag::new(), Flag::new(), Flag::new());
+            pool.submit({
+                let (started, release) = (Arc::clone(&started), Arc::clone(&release));
+                move || {
+                    started.set();
+                    release.wait();
+                }
+            });
+            started.wait();
+            // The first worker is busy: this task starts the second.
+            pool.submit({
+                let (pool, running, lowered, release_b) = (
+                    Arc::clone(&pool),
+                    Arc::clone(&running),
+                    Arc::clone(&lowered),
+                    Arc::clone(&release_b),
+                );
+                move || {
+                    running.fetch_add(1, Ordering::SeqCst);
+                    let after = lowered.load(Ordering::SeqCst);
+                    let alone = Arc::clone(&running);
+                    pool.submit(move || {
+                        let now = alone.fetch_add(1, Ordering::SeqCst) + 1;
+                        assert!(!after || now == 1, "{now} tasks ran under a bound of 1");
+                        alone.fetch_sub(1, Ordering::SeqCst);
+                    });
+                    release_b.wait();
+                    running.fetch_sub(1, Ordering::SeqCst);
+                }
+            });
+            release.set();
+            pool.set_max_workers(1);
+            lowered.store(true, Ordering::SeqCst);
+            release_b.set();
+            // The first wait may return before the inner task is submitted.
+            pool.wait();
+            pool.wait();
+            let stats = pool.stats();
+            assert_eq!((stats.completed, stats.spawned), (3, 2), "{stats:?}");
+        },
+    );
+}
+
+/// One worker is busy and a task waits in the queue when the bound is
+/// raised: the queued task must get a worker of its own at once (the first
+/// task is released only after it has run), whether the busy worker's
+/// first task has started or not.
+#[test]
+fn raising_the_bound_starts_a_worker_for_a_queued_task() {
+    model(
+        "raising_the_bound_starts_a_worker_for_a_queued_task",
+        || {
+            let pool = WorkerPool::builder(1).idle_timeout(Duration::MAX).build();
+            let (release, ran) = (Flag::new(), Flag::new());
+            pool.submit({
+                let release = Arc::clone(&release);
+                move || release.wait()
+            });
+            pool.submit({
+                let ran = Arc::clone(&ran);
+                move || ran.set()
+            });
+            pool.set_max_workers(2);
+            ran.wait();
+            release.set();
+            pool.wait();
+            assert_eq!(pool.stats().completed, 2);
+        },
+    );
 }
 
 /// A task spawned and then shut down with no time to spare races its

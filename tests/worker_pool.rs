@@ -69,6 +69,11 @@ impl Gate {
         }
     }
 
+    /// Releases the gated task made first of those not yet released.
+    fn release_one(&mut self) {
+        let _ = self.release_tx.remove(0).send(());
+    }
+
     fn release_all(&mut self) {
         for tx in self.release_tx.drain(..) {
             let _ = tx.send(());
@@ -901,6 +906,136 @@ fn busy_workers_above_a_lowered_bound_finish_their_task_then_exit() {
         pool.stats()
     );
     assert_eq!(pool.stats().completed, 3);
+}
+
+/// What a pool whose bound was lowered reports to the test.
+enum Seen {
+    /// A worker exited.
+    Exit,
+    /// A queued task started while this many tasks ran (itself included),
+    /// more than the bound allows.
+    OverBound(usize),
+}
+
+/// Lowers the bound of a pool of four busy workers to `bound` while tasks
+/// are queued behind them (and while `submitters` threads keep submitting
+/// more), then lets the busy tasks finish one at a time. The first
+/// `4 - bound` workers to finish must exit without taking a queued task,
+/// and no task may start while `bound` or more are running.
+fn lower_the_bound_under_a_backlog(bound: usize, submitters: usize) {
+    // Fewer under Miri, which interprets every step of every thread.
+    const PER_SUBMITTER: usize = if cfg!(miri) { 20 } else { 200 };
+    let (seen_tx, seen) = mpsc::channel();
+    let exits = seen_tx.clone();
+    let pool = Arc::new(
+        WorkerPool::builder(4)
+            .idle_timeout(Duration::MAX)
+            .on_thread_exit(move || {
+                let _ = exits.send(Seen::Exit);
+            })
+            .build(),
+    );
+    // Tasks running now, gated ones included.
+    let now = Arc::new(AtomicUsize::new(0));
+    // A queued task: it reports starting while too many tasks run.
+    let queued_task = {
+        let now = Arc::clone(&now);
+        move || {
+            let (now, seen) = (Arc::clone(&now), seen_tx.clone());
+            move || {
+                let running = now.fetch_add(1, Ordering::SeqCst) + 1;
+                if running > bound {
+                    let _ = seen.send(Seen::OverBound(running));
+                }
+                now.fetch_sub(1, Ordering::SeqCst);
+            }
+        }
+    };
+    let mut gate = Gate::new();
+    for _ in 0..4 {
+        let (task, now) = (gate.task(), Arc::clone(&now));
+        pool.submit(move || {
+            now.fetch_add(1, Ordering::SeqCst);
+            task();
+            now.fetch_sub(1, Ordering::SeqCst);
+        });
+    }
+    gate.started(4);
+    for _ in 0..20 {
+        pool.submit(queued_task());
+    }
+    // Submitters halfway through their tasks when the bound is lowered.
+    let halfway = Arc::new(std::sync::Barrier::new(submitters + 1));
+    let threads: Vec<_> = (0..submitters)
+        .map(|_| {
+            let (pool, halfway, task) =
+                (Arc::clone(&pool), Arc::clone(&halfway), queued_task.clone());
+            thread::spawn(move || {
+                for i in 0..PER_SUBMITTER {
+                    if i == PER_SUBMITTER / 2 {
+                        halfway.wait();
+                    }
+                    pool.submit(task());
+                }
+            })
+        })
+        .collect();
+    halfway.wait();
+    pool.set_max_workers(bound);
+    for i in 0..4 {
+        gate.release_one();
+        if i < 4 - bound {
+            match seen.recv_timeout(DEADLINE) {
+                Ok(Seen::Exit) => {}
+                Ok(Seen::OverBound(n)) => panic!(
+                    "a queued task started with {n} tasks running, above the lowered bound {bound}"
+                ),
+                Err(_) => panic!("a worker above the lowered bound did not exit"),
+            }
+        }
+    }
+    for thread in threads {
+        thread.join().unwrap();
+    }
+    pool.wait();
+    for event in seen.try_iter() {
+        if let Seen::OverBound(n) = event {
+            panic!("a queued task started with {n} tasks running, above the lowered bound {bound}");
+        }
+    }
+    let stats = pool.stats();
+    assert_eq!(
+        stats.completed as usize,
+        4 + 20 + submitters * PER_SUBMITTER
+    );
+    assert_eq!((pool.running(), stats.spawned), (bound, 4), "{stats:?}");
+}
+
+#[test]
+fn a_lowered_bound_holds_at_once_under_a_queued_backlog() {
+    lower_the_bound_under_a_backlog(1, 0);
+}
+
+#[test]
+fn a_lowered_bound_holds_while_tasks_are_submitted() {
+    lower_the_bound_under_a_backlog(2, 2);
+}
+
+#[test]
+fn raising_max_workers_starts_workers_for_queued_tasks() {
+    let pool = WorkerPool::builder(1).idle_timeout(Duration::MAX).build();
+    let mut gate = Gate::new();
+    for _ in 0..4 {
+        pool.submit(gate.task());
+    }
+    // One runs; three wait in the queue for it.
+    gate.started(1);
+    pool.set_max_workers(4);
+    // They get workers of their own at once, while the first still runs.
+    gate.started(3);
+    assert_eq!(pool.running(), 4);
+    gate.release_all();
+    pool.wait();
 }
 
 #[test]

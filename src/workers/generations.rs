@@ -49,9 +49,9 @@ const WAITING: u64 = 1 << 62;
 const CURRENT: u64 = 1 << 63;
 
 /// The most unfinished tasks one generation can count: far above what a pool
-/// admits (queued tasks plus the ones workers run, nested ones included).
-const MAX_UNFINISHED: usize = COUNT_MASK as usize;
-const _: () = assert!(super::state::MAX_QUEUED + super::state::MAX_WORKERS < MAX_UNFINISHED / 64);
+/// admits (queued tasks, `submit.rs` bounds them, plus the ones workers run,
+/// nested ones included).
+pub(crate) const MAX_UNFINISHED: usize = COUNT_MASK as usize;
 
 /// Which of the two generations a task was counted in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -41,7 +41,9 @@
 //! across the two parts. Every decision about a task is made on one atomic word
 //! (`state.rs`) that holds:
 //!
-//! * `queued`: tasks admitted to the queue that no worker has claimed;
+//! * `queued`: tasks admitted to the queue that no worker has claimed (up
+//!   to the field's width; tasks past it, which only the pool's own tasks
+//!   can submit, are counted under the lock: `submit.rs`);
 //! * `running`: workers alive;
 //! * `spinning` and `sleeping`: workers with nothing to do, awake (watching
 //!   the queue) or parked on the idle stack (needing a wake). Together they
@@ -65,19 +67,22 @@
 //!    wake; the sleeper woken, once it has its room, grants the next one a
 //!    wake if there is room still, or raises the mark again (`submit.rs`).
 //!
-//! A worker that finishes a task claims a queued one (`queued -= 1`, then
-//! pops; the claim guarantees the pop will find a task, at worst after the
-//! submitter's push lands) or, if none is queued, becomes *spinning* (or
-//! exits, if the pool is above a bound lowered by `set_max_workers`). A
-//! spinning worker watches the word for a few microseconds, claiming a task
-//! if one is queued, then takes the pool's lock and, in one step on the
-//! word, claims a task if one is queued, or else becomes *sleeping* and
-//! parks on its own condition variable, on top of the idle stack. Neither
-//! side calls `sched_yield` while it waits: spinning ends in a park, and a
-//! wake from the thread that makes progress (`spin.rs`). A submitter
-//! that pops it marks it notified and counts it spinning again. A sleeper
-//! whose idle timeout passes unwoken leaves the stack and, in one step,
-//! exits (`running -= 1`) if no task is queued, or else becomes spinning.
+//! A worker that finishes a task exits if the pool has more workers than its
+//! bound (lowered by `set_max_workers`), whatever is queued; else it claims
+//! a queued one (`queued -= 1`, then pops; the claim guarantees the pop will
+//! find a task, at worst after the submitter's push lands) or, if none is
+//! queued, becomes *spinning*. A spinning worker watches the word for a few
+//! microseconds, claiming a task if one is queued (or exiting, above the
+//! bound), then takes the pool's lock and, in one step on the word, does the
+//! same, or else becomes *sleeping* and parks on its own condition variable,
+//! on top of the idle stack. Neither side calls `sched_yield` while it
+//! waits: spinning ends in a park, and a wake from the thread that makes
+//! progress (`spin.rs`). A submitter that pops it marks it notified and
+//! counts it spinning again; the worker, woken, yields its core once before
+//! it looks for work, so that it does not preempt the submitter that woke it
+//! (`worker.rs`). A sleeper whose idle timeout passes unwoken leaves the
+//! stack and, in one step, exits (`running -= 1`) if no task is queued, or
+//! else becomes spinning.
 //!
 //! # Why no task is left behind
 //!
@@ -86,7 +91,8 @@
 //! claims queued tasks until there are none. It holds because:
 //!
 //! * A worker can park or exit only in a step on the word that sees
-//!   `queued == 0`. A submitter counts its task in `queued` in a step on the
+//!   `queued == 0`, unless the pool is above its bound (below). A
+//!   submitter counts its task in `queued` in a step on the
 //!   same word, so of the two, the later sees the earlier: either the worker
 //!   sees the task (and claims it) or the submitter sees the worker parked
 //!   (and counts it among the free workers). No fences are needed beyond the
@@ -105,16 +111,24 @@
 //!   always finds a task, though maybe another submitter's. The task may be
 //!   in the ring or in the overflow; a claimer polls both until it finds
 //!   one, so which part a push chose never matters to the proof.
-//! * A worker that exits because the bound was lowered does so in the same
-//!   steps, seeing `queued == 0`; a worker blocked in `join` or at the end
-//!   of a `scope` first runs queued tasks itself (`worker::help_while`).
+//! * A worker exits above the bound even with tasks queued, but only in a
+//!   step that sees more workers than `max_workers` (at least 1), so the
+//!   workers left number at least the bound. Of those, the busy ones claim
+//!   when they finish, and the free ones are awake: a worker parks only
+//!   within the bound, and lowering it below the workers alive wakes every
+//!   parked one. Exits stop once the pool is within its bound.
+//! * A worker blocked in `join` or at the end of a `scope` first runs
+//!   queued tasks itself (`worker::help_while`).
 //!
 //! The `loom-tests/workers.rs` models check these races on the real code:
 //! a submit racing a worker on its way to park, a parked worker woken, an
 //! idle timeout firing as a submit arrives, two submitters racing idle
 //! exits, blocked submitters woken by a worker, tasks overflowing the ring
-//! while a worker claims, two workers draining the queue while timing out, closing, a `JoinHandle` completing as it is
-//! joined, a lowered bound and a shutdown racing submits.
+//! while a worker claims, a task queueing past the count of `queued` while
+//! a worker claims, two workers draining the queue while timing out,
+//! closing, a `JoinHandle` completing as it is joined, a lowered bound
+//! racing a submit and a worker finishing a task, a raised bound starting a
+//! worker for a queued task, and a shutdown racing submits.
 //!
 //! # Growing, shrinking, bounding
 //!
@@ -128,7 +142,16 @@
 //! pools) is runway: a submitter that finds the queue full sleeps, and the
 //! workers must not run dry while it wakes, or a submitter of small tasks
 //! pays a sleep and a wake every few tasks. A queued task costs only its
-//! few words. `set_max_workers` changes the bound at run time.
+//! few words.
+//!
+//! `set_max_workers` changes the bound at run time, with effect when it
+//! returns. A worker's step reads the bound before it, and may read one
+//! just replaced; so every step that lets a task start (a claim, a start)
+//! reads the bound again after it, and undoes itself if the pool is above
+//! the new bound: the claim goes back to the queue and the worker exits, or
+//! the start is taken back. `set_max_workers` stores the bound, then makes
+//! a step on the word: a later step reads from it, so its second read sees
+//! the new bound; an earlier one was made before the call returned.
 //!
 //! # Waiting, panics, dropping
 //!

@@ -140,11 +140,7 @@ impl<'scope, 'env> Scope<'scope, 'env> {
         // completion counts the task off).
         let task: Box<dyn FnOnce() -> Outcome + Send + 'static> =
             unsafe { std::mem::transmute(task) };
-        let how = self
-            .shared
-            .reserve(true)
-            .expect("a blocking submit always admits its task");
-        Shared::dispatch(&self.shared, how, Task::new(task));
+        Shared::submit(&self.shared, Task::new(task));
         ScopedJoinHandle {
             packet,
             scope: Arc::clone(&self.data),

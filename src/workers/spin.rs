@@ -1,4 +1,5 @@
-//! Spinning while waiting for another thread, without `sched_yield`.
+//! Spinning while waiting for another thread, and the two places where the
+//! pool yields its core instead.
 //!
 //! The pool's waits are short when the thread waited for is running (a
 //! worker finishing a small task, a submitter between counting a task and
@@ -6,17 +7,25 @@
 //! out differs: a worker looking for work, and a submitter looking for room,
 //! park (a wake from the thread that makes progress ends the wait at the
 //! right moment); only a claimer waiting for a submitter's push, which has
-//! no one to wake it, yields the core after a long spin, in case that
-//! submitter was preempted on the same core. A loop of `sched_yield` calls
-//! in place of parking would cost a system call per round on an idle core,
-//! and on a busy machine it hands the core to any runnable thread, not the
-//! one being waited for.
+//! no one to wake it, yields the core, in case that submitter was preempted
+//! on the same core. A push follows its count within a few hundred
+//! nanoseconds when the submitter runs, so a claimer still waiting after a
+//! few microseconds waits for a submitter that is off its core, which more
+//! spinning cannot bring back. A loop of `sched_yield` calls in place of
+//! parking would cost a system call per round on an idle core, and on a
+//! busy machine it hands the core to any runnable thread, not the one
+//! being waited for.
+//!
+//! The other yield is a parked worker's, once, when it is woken
+//! (`worker.rs`).
 
 /// The longest round, in `spin_loop` hints: past it, rounds stop doubling.
 #[cfg_attr(stashpool_loom, allow(dead_code))]
 const MAX_SHIFT: u32 = 6;
-/// Rounds of `spin_or_yield` before it starts yielding.
-const YIELD_AFTER: u32 = 32;
+/// Rounds of `spin_or_yield` before it starts yielding: a few microseconds
+/// (the rounds double up to `2^MAX_SHIFT` hints, a few nanoseconds to tens
+/// each).
+const YIELD_AFTER: u32 = 10;
 
 /// An exponential spin: each round spins twice as long as the last, up to
 /// `2^MAX_SHIFT` hints.
@@ -62,4 +71,13 @@ impl Spin {
             loom::thread::yield_now();
         }
     }
+}
+
+/// Hands the core to another runnable thread, if any, once: for a worker
+/// just woken (`worker.rs`). Not a wait, so under loom, where a yield tells
+/// the model that the thread waits for another, nothing.
+#[inline]
+pub(crate) fn yield_core() {
+    #[cfg(not(stashpool_loom))]
+    std::thread::yield_now();
 }

@@ -9,7 +9,8 @@
 //! ```
 //!
 //! * `queued`: tasks in the queue (or about to be pushed) that no worker has
-//!   claimed yet.
+//!   claimed yet, up to `QUEUED_LIMIT`; past it, the pool counts them under
+//!   its lock (`Shared::count_uncounted`).
 //! * `running`: workers alive, including one being started.
 //! * `spinning`: workers awake and looking for a task (free, no wake needed).
 //! * `sleeping`: workers parked on the idle stack (free, need a wake).
@@ -56,8 +57,20 @@ pub(crate) use invariant;
 /// The most workers a pool can have (the width of the worker fields).
 pub(crate) const MAX_WORKERS: usize = WORKER_MASK as usize;
 
-/// The most tasks that can be queued at once (the width of `queued`).
+/// The most tasks `queued` can count (its width). Tasks queued past it are
+/// counted under the pool's lock instead (`Shared::count_uncounted`).
 pub(crate) const MAX_QUEUED: usize = QUEUED_MASK as usize;
+
+/// The most tasks `queued` counts: `MAX_QUEUED`, or, in the crate's unit
+/// tests and the loom models, two or three, so that they reach it (the
+/// fewer, the fewer steps a loom model takes to get there).
+pub(crate) const QUEUED_LIMIT: usize = if cfg!(stashpool_loom) {
+    2
+} else if cfg!(test) {
+    3
+} else {
+    MAX_QUEUED
+};
 
 /// A snapshot of the state word.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -96,7 +109,7 @@ impl State {
 
     /// A task was queued.
     pub(crate) fn queue(self) -> Self {
-        invariant!(self.queued() < MAX_QUEUED);
+        invariant!(self.queued() < QUEUED_LIMIT);
         Self(self.0 + ONE_QUEUED)
     }
 
@@ -112,11 +125,24 @@ impl State {
         Self(self.0 - ONE_RUNNING)
     }
 
-    /// A worker that ran a task exits instead of looking for another (the
-    /// pool has more workers than its bound allows now).
+    /// A worker that ran a task exits instead of taking another (the pool
+    /// has more workers than its bound allows now).
     pub(crate) fn exit_busy(self) -> Self {
         invariant!(self.running() > 0);
         Self(self.0 - ONE_RUNNING)
+    }
+
+    /// A worker that claimed a task gives the claim back and exits: the
+    /// bound, lowered since its claim, does not let it run the task.
+    pub(crate) fn give_back(self) -> Self {
+        invariant!(self.running() > 0 && self.queued() < QUEUED_LIMIT);
+        Self(self.0 + ONE_QUEUED - ONE_RUNNING)
+    }
+
+    /// A worker is started for a queued task (the bound was raised).
+    pub(crate) fn start_claimed(self) -> Self {
+        invariant!(self.queued() > 0 && self.running() < MAX_WORKERS);
+        Self(self.0 - ONE_QUEUED + ONE_RUNNING)
     }
 
     /// A worker that ran a task claims a queued one.

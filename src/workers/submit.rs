@@ -14,7 +14,7 @@ use super::generations::{Generation, Generations};
 use super::idle::{IdleStack, Sleeper};
 use super::queue::TaskQueue;
 use super::spin::Spin;
-use super::state::{invariant, AtomicState, State, MAX_QUEUED};
+use super::state::{invariant, AtomicState, State, MAX_QUEUED, QUEUED_LIMIT};
 use super::task::{Outcome, Task};
 use super::word::AtomicWord;
 use super::worker;
@@ -28,6 +28,15 @@ use crate::sync::{lock, wait, wait_timeout, Arc, AtomicUsize, Condvar, Mutex, Or
 const SUBMIT_SPINS: u32 = if cfg!(stashpool_loom) { 1 } else { 12 };
 /// Attempts to start the last worker when tasks wait for it.
 const START_RETRIES: u32 = 10;
+
+/// The most tasks counted in `Inner::uncounted`, past the `queued` field:
+/// so many that their queue alone takes tens of GiB (a few dozen in unit
+/// tests). Only tasks that the pool's own tasks submit get there; past it,
+/// such a submit is refused, and panics, rather than overflow the
+/// unfinished counts of a wait generation, which must also hold the tasks
+/// that workers have taken (`generations.rs`).
+const MAX_UNCOUNTED: usize = if cfg!(test) { 64 } else { 1 << 29 };
+const _: () = assert!(MAX_QUEUED + MAX_UNCOUNTED < super::generations::MAX_UNFINISHED / 2);
 
 /// A user's hook, shared by the workers. A std `Arc` even under loom, whose
 /// `Arc` cannot hold a `dyn` value; hooks take no part in the protocol.
@@ -56,6 +65,9 @@ pub(crate) enum Admission {
     Wake,
     /// To a new worker, as its first task.
     Start,
+    /// Nowhere: queued past the count of `queued` by `MAX_UNCOUNTED`
+    /// tasks already. The task is dropped and the submit panics.
+    Refused,
 }
 
 /// What an admission may do besides the usual.
@@ -137,6 +149,9 @@ pub(crate) struct Inner {
     grants: usize,
     /// Workers started so far, to number their threads.
     started: usize,
+    /// Tasks in the queue that `queued` does not count: admitted while it
+    /// was at its limit (`count_uncounted`).
+    uncounted: usize,
     /// Set when the pool closes: workers exit once the queue is empty.
     pub(super) closing: bool,
 }
@@ -162,6 +177,7 @@ impl Shared {
                 blocked: 0,
                 grants: 0,
                 started: 0,
+                uncounted: 0,
                 closing: false,
             }),
             room: Condvar::new(),
@@ -179,10 +195,17 @@ impl Shared {
     // === admission ===
 
     /// The bound on workers now.
+    ///
+    /// Relaxed: a decision made with a bound read before the step that
+    /// makes it may use a bound just replaced, so every step that lets a
+    /// task start (a claim, a start) reads the bound again after it and
+    /// undoes itself if the bound no longer allows it. That second read
+    /// sees the bound stored by any `set_max_workers` whose own step on the
+    /// word came before: the store precedes that step, which the decision's
+    /// step, an acquire read-modify-write of the same word, reads from
+    /// (`set_max_workers`).
     #[inline]
     pub(crate) fn max_workers(&self) -> usize {
-        // Relaxed: a bound read late only delays a start or an exit by one
-        // decision; every decision is still made on the state word.
         self.max_workers.load(Ordering::Relaxed)
     }
 
@@ -204,7 +227,11 @@ impl Shared {
     ///    room beyond the tasks free workers will take;
     /// 4. else the pool is full.
     fn plan(&self, s: State, mode: Mode) -> Option<(State, Admission)> {
-        if s.queued() < s.free() {
+        // With `queued` at its limit, a task is queued only uncounted
+        // (`count_uncounted`); only a pool with a tiny test limit gets there
+        // with free workers.
+        let countable = s.queued() < QUEUED_LIMIT;
+        if countable && s.queued() < s.free() {
             let how = if s.queued() < s.spinning() {
                 Admission::Queued
             } else {
@@ -217,28 +244,42 @@ impl Shared {
         if (mode.may_start || s.running() == 0) && s.running() < max {
             return Some((s.start(), Admission::Start));
         }
-        if !mode.bounded || s.queued() < s.free() + self.capacity(max) {
-            // Only unbounded admissions can get here with a full field:
-            // the builder keeps `max_workers + queue_capacity` below it.
-            assert!(
-                s.queued() < MAX_QUEUED,
-                "stashpool: more than {MAX_QUEUED} tasks queued in a WorkerPool"
-            );
+        // Bounded admissions never find `queued` at its limit: the builder
+        // keeps `max_workers + queue_capacity` below it.
+        if countable && (!mode.bounded || s.queued() < s.free() + self.capacity(max)) {
             return Some((s.queue(), Admission::Queued));
         }
         None
     }
 
     fn admit(&self, mode: Mode) -> Option<Admission> {
-        let mut how = None;
-        let (_, admitted) = self.state().update(|s| {
-            // Every retry plans afresh; only the plan whose swap succeeded
-            // counts.
-            let (next, planned) = self.plan(s, mode)?;
-            how = Some(planned);
-            Some(next)
-        });
-        how.filter(|_| admitted)
+        loop {
+            let mut how = None;
+            let (before, admitted) = self.state().update(|s| {
+                // Every retry plans afresh; only the plan whose swap
+                // succeeded counts.
+                let (next, planned) = self.plan(s, mode)?;
+                how = Some(planned);
+                Some(next)
+            });
+            let how = how.filter(|_| admitted)?;
+            // A start planned with a bound that has been lowered since is
+            // taken back, unless the pool is back within the new bound, and
+            // the task planned again (`max_workers`). Never the pool's only
+            // worker: the bound is at least 1.
+            if how == Admission::Start {
+                let max = self.max_workers();
+                if before.running() >= max
+                    && self
+                        .state()
+                        .update(|s| (s.running() > max).then(|| s.unstart()))
+                        .1
+                {
+                    continue;
+                }
+            }
+            return Some(how);
+        }
     }
 
     /// Finds room for one task: see `WorkerPool::submit`. With `block`
@@ -258,6 +299,13 @@ impl Shared {
             }
             if !block {
                 return None;
+            }
+            // Unbounded, it failed only because `queued` is at its limit.
+            if !mode.bounded {
+                match self.count_uncounted() {
+                    Some(how) => break how,
+                    None => continue,
+                }
             }
             if spin.rounds() < SUBMIT_SPINS {
                 spin.spin();
@@ -280,6 +328,21 @@ impl Shared {
         Self::send(this, how, Job { task, generation });
     }
 
+    /// Submits `task`, waiting for room while the pool is full: what
+    /// `reserve(true)` and `dispatch` do, with the task counted before its
+    /// admission rather than after. Admission makes the task claimable, and
+    /// a claimer then waits for the push that makes it findable
+    /// (`take_claimed`); the less the submitter does in between, the less
+    /// likely it is to be preempted there, which keeps the claimer waiting
+    /// until it runs again.
+    pub(crate) fn submit(this: &Arc<Self>, task: Task) {
+        let generation = this.counts.generations.enter();
+        let how = this
+            .reserve(true)
+            .expect("a blocking submit always admits its task");
+        Self::send(this, how, Job { task, generation });
+    }
+
     fn send(this: &Arc<Self>, how: Admission, job: Job) {
         match how {
             Admission::Queued => this.queue.push(job),
@@ -292,7 +355,18 @@ impl Shared {
                     Self::start_failed(this, job, error);
                 }
             }
+            Admission::Refused => this.refuse(job),
         }
+    }
+
+    /// Drops a task that admission refused, and panics (see `submit`).
+    #[cold]
+    fn refuse(&self, job: Job) -> ! {
+        self.abandon(job);
+        panic!(
+            "stashpool: more than {} tasks queued in a WorkerPool",
+            MAX_UNCOUNTED + QUEUED_LIMIT
+        );
     }
 
     /// Wakes the most recently parked worker.
@@ -401,9 +475,11 @@ impl Shared {
                 this.abandon(job);
                 panic!("stashpool: could not start a worker thread: {error}");
             }
-            let how = this
-                .admit(mode)
-                .expect("an unbounded admission always succeeds");
+            let how = loop {
+                if let Some(how) = this.admit(mode).or_else(|| this.count_uncounted()) {
+                    break how;
+                }
+            };
             if how != Admission::Start {
                 return Self::send(this, how, job);
             }
@@ -448,7 +524,77 @@ impl Shared {
         if before.waiting() {
             self.grant_room();
         }
+        self.refill_if_full(before);
         Some(self.take_claimed())
+    }
+
+    // === tasks past the limit of `queued` ===
+    //
+    // `queued` counts at most `QUEUED_LIMIT` tasks; only unbounded
+    // admissions (tasks submitted by the pool's own workers, tasks a failed
+    // start sends back, claims given back) can find it there, and they
+    // count their task in `Inner::uncounted` instead, under the lock. The
+    // rule that keeps them from being left behind: while any task is
+    // uncounted, `queued` is at its limit, or a claim has just taken it
+    // down from there and is about to take the lock and move uncounted
+    // tasks into it (`refill`). So `queued` cannot drain to 0, and no
+    // worker parks or exits, while a task is uncounted. Uncounted tasks sit
+    // in the queue like the others: claims are anonymous, so a claimer pops
+    // whatever task is oldest, counted or not.
+
+    /// Counts a task whose unbounded admission found `queued` at its limit
+    /// in `Inner::uncounted`, if `queued` is still at its limit, and
+    /// returns `Queued`; returns `None`, counting nothing, if a claim has
+    /// made room there since (the caller admits the task again), and
+    /// `Refused` past `MAX_UNCOUNTED`. A claim that takes `queued` down from
+    /// the limit after this check takes the lock after it too, and moves
+    /// the task into `queued` (`refill`); one that did before has released
+    /// the lock before this check, which therefore sees it.
+    #[cold]
+    fn count_uncounted(&self) -> Option<Admission> {
+        let mut inner = lock(&self.inner);
+        if self.state().load().queued() < QUEUED_LIMIT {
+            return None;
+        }
+        if inner.uncounted >= MAX_UNCOUNTED {
+            return Some(Admission::Refused);
+        }
+        inner.uncounted += 1;
+        Some(Admission::Queued)
+    }
+
+    /// Called by every claim, with the state it saw: one that took `queued`
+    /// down from its limit moves uncounted tasks into it (`refill`).
+    #[inline]
+    pub(super) fn refill_if_full(&self, before: State) {
+        if before.queued() == QUEUED_LIMIT {
+            self.refill();
+        }
+    }
+
+    /// Moves uncounted tasks into `queued` while it has room, as a
+    /// submitter queues them (waking a parked worker if the rules say so:
+    /// only a tiny test limit is below the free workers).
+    #[cold]
+    fn refill(&self) {
+        let mut inner = lock(&self.inner);
+        let mut wakes = 0;
+        while inner.uncounted > 0 {
+            let (before, counted) = self
+                .state()
+                .update(|s| (s.queued() < QUEUED_LIMIT).then(|| s.queue()));
+            if !counted {
+                break;
+            }
+            inner.uncounted -= 1;
+            if before.queued() < before.free() && before.queued() >= before.spinning() {
+                wakes += 1;
+            }
+        }
+        drop(inner);
+        for _ in 0..wakes {
+            self.wake_one();
+        }
     }
 
     /// Pops the task this thread claimed. The claim guarantees one is in
@@ -608,21 +754,102 @@ impl Shared {
 
     // === resizing and closing ===
 
-    /// Changes the bound on workers. Parked workers are woken so that the
-    /// extra ones exit; busy ones exit when they find nothing queued.
-    pub(crate) fn set_max_workers(&self, n: usize) {
-        let before = self.max_workers.swap(n, Ordering::Relaxed);
-        if n < before {
-            // Woken workers spin, find the queue empty, and exit in the same
-            // step that would have parked them, while the pool is above its
-            // bound (`worker.rs`).
-            self.wake_all();
-        } else if n > before {
+    /// Changes the bound on workers. From the step on the state word made
+    /// here, every step that lets a task start is checked against the new
+    /// bound (`max_workers`): workers above it exit instead of taking a
+    /// task. Lowered, parked workers are woken so that the extra ones exit;
+    /// raised, workers are started for queued tasks that no free worker
+    /// will take, and a blocked submitter is woken to use the room.
+    pub(crate) fn set_max_workers(this: &Arc<Self>, n: usize) {
+        let old = this.max_workers.swap(n, Ordering::Relaxed);
+        if n < old {
+            // Only a step on the word: any later step's check reads `n`.
+            let (state, _) = this.state().update(Some);
+            // More workers than `n`: wake the parked ones, which exit in
+            // the step that would have parked them (`worker.rs`). With no
+            // more than `n`, none will ever be above the bound (every start
+            // from now on is checked against it) and none need waking.
+            if state.running() > n {
+                this.wake_all();
+            }
+        } else if n > old {
             // Room to start workers: a blocked submitter may use it. The
             // step is the same as a worker's that makes room.
-            let (before, _) = self.state().update(|s| Some(s.without_waiting()));
-            if before.waiting() {
-                self.grant_room();
+            let (state, _) = this.state().update(|s| Some(s.without_waiting()));
+            if state.waiting() {
+                this.grant_room();
+            }
+            Self::start_for_queued(this);
+        }
+    }
+
+    /// Starts workers for queued tasks that no free worker will take, while
+    /// the bound lets more run: each takes one of them as its first task.
+    fn start_for_queued(this: &Arc<Self>) {
+        loop {
+            let max = this.max_workers();
+            let (before, started) = this.state().update(|s| {
+                (s.queued() > s.free() && s.running() < max).then(|| s.start_claimed())
+            });
+            if !started {
+                return;
+            }
+            this.refill_if_full(before);
+            // Lowered again meanwhile: the claim goes back to the queue.
+            let max = this.max_workers();
+            if before.running() >= max && this.give_back(max) {
+                return;
+            }
+            let job = this.take_claimed();
+            if let Err((job, error)) = Self::start(this, job) {
+                Self::start_failed(this, job, error);
+            }
+        }
+    }
+
+    /// Gives back a claimed task, unless the pool has no more than `max`
+    /// workers now, and counts the claimer's worker gone
+    /// (`State::give_back`): for a claim made above a bound that was
+    /// lowered, and read again, after the claim's step. Returns whether it
+    /// gave the task back; if not, the claim stands (the pool is within the
+    /// bound now, so starting the task starts no task too many). The task,
+    /// still in the queue, is queued again as a submitter would queue it:
+    /// for a free worker (waking a parked one if every spinning one is
+    /// spoken for), or for a busy one; more than `max` workers were alive,
+    /// so at least `max` are left.
+    #[cold]
+    pub(super) fn give_back(&self, max: usize) -> bool {
+        loop {
+            let (before, gave) = self.state().update(|s| {
+                (s.running() > max && s.queued() < QUEUED_LIMIT)
+                    .then(|| s.give_back().without_waiting())
+            });
+            if gave {
+                if before.waiting() {
+                    self.grant_room();
+                }
+                if before.queued() < before.free() && before.queued() >= before.spinning() {
+                    self.wake_one();
+                }
+                return true;
+            }
+            if before.running() <= max {
+                return false;
+            }
+            // `queued` is at its limit: leave, and count the task among the
+            // uncounted ones, under the lock (see `count_uncounted`).
+            let mut inner = lock(&self.inner);
+            let (before, left) = self.state().update(|s| {
+                (s.running() > max && s.queued() == QUEUED_LIMIT)
+                    .then(|| s.exit_busy().without_waiting())
+            });
+            if left {
+                inner.uncounted += 1;
+                drop(inner);
+                if before.waiting() {
+                    self.grant_room();
+                }
+                return true;
             }
         }
     }
@@ -681,6 +908,7 @@ impl Shared {
     pub(crate) fn check_closed(&self) {
         let state = self.state().load();
         invariant!(state.running() == 0 && state.queued() == 0 && state.free() == 0);
+        invariant!(lock(&self.inner).uncounted == 0);
         invariant!(self.queue.pop().is_none());
     }
 
@@ -695,13 +923,17 @@ impl Shared {
         let panicked = self.panicked.load(Ordering::Relaxed);
         let dropped = self.dropped.load(Ordering::Relaxed);
         let state = self.state().load();
+        let mut queued = state.queued();
+        if queued == QUEUED_LIMIT {
+            queued += lock(&self.inner).uncounted;
+        }
         WorkerStats {
             submitted: finished + unfinished,
             completed: finished.saturating_sub(panicked).saturating_sub(dropped),
             panicked,
             dropped,
             spawned: self.spawned.load(Ordering::Relaxed),
-            queued: state.queued(),
+            queued,
             running: state.running(),
             idle: state.free(),
         }
@@ -722,4 +954,197 @@ pub(crate) fn drop_payload(payload: Box<dyn std::any::Any + Send>) {
         payload = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(next))).err();
     }
     std::mem::forget(payload);
+}
+
+#[cfg(all(test, not(stashpool_loom)))]
+mod tests {
+    //! Tasks past the limit of `queued`, which unit tests set at
+    //! `QUEUED_LIMIT` (3) so that they reach it cheaply.
+
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::{mpsc, Arc};
+    use std::time::Duration;
+
+    use super::*;
+    use crate::workers::WorkerPool;
+
+    const DEADLINE: Duration = Duration::from_secs(60);
+
+    fn shared(max_workers: usize) -> Shared {
+        Shared::new(Config {
+            max_workers,
+            queue_capacity: None,
+            idle_timeout: None,
+            stack_size: None,
+            thread_name: None,
+            on_start: None,
+            on_exit: None,
+        })
+    }
+
+    fn uncounted(shared: &Shared) -> usize {
+        lock(&shared.inner).uncounted
+    }
+
+    #[test]
+    fn a_task_counted_past_the_limit_is_moved_in_by_the_claim_that_makes_room() {
+        let shared = shared(1);
+        shared.state().update(|s| {
+            let mut s = s.start();
+            for _ in 0..QUEUED_LIMIT {
+                s = s.queue();
+            }
+            Some(s)
+        });
+        // A worker's own submit: no room in `queued`, none for a new worker.
+        let unbounded = Mode {
+            may_start: true,
+            bounded: false,
+        };
+        assert_eq!(shared.admit(unbounded), None);
+        assert_eq!(shared.count_uncounted(), Some(Admission::Queued));
+        assert_eq!(
+            (uncounted(&shared), shared.stats().queued),
+            (1, QUEUED_LIMIT + 1)
+        );
+        // A claim that takes `queued` down from its limit moves it in.
+        let (before, _) = shared.state().update(|s| Some(s.claim_busy()));
+        shared.refill_if_full(before);
+        assert_eq!(uncounted(&shared), 0);
+        assert_eq!(shared.state().load().queued(), QUEUED_LIMIT);
+        // With room in `queued`, nothing is counted past it.
+        shared.state().update(|s| Some(s.claim_busy()));
+        assert_eq!(shared.count_uncounted(), None);
+        assert_eq!(uncounted(&shared), 0);
+    }
+
+    #[test]
+    fn a_claim_given_back_past_the_limit_is_counted_uncounted() {
+        let shared = shared(2);
+        shared.state().update(|s| {
+            let mut s = s.start().start();
+            for _ in 0..QUEUED_LIMIT {
+                s = s.queue();
+            }
+            Some(s)
+        });
+        // A worker claimed a task, and another submit filled `queued` again.
+        shared.state().update(|s| Some(s.claim_busy().queue()));
+        // The bound was lowered to 1 after the claim: it goes back.
+        assert!(shared.give_back(1));
+        let state = shared.state().load();
+        assert_eq!((state.running(), state.queued()), (1, QUEUED_LIMIT));
+        assert_eq!(uncounted(&shared), 1);
+        // Within the bound, a claim stands.
+        assert!(!shared.give_back(1));
+        assert_eq!(shared.state().load().running(), 1);
+    }
+
+    #[test]
+    fn a_task_may_queue_past_the_limit_on_its_own_pool() {
+        const INNER: usize = 4 * QUEUED_LIMIT;
+        let pool = Arc::new(WorkerPool::builder(1).build());
+        let ran = Arc::new(AtomicUsize::new(0));
+        let (queued_tx, queued) = mpsc::channel();
+        let (inner_pool, inner_ran) = (Arc::clone(&pool), Arc::clone(&ran));
+        pool.submit(move || {
+            // The only worker runs this task: nothing is claimed meanwhile.
+            for _ in 0..INNER {
+                let ran = Arc::clone(&inner_ran);
+                inner_pool.submit(move || {
+                    ran.fetch_add(1, Ordering::Relaxed);
+                });
+            }
+            queued_tx.send(inner_pool.stats().queued).unwrap();
+        });
+        assert_eq!(queued.recv_timeout(DEADLINE), Ok(INNER));
+        pool.wait();
+        assert_eq!(ran.load(Ordering::Relaxed), INNER);
+        // Dropping the pool checks that nothing is left uncounted.
+    }
+
+    #[test]
+    fn tasks_past_the_limit_race_claims_and_all_run() {
+        // Both submitters' tasks fit past the count even if no claim came.
+        const INNER: usize = (QUEUED_LIMIT + MAX_UNCOUNTED) / 2;
+        let pool = Arc::new(WorkerPool::builder(3).build());
+        let ran = Arc::new(AtomicUsize::new(0));
+        for _ in 0..2 {
+            let (inner_pool, inner_ran) = (Arc::clone(&pool), Arc::clone(&ran));
+            pool.submit(move || {
+                for _ in 0..INNER {
+                    let ran = Arc::clone(&inner_ran);
+                    inner_pool.submit(move || {
+                        ran.fetch_add(1, Ordering::Relaxed);
+                    });
+                }
+            });
+        }
+        pool.wait();
+        // Tasks submitted by tasks are not all waited for by the same wait.
+        pool.wait();
+        assert_eq!(ran.load(Ordering::Relaxed), 2 * INNER);
+        assert_eq!(pool.stats().queued, 0);
+    }
+
+    #[test]
+    fn a_submit_past_every_limit_panics_and_drops_only_its_task() {
+        const FITS: usize = QUEUED_LIMIT + MAX_UNCOUNTED;
+        let pool = Arc::new(WorkerPool::builder(1).build());
+        let ran = Arc::new(AtomicUsize::new(0));
+        let (inner_pool, inner_ran) = (Arc::clone(&pool), Arc::clone(&ran));
+        let outcome = pool.spawn(move || {
+            let submit = || {
+                let ran = Arc::clone(&inner_ran);
+                inner_pool.submit(move || {
+                    ran.fetch_add(1, Ordering::Relaxed);
+                });
+            };
+            for _ in 0..FITS {
+                submit();
+            }
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(submit))
+        });
+        let payload = outcome.join().unwrap().unwrap_err();
+        let message = payload.downcast_ref::<String>().unwrap();
+        assert_eq!(
+            *message,
+            format!("stashpool: more than {FITS} tasks queued in a WorkerPool")
+        );
+        // The refused task is counted dropped, so `wait` returns.
+        let (waited_tx, waited) = mpsc::channel();
+        let waiter = Arc::clone(&pool);
+        std::thread::spawn(move || {
+            waiter.wait();
+            waited_tx.send(()).unwrap();
+        });
+        assert!(
+            waited.recv_timeout(DEADLINE).is_ok(),
+            "wait hung on the refused task"
+        );
+        assert_eq!(ran.load(Ordering::Relaxed), FITS);
+        let stats = pool.stats();
+        assert_eq!((stats.dropped, stats.completed), (1, FITS as u64 + 1));
+    }
+
+    #[test]
+    fn a_shutdown_drops_tasks_past_the_limit_too() {
+        const INNER: usize = 4 * QUEUED_LIMIT;
+        let pool = Arc::new(WorkerPool::builder(1).build());
+        let (queued_tx, queued) = mpsc::channel();
+        let (release_tx, release) = mpsc::channel::<()>();
+        let inner_pool = Arc::clone(&pool);
+        pool.submit(move || {
+            for _ in 0..INNER {
+                inner_pool.submit(|| {});
+            }
+            drop(inner_pool);
+            queued_tx.send(()).unwrap();
+            let _ = release.recv();
+        });
+        queued.recv_timeout(DEADLINE).unwrap();
+        let pool = Arc::into_inner(pool).expect("the task dropped its handle");
+        assert_eq!(pool.shutdown_timeout(Duration::ZERO), INNER);
+        drop(release_tx);
+    }
 }

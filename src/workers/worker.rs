@@ -10,7 +10,8 @@ use std::panic::{self, AssertUnwindSafe};
 
 use super::generations::Generation;
 use super::idle::Sleeper;
-use super::spin::Spin;
+use super::spin::{self, Spin};
+use super::state::State;
 use super::submit::{drop_payload, Job, Shared};
 use crate::sync::{lock, thread_local, wait, wait_timeout, Arc, Mutex};
 
@@ -149,8 +150,8 @@ fn run_hook(hook: &(dyn Fn() + Send + Sync)) {
 
 /// What parking ended in.
 enum Parked {
-    /// A task was claimed on the way.
-    Claimed,
+    /// A task was claimed on the way, in a step that saw this state.
+    Claimed(State),
     /// The worker was woken (it is spinning again): look for a task.
     Woken,
     /// The worker has left the pool's counts and must exit.
@@ -167,16 +168,17 @@ impl Shared {
         generation: Generation,
         finished: &mut Finished,
     ) -> Option<Job> {
-        // Claim a queued task, or, with none queued, become free (or exit,
-        // if the pool has more workers than its bound allows now). Each
-        // step makes room (one queued task fewer, one free worker more or
-        // one worker fewer), so it also wakes a blocked submitter.
+        // Exit if the pool has more workers than its bound allows now,
+        // whatever is queued; else claim a queued task, or, with none
+        // queued, become free. Each step makes room (one queued task fewer,
+        // one free worker more or one worker fewer), so it also wakes a
+        // blocked submitter.
         let max = self.max_workers();
         let (before, _) = self.state().update(|s| {
-            let next = if s.queued() > 0 {
-                s.claim_busy()
-            } else if s.running() > max {
+            let next = if s.running() > max {
                 s.exit_busy()
+            } else if s.queued() > 0 {
+                s.claim_busy()
             } else {
                 s.spin()
             };
@@ -186,40 +188,81 @@ impl Shared {
             self.grant_room();
         }
         finished.add(self, generation);
-        if before.queued() > 0 {
-            let next = self.take_claimed();
-            if next.generation != generation || finished.count >= FINISH_BATCH {
-                finished.flush(self);
+        if before.running() <= max && before.queued() > 0 {
+            if let Some(next) = self.take_claimed_within_bound(before) {
+                if next.generation != generation || finished.count >= FINISH_BATCH {
+                    finished.flush(self);
+                }
+                return Some(next);
             }
-            return Some(next);
+            // It gave the task back and left: count its finishes, then exit.
         }
         // Only now, so that when `wait` returns, the workers that ran the
-        // tasks it waited for already count as free.
+        // tasks it waited for already count as free (or gone).
         finished.flush(self);
-        if before.running() > max {
+        if before.running() > max || before.queued() > 0 {
             self.exited();
             return None;
         }
-        loop {
+        let claimed = loop {
             // Spinning: free, and counted so that submitters neither wake
             // nor start a worker for a task we will take. The loop only
-            // reads the word until a task is queued.
+            // reads the word until a task is queued or there are more
+            // workers than the bound allows.
             let mut spin = Spin::new();
             while spin.rounds() < SPIN_ROUNDS {
-                let (_, claimed) = self
-                    .state()
-                    .update(|s| (s.queued() > 0).then(|| s.claim_spinning()));
-                if claimed {
-                    return Some(self.take_claimed());
+                let max = self.max_workers();
+                let (before, stepped) = self.state().update(|s| {
+                    if s.running() > max {
+                        Some(s.exit_spinning().without_waiting())
+                    } else {
+                        (s.queued() > 0).then(|| s.claim_spinning())
+                    }
+                });
+                if !stepped {
+                    spin.spin();
+                } else if before.running() <= max {
+                    return self.claimed_or_leave(before);
+                } else {
+                    if before.waiting() {
+                        self.grant_room();
+                    }
+                    self.exited();
+                    return None;
                 }
-                spin.spin();
             }
             match self.park(sleeper) {
-                Parked::Claimed => return Some(self.take_claimed()),
+                Parked::Claimed(before) => break before,
                 Parked::Woken => continue,
                 Parked::Exit => return None,
             }
+        };
+        self.claimed_or_leave(claimed)
+    }
+
+    /// Takes the task this worker claimed in a step that saw `before`,
+    /// unless the bound, read again now, no longer lets it run one and the
+    /// pool is still above it: then it gives the claim back, leaves the
+    /// pool's counts (`max_workers` says why a second read) and returns
+    /// `None`.
+    #[inline]
+    fn take_claimed_within_bound(&self, before: State) -> Option<Job> {
+        self.refill_if_full(before);
+        let max = self.max_workers();
+        if before.running() > max && self.give_back(max) {
+            return None;
         }
+        Some(self.take_claimed())
+    }
+
+    /// `take_claimed_within_bound` for a worker with no finished tasks to
+    /// count: one that gives its claim back exits at once.
+    fn claimed_or_leave(&self, before: State) -> Option<Job> {
+        let job = self.take_claimed_within_bound(before);
+        if job.is_none() {
+            self.exited();
+        }
+        job
     }
 
     /// Parks a spinning worker on the idle stack until a submitter wakes it
@@ -232,19 +275,21 @@ impl Shared {
         let max = self.max_workers();
         // One step decides, against every submitter: a task queued before it
         // is claimed here; one queued after it sees us sleeping and wakes us.
+        // Above the bound, the worker exits instead (`next_task`).
+        let over = |s: State| s.running() > max;
         let (before, _) = self.state().update(|s| {
-            Some(if s.queued() > 0 {
-                s.claim_spinning()
-            } else if closing || s.running() > max {
+            Some(if over(s) || (closing && s.queued() == 0) {
                 s.exit_spinning().without_waiting()
+            } else if s.queued() > 0 {
+                s.claim_spinning()
             } else {
                 s.sleep()
             })
         });
-        if before.queued() > 0 {
-            return Parked::Claimed;
+        if !over(before) && before.queued() > 0 {
+            return Parked::Claimed(before);
         }
-        if closing || before.running() > max {
+        if over(before) || closing {
             drop(inner);
             // One worker fewer: a blocked submitter may start a new one.
             if before.waiting() {
@@ -262,6 +307,18 @@ impl Shared {
             };
             // Whoever took us off the stack already counted us awake.
             if sleeper.take_notified() {
+                drop(inner);
+                // Let the waker keep its core. It is most often the
+                // submitter, which feeds every worker alone, and the
+                // scheduler tends to wake us on its core, preempting it: we
+                // would find its task taken by a busy worker (tasks arrive
+                // no faster than it runs), spin while it waits for us, park,
+                // and be woken again by its next task, round after round,
+                // at a fraction of its speed. Yielding hands the core back
+                // until the waker's turn is over; on an idle core it
+                // returns at once. We count as spinning meanwhile, so
+                // nobody wakes another worker for the tasks we will take.
+                spin::yield_core();
                 return Parked::Woken;
             }
             if !timed_out {

@@ -62,7 +62,11 @@ pub const DEFAULT_QUEUE_PER_WORKER: usize = 4;
 /// are started only when every worker is busy: the pool grows with the load.
 /// A worker that finds nothing to do spins for a few microseconds, then
 /// parks, using no CPU; after [`idle_timeout`](WorkerPoolBuilder::idle_timeout)
-/// parked it exits, so an idle pool shrinks to no threads at all.
+/// parked it exits, so an idle pool shrinks to no threads at all. A parked
+/// worker that is woken yields its core once before it looks for work, so
+/// that the thread that woke it, usually the one submitting, is not
+/// preempted by it (on a busy core, its first task may wait for the rest
+/// of that thread's time slice).
 ///
 /// [`spawn`](Self::spawn) returns a [`JoinHandle`] for the task's result;
 /// [`scope`](Self::scope) runs tasks that borrow from the caller.
@@ -181,6 +185,10 @@ impl WorkerPool {
     /// a thread (the task is dropped). With workers alive, a refused thread
     /// only means the task waits for one of them.
     ///
+    /// If a submit from one of the pool's own tasks finds 553 648 127 tasks
+    /// queued (beyond the capacity, only such submits queue tasks, and
+    /// that many hold tens of GiB of queue): the task is dropped.
+    ///
     /// # Examples
     ///
     /// ```
@@ -202,11 +210,7 @@ impl WorkerPool {
     where
         F: FnOnce() + Send + 'static,
     {
-        let how = self
-            .shared
-            .reserve(true)
-            .expect("a blocking submit always admits its task");
-        Shared::dispatch(&self.shared, how, Task::new(returns(task)));
+        Shared::submit(&self.shared, Task::new(returns(task)));
     }
 
     /// Like [`submit`](Self::submit), but never waits: if every worker is
@@ -280,13 +284,9 @@ impl WorkerPool {
         &self,
         f: impl FnOnce() -> T + Send + 'static,
     ) -> JoinHandle<T> {
-        let how = self
-            .shared
-            .reserve(true)
-            .expect("a blocking submit always admits its task");
         let packet = Packet::new(None);
         let done = Completion::new(&packet);
-        Shared::dispatch(&self.shared, how, Task::new(move || done.run(f)));
+        Shared::submit(&self.shared, Task::new(move || done.run(f)));
         JoinHandle::new(packet)
     }
 
@@ -389,11 +389,26 @@ impl WorkerPool {
     }
 
     /// Changes the most workers this pool runs at once, at run time (Go's
-    /// `ants` calls it `Tune`). Raising it lets blocked submitters start
-    /// workers at once; lowering it wakes idle workers so the extra ones
-    /// exit, while busy ones finish their task first and exit when they
-    /// find nothing queued. With the default queue capacity, the queue
-    /// follows the new bound.
+    /// `ants` calls it `Tune`). The new bound holds as soon as this
+    /// returns:
+    ///
+    /// * Lowered to `n`: from then on, no worker starts a task while `n` or
+    ///   more tasks are running. A worker that finishes a task while the
+    ///   pool has more than `n` workers exits without taking another, even
+    ///   with tasks queued, and idle workers above the bound are woken to
+    ///   exit. Running tasks are not interrupted, so more than `n` can
+    ///   still be running until enough of them finish (none starts
+    ///   meanwhile), and a task that a worker had already taken from the
+    ///   queue when the call was made still runs.
+    /// * Raised: workers are started at once for the queued tasks that no
+    ///   idle worker will take, up to the new bound, and submitters waiting
+    ///   for room are woken.
+    ///
+    /// One exception, which adds no thread: a task that waits in
+    /// [`JoinHandle::join`] or at the end of a [`scope`](Self::scope) of
+    /// this pool runs queued tasks on its own worker meanwhile, whatever
+    /// the bound, since it could otherwise wait for ever. With the default
+    /// queue capacity, the queue follows the new bound.
     ///
     /// # Panics
     ///
@@ -418,7 +433,7 @@ impl WorkerPool {
         // The builder's limits keep any bound plus the queue within the
         // state word's fields, so only the bound itself needs checking.
         check_max_workers(n);
-        self.shared.set_max_workers(n);
+        Shared::set_max_workers(&self.shared, n);
     }
 
     /// Shuts the pool down within `timeout`: it takes no more work, its
