@@ -1115,14 +1115,6 @@ fn worker_threads_are_named_and_hooked() {
 }
 
 #[test]
-#[allow(deprecated)]
-fn the_old_builder_name_still_works() {
-    let builder: stashpool::workers::Builder = WorkerPool::builder(1);
-    let pool = builder.queue_capacity(1).build();
-    assert_eq!(pool.spawn(|| 3).join().unwrap(), 3);
-}
-
-#[test]
 #[cfg_attr(miri, ignore = "thousands of tasks take minutes under Miri")]
 fn the_default_queue_holds_default_capacity_tasks_for_busy_workers() {
     use stashpool::workers::DEFAULT_QUEUE_CAPACITY;

@@ -200,8 +200,6 @@ mod worker_stats;
 
 pub use handle::{JoinHandle, TaskDropped};
 pub use scope::{Scope, ScopedJoinHandle};
-#[allow(deprecated)]
-pub use worker_pool::Builder;
 pub use worker_pool::{
     WorkerPool, WorkerPoolBuilder, DEFAULT_IDLE_TIMEOUT, DEFAULT_QUEUE_CAPACITY,
     DEFAULT_QUEUE_PER_WORKER, MAX_QUEUE_CAPACITY, MAX_WORKERS,

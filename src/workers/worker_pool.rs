@@ -552,10 +552,6 @@ pub struct WorkerPoolBuilder {
     config: Config,
 }
 
-/// The builder's name in stashpool 0.1.
-#[deprecated(since = "0.2.0", note = "renamed `WorkerPoolBuilder`")]
-pub type Builder = WorkerPoolBuilder;
-
 impl fmt::Debug for WorkerPoolBuilder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let c = &self.config;
