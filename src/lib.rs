@@ -53,6 +53,86 @@
 //! feature `image`), `mmap` (anonymous memory maps, feature `mmap`) and
 //! `slab` (slab-carved `BytesMut`, feature `bytes`).
 //!
+//! # Configured statics and pools in structs
+//!
+//! A pool's type names its recycler: `LocalPool<T>` is `LocalPool<T, fn() -> T>`.
+//! A closure that captures nothing coerces to that `fn` pointer where the
+//! type asks for it; a builder's pool is not `const`, so a configured
+//! `static` goes through a `LazyLock`; and a recycler that needs state is a
+//! type of its own:
+//!
+//! ```
+//! use std::sync::LazyLock;
+//! use stashpool::{LocalPool, Recycle};
+//!
+//! fn buffer() -> Vec<u8> {
+//!     Vec::with_capacity(4096)
+//! }
+//!
+//! // Default configuration: `new` is `const`.
+//! static PLAIN: LocalPool<Vec<u8>> = LocalPool::new(buffer);
+//! // Configured: made on first use.
+//! static BOUNDED: LazyLock<LocalPool<Vec<u8>>> =
+//!     LazyLock::new(|| LocalPool::builder(buffer as fn() -> Vec<u8>).max_idle(64).build());
+//!
+//! // A recycler with state, named so that a struct field can name the pool.
+//! struct Sized(usize);
+//! impl Recycle<Vec<u8>> for Sized {
+//!     fn create(&self) -> Vec<u8> {
+//!         Vec::with_capacity(self.0)
+//!     }
+//!     fn recycle(&self, buf: &mut Vec<u8>) -> bool {
+//!         buf.clear();
+//!         buf.capacity() <= 4 * self.0
+//!     }
+//! }
+//!
+//! struct Server {
+//!     bodies: LocalPool<Vec<u8>, Sized>,
+//!     heads: LocalPool<Vec<u8>>,
+//! }
+//!
+//! let server = Server {
+//!     bodies: LocalPool::builder(Sized(64 * 1024)).max_idle(16).build(),
+//!     heads: LocalPool::new(|| Vec::with_capacity(512)),
+//! };
+//! server.bodies.with(|body| body.extend_from_slice(b"hello"));
+//! server.heads.with(|head| head.push(b'G'));
+//! PLAIN.with(|buf| buf.push(1));
+//! BOUNDED.with(|buf| buf.push(1));
+//! assert_eq!(server.bodies.stats().returned, 1);
+//! ```
+//!
+//! # In async code
+//!
+//! A guard borrows its pool: [`Pooled`] can be held across an `.await` in a
+//! future that borrows the pool, and a `static` pool's guard,
+//! `Pooled<'static, T>`, is `Send` when `T` is, so it can travel in a
+//! spawned task. A pool that is not `static` lends `'static` guards through
+//! [`LocalPool::get_owned`] on an `Arc`. A guard may be dropped on another
+//! thread than the one that took it (a task that moved between an
+//! executor's threads): its object then goes to that thread's stash, or to
+//! the overflow, and nothing is lost.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use stashpool::{LocalPool, Pooled, PooledOwned};
+//!
+//! // What a spawned task must be: `Send + 'static`.
+//! fn spawn(task: impl FnOnce() + Send + 'static) {
+//!     std::thread::spawn(task).join().unwrap();
+//! }
+//!
+//! static SCRATCH: LocalPool<Vec<u8>> = LocalPool::new(Vec::new);
+//! let guard: Pooled<'static, Vec<u8>> = SCRATCH.get();
+//! spawn(move || drop(guard));
+//!
+//! let pool = Arc::new(LocalPool::new(String::new as fn() -> String));
+//! let owned: PooledOwned<String> = pool.get_owned();
+//! spawn(move || drop(owned));
+//! assert_eq!(pool.stats().returned, 1);
+//! ```
+//!
 //! # How it works
 //!
 //! [`implementation`] (the repository's `IMPLEMENTATION.md`) describes the

@@ -24,8 +24,9 @@ pub const DEFAULT_LOCAL_CAPACITY: usize = 128;
 /// negligible share of one core.
 pub const DEFAULT_SWEEP_INTERVAL: Duration = Duration::from_secs(5);
 
-/// The shortest interval `LocalPoolBuilder::sweep_every` accepts; shorter ones are
-/// raised to it, so a typo cannot turn the sweeper into a busy loop.
+/// The shortest interval `LocalPoolBuilder::sweep_every` accepts, 1 ms;
+/// shorter ones are raised to it, so a typo cannot turn the sweeper into a
+/// busy loop.
 pub const MIN_SWEEP_INTERVAL: Duration = Duration::from_millis(1);
 
 /// How many of a pool's stashes hold a slot at once, per core
