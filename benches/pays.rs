@@ -48,6 +48,8 @@ mod measure;
 #[path = "../examples/frame_pipeline/pipeline.rs"]
 #[allow(dead_code)]
 mod pipeline;
+#[path = "common/sitting.rs"]
+mod sitting;
 
 use std::env;
 use std::fmt::Write as _;
@@ -427,19 +429,6 @@ fn median<T: PartialOrd + Copy>(mut values: Vec<T>) -> T {
     values[values.len() / 2]
 }
 
-/// The output of a shell command, trimmed, or `unknown`.
-fn shell(command: &str) -> String {
-    Command::new("sh")
-        .args(["-c", command])
-        .output()
-        .ok()
-        .filter(|out| out.status.success())
-        .map_or_else(
-            || "unknown".into(),
-            |out| String::from_utf8_lossy(&out.stdout).trim().to_string(),
-        )
-}
-
 fn table() {
     let me = env::current_exe().expect("the bench's own path");
     let mut runs: Vec<Vec<Vec<(Cost, u64)>>> = WORKLOADS
@@ -515,16 +504,10 @@ fn table() {
     writeln!(out).unwrap();
     writeln!(
         out,
-        "_{}; commit `{}`{}; {}, {} logical CPUs; `cargo bench --features image --bench pays`._",
-        shell("date -u '+%Y-%m-%d %H:%M UTC'"),
-        shell("git rev-parse --short HEAD"),
-        if shell("git status --porcelain -- . ':!benches/results/pays.md'").is_empty() {
-            ""
-        } else {
-            " with local changes"
-        },
-        shell("grep -m1 'model name' /proc/cpuinfo | cut -d: -f2"),
-        cores(),
+        "_{}; commit `{}`; {}; `cargo bench --features image --bench pays`._",
+        sitting::date(),
+        sitting::commit(),
+        sitting::machine(),
     )
     .unwrap();
     print!("{text}");

@@ -72,6 +72,8 @@
 
 #[path = "common/peers.rs"]
 mod peers;
+#[path = "common/sitting.rs"]
+mod sitting;
 
 use std::env;
 use std::path::Path;
@@ -378,17 +380,6 @@ fn load_average() -> String {
         .join(" ")
 }
 
-/// A command's first line of output, or `?`.
-fn output_of(program: &str, args: &[&str]) -> String {
-    Command::new(program)
-        .args(args)
-        .output()
-        .ok()
-        .and_then(|out| String::from_utf8(out.stdout).ok())
-        .and_then(|text| text.lines().next().map(str::to_owned))
-        .unwrap_or_else(|| "?".into())
-}
-
 /// The tail table: see the module docs.
 fn tail() {
     let me = env::current_exe().expect("the bench's own path");
@@ -426,25 +417,16 @@ fn tail() {
     }
     table += &format!("load average (1, 5, 15 min): {load_before} before, {load_after} after\n");
     print!("{table}");
-    let cpu = std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|text| {
-            text.lines()
-                .find(|line| line.starts_with("model name"))
-                .and_then(|line| line.split(':').nth(1))
-                .map(|name| name.trim().to_owned())
-        })
-        .unwrap_or_else(|| "?".into());
     let section = format!(
         "{TAIL_BEGIN}\n\
          ### The tail: worst cold runs\n\n\
          `cargo bench --bench workers_rss -- tail`: the spread of cold runs of `tiny` (make the pool, run one batch, in a fresh process), best, median and worst of {TAIL_RUNS} per peer, interleaved, with the futex calls of each run (a run in which workers park and are woken over and over shows there, whatever else slowed it). The load average shows how busy the machine was: on a shared machine the worst runs measure the neighbours too.\n\n\
          ```text\n{table}```\n\n\
-         _{}; commit `{}`; {cpu}, {} cores; written by the bench._\n\
+         _{}; commit `{}`; {}; written by the bench._\n\
          {TAIL_END}\n",
-        output_of("date", &["-u", "+%Y-%m-%d %H:%M UTC"]),
-        output_of("git", &["rev-parse", "--short", "HEAD"]),
-        peers::cores(),
+        sitting::date(),
+        sitting::commit(),
+        sitting::machine(),
     );
     let old = std::fs::read_to_string(RESULTS).unwrap_or_default();
     let new = match (old.find(TAIL_BEGIN), old.find(TAIL_END)) {

@@ -1,5 +1,5 @@
-//! Where a benchmark ran: the commit and the machine, for the header of the
-//! results file it writes. Include it with
+//! When and where a benchmark ran: the date, the commit and the machine,
+//! for the results file it writes. Include it with
 //! `#[path = "common/sitting.rs"] mod sitting;`.
 #![allow(dead_code)]
 
@@ -33,6 +33,19 @@ pub fn commit() -> String {
         },
         None => "unknown".to_owned(),
     }
+}
+
+/// Now, in UTC, to the minute.
+pub fn date() -> String {
+    Command::new("date")
+        .args(["-u", "+%Y-%m-%d %H:%M UTC"])
+        .output()
+        .ok()
+        .filter(|out| out.status.success())
+        .map_or_else(
+            || "unknown".to_owned(),
+            |out| String::from_utf8_lossy(&out.stdout).trim().to_owned(),
+        )
 }
 
 /// The CPU model and the number of logical CPUs.
