@@ -102,9 +102,7 @@ pub(crate) fn register(hook: Box<dyn Flush>) {
 /// id) is dealt with even where its thread-local destructors have already
 /// run (`late`); called when the thread takes a thread id for a stash.
 pub(crate) fn arm() {
-    if owner::arm() {
-        late::arm();
-    }
+    late::arm();
 }
 
 /// The late exit, for a thread whose first use of a pool comes after its

@@ -59,8 +59,6 @@ const CACHED: usize = 8;
 struct Owner {
     /// Set when the thread's exit hooks run: it then makes no new stash.
     ended: Cell<bool>,
-    /// Set once the thread's late exit is armed (`exit::arm`).
-    armed: Cell<bool>,
     /// The owner token; 0 for none.
     token: Cell<u64>,
     /// This thread's number, never another thread's: taken with its first
@@ -74,7 +72,6 @@ impl Owner {
     const fn new() -> Self {
         Self {
             ended: Cell::new(false),
-            armed: Cell::new(false),
             token: Cell::new(0),
             serial: Cell::new(0),
             cache: [const { Cell::new(FORGOTTEN) }; CACHED],
@@ -105,13 +102,6 @@ pub(crate) fn begin() {
             owner.token.set(owner.serial.get());
         }
     });
-}
-
-/// `true` the first time on a thread: `exit::arm` arms its late exit once.
-pub(crate) fn arm() -> bool {
-    OWNER
-        .try_with(|owner| !owner.armed.replace(true))
-        .unwrap_or(false)
 }
 
 /// This thread's serial number: nonzero once it has registered an exit

@@ -25,7 +25,7 @@ use crate::pool::exit::Flush;
 use crate::pool::node::Node;
 use crate::pool::overflow::Overflow;
 use crate::pool::owner;
-use crate::pool::stash::{Counters, Spill, Stash, StashBox};
+use crate::pool::stash::{Counters, Local, Spill, Stash, StashBox};
 use crate::sync::{
     fork_gate, lock, thread_index, Arc, AtomicBool, AtomicCount, AtomicUsize, ForkGuard, Mutex,
     MutexGuard, Ordering, PerThread,
@@ -217,8 +217,7 @@ impl<T: Send> Shared<T> {
         }
         // No slot free: no stash. Checked without the lock first, since a
         // thread without a stash comes here on every get and return.
-        if shared.held.load(Ordering::Relaxed) >= shared.max_stashes {
-            shared.want_a_slot();
+        if shared.no_slot_free(shared.held.load(Ordering::Relaxed)) {
             return None;
         }
         // The thread's id, taken now if it has none (an index into the
@@ -234,8 +233,7 @@ impl<T: Send> Shared<T> {
         }
         let (epoch, capacity) = {
             let mut sweeping = shared.lock_sweep();
-            if sweeping.held >= shared.max_stashes {
-                shared.want_a_slot();
+            if shared.no_slot_free(sweeping.held) {
                 return None;
             }
             // Counted now, so that threads racing for the last slots take
@@ -282,16 +280,14 @@ impl<T: Send> Shared<T> {
         if owner::ended() {
             return false;
         }
-        if self.held.load(Ordering::Relaxed) >= self.max_stashes {
-            self.want_a_slot();
+        if self.no_slot_free(self.held.load(Ordering::Relaxed)) {
             return false;
         }
         let mut sweeping = self.lock_sweep();
         if self.closed.load(Ordering::Relaxed) {
             return false;
         }
-        if sweeping.held >= self.max_stashes {
-            self.want_a_slot();
+        if self.no_slot_free(sweeping.held) {
             return false;
         }
         let held = sweeping.held + 1;
@@ -310,14 +306,17 @@ impl<T: Send> Shared<T> {
         true
     }
 
-    /// Tells the next sweep that a thread found no slot free, so that it
-    /// takes back the slots of idle threads. Read first: a thread without a
+    /// Whether all slots are held, `held` of them being held; if so, tells
+    /// the next sweep that a thread found none free, so that it takes back
+    /// the slots of idle threads. `wanted` is read first: a thread without a
     /// slot comes here on every get and return, and a store each time would
     /// bounce the line between them.
-    fn want_a_slot(&self) {
-        if !self.wanted.load(Ordering::Relaxed) {
+    fn no_slot_free(&self, held: usize) -> bool {
+        let full = held >= self.max_stashes;
+        if full && !self.wanted.load(Ordering::Relaxed) {
             self.wanted.store(true, Ordering::Relaxed);
         }
+        full
     }
 
     /// Sets the count of slots held, under the sweep lock, and its mirror
@@ -357,7 +356,7 @@ impl<T: Send> Shared<T> {
         let mut shed = Vec::new();
         self.with_every_stash(|stash| {
             stash.with_claimed(|local| {
-                local.capacity = if local.held { capacity } else { 0 };
+                local.set_share(capacity);
                 local.shed(&mut shed);
             });
         });
@@ -469,20 +468,22 @@ impl<T: Send> Shared<T> {
     #[cold]
     fn push_full(&self, stash: &Stash<T>, node: Box<Node<T>>) {
         crate::pool::fork::after_fork();
-        let spill = stash.with_owner(self.strategy, |local| {
+        let spill = |local: &mut Local<T>, node| local.spill(node, local.capacity, &self.overflow);
+        // `Err`: the stash holds no slot; the object goes to the overflow
+        // unless this thread gets one back.
+        let spilled = stash.with_owner(self.strategy, |local| {
             if local.held {
-                local.spill(node, local.capacity, &self.overflow)
+                Ok(spill(local, node))
             } else {
-                Spill::NoSlot(node)
+                Err(node)
             }
         });
-        let spill = match spill {
-            Spill::NoSlot(node) if self.take_slot(stash) => stash
-                .with_owner(self.strategy, |local| {
-                    local.spill(node, local.capacity, &self.overflow)
-                }),
-            Spill::NoSlot(node) => return self.push_single(&stash.counters, node),
-            spill => spill,
+        let spill = match spilled {
+            Ok(spill) => spill,
+            Err(node) if self.take_slot(stash) => {
+                stash.with_owner(self.strategy, |local| spill(local, node))
+            }
+            Err(node) => return self.push_single(&stash.counters, node),
         };
         match spill {
             Spill::Kept => stash.counters.returned.bump(),
@@ -501,7 +502,6 @@ impl<T: Send> Shared<T> {
                 stash.counters.rejected.bump();
                 drop(node);
             }
-            Spill::NoSlot(node) => self.push_single(&stash.counters, node),
         }
     }
 

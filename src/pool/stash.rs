@@ -275,9 +275,6 @@ pub(crate) enum Spill<T> {
     One(Box<Node<T>>, u64),
     /// Neither the stash nor the overflow had room: drop this object.
     Rejected(Box<Node<T>>),
-    /// The stash holds no slot (`shared.rs`): the object goes to the
-    /// overflow unless the owner gets a slot back.
-    NoSlot(Box<Node<T>>),
 }
 
 impl<T> Local<T> {
@@ -437,6 +434,12 @@ impl<T> Local<T> {
         }
         self.release_memory();
         batches
+    }
+
+    /// Sets this stash's share of the pool's `max_idle`: `share` if it holds
+    /// a slot, nothing if it does not.
+    pub(crate) fn set_share(&mut self, share: usize) {
+        self.capacity = if self.held { share } else { 0 };
     }
 
     /// Gives this stash's slot back (`shared.rs`): its objects go to the

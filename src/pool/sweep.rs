@@ -71,7 +71,7 @@ impl<T: Send> Shared<T> {
                             if bounded {
                                 // Shares as of now; what a stash holds
                                 // beyond its share goes to the overflow.
-                                local.capacity = if local.held { capacity } else { 0 };
+                                local.set_share(capacity);
                                 local.shed(&mut shed);
                                 kept += local.items.len();
                             }
