@@ -21,10 +21,10 @@ use bytes::{BufMut, BytesMut};
 use criterion::{criterion_group, Criterion};
 use image::RgbaImage;
 use memmap2::MmapMut;
-use stashpool::bytes::{BytePool, SizeClassPool, StringPool};
+use stashpool::bytes::{BytePool, BytePools, StringPool};
 use stashpool::image::{RgbaPool, RgbaPools, Subsampling, YCbCrFrame, YCbCrPool, YCbCrPools};
 use stashpool::io::{BufReaderPool, BufWriterPool, CopyPool};
-use stashpool::mmap::{MmapClassPool, MmapPool};
+use stashpool::mmap::{MmapPool, MmapPools};
 use stashpool::slab::SlabPool;
 use stashpool::Reset;
 
@@ -122,7 +122,7 @@ fn bytes(g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>
     // Buffers of varying size, as for messages whose length a header
     // announced: 64 bytes written into each.
     let sizes = [64, 1000, 16 * 1024, 256 * 1024];
-    let pool = SizeClassPool::new(64, 1 << 20);
+    let pool = BytePools::new(64, 1 << 20);
     g.bench_function("size_class/stashpool", |b| {
         let mut i = 0;
         b.iter(|| {
@@ -155,10 +155,10 @@ fn io(g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>) {
     ];
     for (name, pool) in &pools {
         g.bench_function(format!("bufreader_slice/{name}"), |b| {
-            b.iter(|| black_box(count_lines(pool.reader(&stream[..]))))
+            b.iter(|| black_box(count_lines(pool.get(&stream[..]))))
         });
         g.bench_function(format!("bufreader_opaque/{name}"), |b| {
-            b.iter(|| black_box(count_lines(pool.reader(Opaque(&stream)))))
+            b.iter(|| black_box(count_lines(pool.get(Opaque(&stream)))))
         });
     }
     g.bench_function("bufreader_slice/bufreader_new", |b| {
@@ -171,7 +171,7 @@ fn io(g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>) {
     let pool = BufWriterPool::new(8 * 1024);
     g.bench_function("bufwriter/stashpool", |b| {
         b.iter(|| {
-            let mut w = pool.writer(Discard);
+            let mut w = pool.get(Discard);
             for _ in 0..8 {
                 w.write_all(MESSAGE).unwrap();
             }
@@ -492,10 +492,10 @@ fn mmap(g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>)
     // 100 KB requests, every byte written, from the pool of any length.
     let len = 100_000;
     let pools = [
-        ("stashpool", MmapClassPool::new(4096, 16 << 20)),
+        ("stashpool", MmapPools::new(4096, 16 << 20)),
         (
             "stashpool_keep",
-            MmapClassPool::builder(4096, 16 << 20)
+            MmapPools::builder(4096, 16 << 20)
                 .reset(Reset::Keep)
                 .build(),
         ),
@@ -656,14 +656,14 @@ mod memory {
 
     pub fn report() {
         println!("\nLive buffers, heap bytes in use (glibc):");
-        for (count, len, slab_size) in [(10_000, 64, 8 * 1024), (1_000, 1500, 64 * 1024)] {
-            let pool = SlabPool::builder(slab_size).manual_sweep().build();
+        for (count, len, slab_capacity) in [(10_000, 64, 8 * 1024), (1_000, 1500, 64 * 1024)] {
+            let pool = SlabPool::builder(slab_capacity).manual_sweep().build();
             let slab = measure(count, || pool.alloc(len));
             let alone = measure(count, || BytesMut::with_capacity(len));
             println!("  {count} x {len} B:");
             println!(
                 "    SlabPool, {} KiB slabs: {slab:>8} ({} slabs)",
-                slab_size / 1024,
+                slab_capacity / 1024,
                 pool.stats().created
             );
             println!("    BytesMut::with_capacity: {alone:>8} (one allocation each)");

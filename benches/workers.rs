@@ -5,7 +5,7 @@
 //! * `tiny`: 100 000 tasks of one multiply each, one worker per core, every
 //!   pool with its default settings (and `WorkerPool` with no queue, every
 //!   task a hand-off).
-//! * `queue_capacity`: the same with queues of 0 to 32 768 tasks: what the
+//! * `max_queued`: the same with queues of 0 to 32 768 tasks: what the
 //!   default, `DEFAULT_QUEUE_CAPACITY`, is chosen from.
 //! * `spawn`: 10 000 tiny tasks whose results come back through a handle:
 //!   `WorkerPool::spawn` and `scope` beside `rayon`'s scope and
@@ -50,8 +50,8 @@ fn tiny(c: &mut Criterion) {
     group.finish();
 }
 
-fn queue_capacity(c: &mut Criterion) {
-    let mut group = c.benchmark_group("queue_capacity");
+fn max_queued(c: &mut Criterion) {
+    let mut group = c.benchmark_group("max_queued");
     group.sample_size(10).sampling_mode(SamplingMode::Flat);
     for n in [0, 32, 512, 2048, 4096, 8192, 32768] {
         let name = peers::queue(n);
@@ -261,6 +261,6 @@ criterion_group! {
     config = Criterion::default()
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(3));
-    targets = tiny, queue_capacity, spawn, sleepy, idle_stack
+    targets = tiny, max_queued, spawn, sleepy, idle_stack
 }
 criterion_main!(benches);

@@ -31,21 +31,21 @@ use ledger::{Ledger, Tracked as Obj};
 
 type Maker = Box<dyn Fn() -> Obj + Send + Sync>;
 
-fn pool(ledger: &Arc<Ledger>, local_capacity: usize) -> LocalPool<Obj, Maker> {
+fn pool(ledger: &Arc<Ledger>, max_stashed: usize) -> LocalPool<Obj, Maker> {
     let ledger = Arc::clone(ledger);
     let make: Maker = Box::new(move || Ledger::track(&ledger));
     LocalPool::builder(make)
-        .local_capacity(local_capacity)
+        .max_stashed(max_stashed)
         .manual_sweep()
         .build()
 }
 
 /// A pool that keeps at most `max_idle` idle objects after each sweep.
-fn bounded(ledger: &Arc<Ledger>, local_capacity: usize, max_idle: usize) -> LocalPool<Obj, Maker> {
+fn bounded(ledger: &Arc<Ledger>, max_stashed: usize, max_idle: usize) -> LocalPool<Obj, Maker> {
     let ledger = Arc::clone(ledger);
     let make: Maker = Box::new(move || Ledger::track(&ledger));
     LocalPool::builder(make)
-        .local_capacity(local_capacity)
+        .max_stashed(max_stashed)
         .max_idle(max_idle)
         .manual_sweep()
         .build()
@@ -596,7 +596,7 @@ fn a_thread_without_a_slot_races_a_sweep() {
         };
         let pool = Arc::new(
             LocalPool::builder(make)
-                .local_capacity(1)
+                .max_stashed(1)
                 .manual_sweep()
                 .loom_max_stashes(1)
                 .build(),
@@ -633,11 +633,11 @@ fn a_thread_without_a_slot_races_a_sweep() {
 }
 
 /// A pool with one slot.
-fn one_slot(ledger: &Arc<Ledger>, local_capacity: usize) -> LocalPool<Obj, Maker> {
+fn one_slot(ledger: &Arc<Ledger>, max_stashed: usize) -> LocalPool<Obj, Maker> {
     let ledger = Arc::clone(ledger);
     let make: Maker = Box::new(move || Ledger::track(&ledger));
     LocalPool::builder(make)
-        .local_capacity(local_capacity)
+        .max_stashed(max_stashed)
         .manual_sweep()
         .loom_max_stashes(1)
         .build()

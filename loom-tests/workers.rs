@@ -160,7 +160,7 @@ fn batched_finishes_race_a_wait() {
 fn tasks_overflow_the_ring_while_a_worker_claims() {
     model("tasks_overflow_the_ring_while_a_worker_claims", || {
         let pool = WorkerPool::builder(1)
-            .queue_capacity(3)
+            .max_queued(3)
             .idle_timeout(Duration::MAX)
             .build();
         let order = Arc::new(Mutex::new(Vec::new()));
@@ -184,7 +184,7 @@ fn tasks_overflow_the_ring_while_a_worker_claims() {
 fn a_blocked_submitter_is_woken_when_a_worker_frees() {
     model("a_blocked_submitter_is_woken_when_a_worker_frees", || {
         let pool = WorkerPool::builder(1)
-            .queue_capacity(0)
+            .max_queued(0)
             .idle_timeout(Duration::MAX)
             .build();
         let pool = submit_from_two_threads(pool);
@@ -198,7 +198,7 @@ fn a_blocked_submitter_is_woken_when_a_worker_frees() {
 fn dropping_runs_queued_tasks_and_joins_the_worker() {
     model("dropping_runs_queued_tasks_and_joins_the_worker", || {
         let pool = WorkerPool::builder(1)
-            .queue_capacity(1)
+            .max_queued(1)
             .idle_timeout(Duration::MAX)
             .build();
         let counter = Arc::new(AtomicUsize::new(0));
@@ -216,7 +216,7 @@ fn dropping_runs_queued_tasks_and_joins_the_worker() {
 fn two_workers_drain_the_queue_while_timing_out() {
     model("two_workers_drain_the_queue_while_timing_out", || {
         let pool = WorkerPool::builder(2)
-            .queue_capacity(1)
+            .max_queued(1)
             .idle_timeout(Duration::ZERO)
             .build();
         let counter = Arc::new(AtomicUsize::new(0));
@@ -237,7 +237,7 @@ fn two_workers_drain_the_queue_while_timing_out() {
 fn concurrent_submits_race_idle_exits() {
     model("concurrent_submits_race_idle_exits", || {
         let pool = WorkerPool::builder(1)
-            .queue_capacity(1)
+            .max_queued(1)
             .idle_timeout(Duration::ZERO)
             .build();
         drop(submit_from_two_threads(pool));
@@ -288,7 +288,7 @@ fn lowering_the_bound_races_a_submit() {
     model("lowering_the_bound_races_a_submit", || {
         let pool = Arc::new(
             WorkerPool::builder(2)
-                .queue_capacity(0)
+                .max_queued(0)
                 .idle_timeout(Duration::MAX)
                 .build(),
         );
@@ -495,7 +495,7 @@ fn raising_the_bound_starts_a_worker_for_a_queued_task() {
 fn shutdown_races_a_queued_task() {
     model("shutdown_races_a_queued_task", || {
         let pool = WorkerPool::builder(1)
-            .queue_capacity(1)
+            .max_queued(1)
             .idle_timeout(Duration::MAX)
             .build();
         let counter = Arc::new(AtomicUsize::new(0));

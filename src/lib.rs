@@ -177,12 +177,12 @@ pub mod implementation {
 struct ReadmeDoctests;
 
 pub use pool::{
-    LocalPool, LocalPoolBuilder, Pool, Pooled, PooledOwned, Recycle, Stats, DEFAULT_LOCAL_CAPACITY,
+    LocalPool, LocalPoolBuilder, Pool, Pooled, PooledOwned, Recycle, Stats, DEFAULT_MAX_STASHED,
     DEFAULT_SWEEP_INTERVAL, MIN_SWEEP_INTERVAL,
 };
 #[cfg(not(stashpool_loom))]
-pub use resource::classes::SizedGuard;
+pub use resource::classes::{Guard, SizedGuard};
 #[cfg(not(stashpool_loom))]
-pub use resource::reset::{Reset, Tracked};
+pub use resource::reset::Reset;
 #[cfg(not(stashpool_loom))]
 pub use resource::ResourceBuilder;

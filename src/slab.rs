@@ -56,10 +56,10 @@ const BAD_SIZE: &str = "stashpool: a SlabPool slab size must be non-zero and at 
 /// (as in Node), so word-sized loads and stores in them stay aligned.
 const ALIGN: usize = 8;
 
-/// Small [`BytesMut`] buffers carved from shared slabs of `slab_size`
+/// Small [`BytesMut`] buffers carved from shared slabs of `slab_capacity`
 /// bytes; larger ones allocated alone.
 ///
-/// [`alloc`](Self::alloc)`(len)` with `len < slab_size / 2` cuts a piece of
+/// [`alloc`](Self::alloc)`(len)` with `len < slab_capacity / 2` cuts a piece of
 /// at least `len` bytes from this thread's current slab. When the slab has
 /// too little room left, it starts over from its front if every piece cut
 /// from it has dropped, else a new slab is started. Larger requests get
@@ -104,14 +104,14 @@ pub struct SlabPool {
 }
 
 impl SlabPool {
-    /// A pool that carves buffers of less than `slab_size / 2` bytes from
-    /// slabs of `slab_size` bytes.
+    /// A pool that carves buffers of less than `slab_capacity / 2` bytes from
+    /// slabs of `slab_capacity` bytes.
     ///
     /// `const`, so a pool can be a `static`.
     ///
     /// # Panics
     ///
-    /// If `slab_size` is zero or larger than `isize::MAX`.
+    /// If `slab_capacity` is zero or larger than `isize::MAX`.
     ///
     /// # Examples
     ///
@@ -119,12 +119,12 @@ impl SlabPool {
     /// use stashpool::slab::SlabPool;
     ///
     /// let pool = SlabPool::new(64 * 1024);
-    /// assert_eq!(pool.slab_size(), 64 * 1024);
+    /// assert_eq!(pool.slab_capacity(), 64 * 1024);
     /// ```
-    pub const fn new(slab_size: usize) -> Self {
-        fallible::check_len(slab_size, BAD_SIZE);
+    pub const fn new(slab_capacity: usize) -> Self {
+        fallible::check_len(slab_capacity, BAD_SIZE);
         Self {
-            slabs: LocalPool::new(SlabRecycler { slab_size }),
+            slabs: LocalPool::new(SlabRecycler { slab_capacity }),
         }
     }
 
@@ -135,15 +135,15 @@ impl SlabPool {
     /// ```
     /// use stashpool::slab::SlabPool;
     ///
-    /// let pool = SlabPool::builder(8192).local_capacity(2).build();
+    /// let pool = SlabPool::builder(8192).max_stashed(2).build();
     /// assert!(pool.alloc(10).capacity() >= 10);
     /// ```
-    pub fn builder(slab_size: usize) -> ResourceBuilder<Self> {
-        ResourceBuilder::new(slab_size)
+    pub fn builder(slab_capacity: usize) -> ResourceBuilder<Self> {
+        ResourceBuilder::new(slab_capacity)
     }
 
     /// An empty buffer with room for at least `len` bytes: carved from a
-    /// slab if `len < slab_size / 2`, else allocated alone.
+    /// slab if `len < slab_capacity / 2`, else allocated alone.
     ///
     /// # Panics
     ///
@@ -164,18 +164,18 @@ impl SlabPool {
     /// assert_eq!(pool.stats().created, 1);
     /// ```
     pub fn alloc(&self, len: usize) -> BytesMut {
-        let slab_size = self.slab_size();
-        if len >= slab_size / 2 {
+        let slab_capacity = self.slab_capacity();
+        if len >= slab_capacity / 2 {
             return bytes_mut(len);
         }
         // Round up so the next piece starts aligned, but never past a whole
         // slab, so that a fresh slab always has room and the loop ends.
-        let room = len.next_multiple_of(ALIGN).min(slab_size);
+        let room = len.next_multiple_of(ALIGN).min(slab_capacity);
         loop {
             // The piece is cut off the front and the remainder stays in
             // place, in this thread's stash: one stash lookup per piece.
             let piece = self.slabs.with(|slab| {
-                if slab.rest.capacity() < room && !slab.reclaim(slab_size) {
+                if slab.rest.capacity() < room && !slab.reclaim(slab_capacity) {
                     // Too little left, and pieces still hold the slab: let
                     // it go (it is freed with the last piece cut from it).
                     // `recycle` refuses a spent slab, so the next round
@@ -199,10 +199,10 @@ impl SlabPool {
     /// ```
     /// use stashpool::slab::SlabPool;
     ///
-    /// assert_eq!(SlabPool::new(2048).slab_size(), 2048);
+    /// assert_eq!(SlabPool::new(2048).slab_capacity(), 2048);
     /// ```
-    pub fn slab_size(&self) -> usize {
-        self.slabs.recycler().slab_size
+    pub fn slab_capacity(&self) -> usize {
+        self.slabs.recycler().slab_capacity
     }
 }
 
@@ -215,7 +215,7 @@ resource_pool!(
 impl fmt::Debug for SlabPool {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SlabPool")
-            .field("slab_size", &self.slab_size())
+            .field("slab_capacity", &self.slab_capacity())
             .field("slabs", &self.slabs)
             .finish()
     }
@@ -225,10 +225,10 @@ impl Resource for SlabPool {
     /// The slab size.
     type Params = usize;
 
-    fn build(slab_size: usize, knobs: Knobs) -> Self {
-        fallible::check_len(slab_size, BAD_SIZE);
+    fn build(slab_capacity: usize, knobs: Knobs) -> Self {
+        fallible::check_len(slab_capacity, BAD_SIZE);
         Self {
-            slabs: knobs.pool(SlabRecycler { slab_size }),
+            slabs: knobs.pool(SlabRecycler { slab_capacity }),
         }
     }
 }
@@ -252,8 +252,8 @@ impl Slab {
     /// drop released, so whatever a piece's owner wrote, on any thread,
     /// happens before the memory is handed out again.
     #[cold]
-    fn reclaim(&mut self, slab_size: usize) -> bool {
-        self.rest.try_reclaim(slab_size)
+    fn reclaim(&mut self, slab_capacity: usize) -> bool {
+        self.rest.try_reclaim(slab_capacity)
     }
 
     /// Gives the slab up: its memory goes with its last piece.
@@ -266,16 +266,16 @@ impl Slab {
 
 /// Makes slabs; keeps them until they are spent.
 struct SlabRecycler {
-    slab_size: usize,
+    slab_capacity: usize,
 }
 
 impl Recycle<Slab> for SlabRecycler {
     fn create(&self) -> Slab {
-        let mut rest = bytes_mut(self.slab_size);
+        let mut rest = bytes_mut(self.slab_capacity);
         // Turn the slab into `bytes`' shared form (a reference-counted
         // header beside the memory) now, rather than in the first
         // `split_off`, so that every piece takes the same path.
-        drop(rest.split_off(self.slab_size));
+        drop(rest.split_off(self.slab_capacity));
         Slab { rest, spent: false }
     }
 

@@ -1,6 +1,6 @@
 //! Once warm, objects move between a thread's stash, the overflow and other
 //! threads without a single allocation, also in a pool whose stashes have
-//! no room (`local_capacity(0)`, or a `max_idle` share of 0), where every
+//! no room (`max_stashed(0)`, or a `max_idle` share of 0), where every
 //! object goes through the overflow alone. One test in this binary, so the
 //! allocator's count is ours.
 
@@ -22,7 +22,7 @@ fn warm_pools_allocate_nothing() {
         .manual_sweep()
         .build();
     let stashless = LocalPool::builder(new_buf as fn() -> Vec<u8>)
-        .local_capacity(0)
+        .max_stashed(0)
         .manual_sweep()
         .build();
     let round = |pool: &LocalPool<Vec<u8>>, hold: usize| {

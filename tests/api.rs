@@ -5,7 +5,7 @@ use std::io::{self, BufRead, Read, Write};
 use std::sync::Arc;
 use std::time::Duration;
 
-use stashpool::bytes::{BytePool, SizeClassPool, StringPool};
+use stashpool::bytes::{BytePool, BytePools, StringPool};
 use stashpool::io::{BufReaderPool, BufWriterPool, CopyPool, PooledBufReader, PooledBufWriter};
 #[cfg(feature = "workers")]
 use stashpool::workers::{WorkerPool, WorkerStats};
@@ -31,7 +31,7 @@ fn core() {
 
     let builder: LocalPoolBuilder<Vec<u8>, Zeroed> = LocalPool::builder(Zeroed);
     let pool: LocalPool<Vec<u8>, Zeroed> = builder
-        .local_capacity(4)
+        .max_stashed(4)
         .max_idle(16)
         .sweep_every(Duration::from_secs(1))
         .manual_sweep()
@@ -75,12 +75,12 @@ fn resources() -> io::Result<()> {
     bytes.with(|b| b.push(1));
     let strings = StringPool::new(32);
     assert!(strings.get().capacity() >= 32);
-    let classes = SizeClassPool::new(64, 4096);
+    let classes = BytePools::new(64, 4096);
     let c = classes.get(100);
     assert!(c.is_empty() && c.capacity() >= 100);
 
     let readers = BufReaderPool::new(64);
-    let mut reader: PooledBufReader<'_, &[u8]> = readers.reader(&b"a\nb"[..]);
+    let mut reader: PooledBufReader<'_, &[u8]> = readers.get(&b"a\nb"[..]);
     let mut line = String::new();
     reader.read_line(&mut line)?;
     let mut rest = Vec::new();
@@ -88,7 +88,7 @@ fn resources() -> io::Result<()> {
     let _inner: &[u8] = reader.into_inner();
 
     let writers = BufWriterPool::new(64);
-    let mut writer: PooledBufWriter<'_, Vec<u8>> = writers.writer(Vec::new());
+    let mut writer: PooledBufWriter<'_, Vec<u8>> = writers.get(Vec::new());
     writer.write_all(b"x")?;
     let out: Vec<u8> = writer.into_inner()?;
     assert_eq!(out, b"x");

@@ -1,4 +1,4 @@
-//! `BytePool`, `StringPool` and `SizeClassPool`: reuse, reset, bounds, bad
+//! `BytePool`, `StringPool` and `BytePools`: reuse, reset, bounds, bad
 //! input.
 
 use std::fmt::Write as _;
@@ -6,9 +6,8 @@ use std::io::Write as _;
 use std::panic::catch_unwind;
 use std::thread;
 
-use stashpool::bytes::{
-    BytePool, SizeClassPool, SizedBuffer, StringPool, DEFAULT_MAX_CAPACITY_FACTOR, MAX_CLASS,
-};
+use stashpool::bytes::{BytePool, BytePools, StringPool, DEFAULT_MAX_CAPACITY_FACTOR, MAX_CLASS};
+use stashpool::SizedGuard;
 
 static STATIC_BUFS: BytePool = BytePool::new(128);
 
@@ -208,10 +207,10 @@ fn debug_shows_the_configuration() {
     assert!(format!("{:?}", BytePool::builder(64)).contains("64"));
 }
 
-// === SizeClassPool ===
+// === BytePools ===
 
-fn classes(min: usize, max: usize) -> SizeClassPool {
-    SizeClassPool::builder(min, max).manual_sweep().build()
+fn classes(min: usize, max: usize) -> BytePools {
+    BytePools::builder(min, max).manual_sweep().build()
 }
 
 #[test]
@@ -221,7 +220,7 @@ fn classes_are_powers_of_two_from_min_to_max() {
         pool.classes().collect::<Vec<_>>(),
         [128, 256, 512, 1024, 2048, 4096, 8192]
     );
-    assert_eq!(pool.max(), 5000);
+    assert_eq!(pool.max_capacity(), 5000);
 }
 
 #[test]
@@ -240,7 +239,7 @@ fn a_request_gets_the_smallest_class_that_holds_it() {
         let buf = pool.get(len);
         assert!(buf.is_empty());
         assert_eq!(buf.capacity(), class, "len {len}");
-        assert!(SizedBuffer::is_pooled(&buf));
+        assert!(SizedGuard::is_pooled(&buf));
     }
 }
 
@@ -300,7 +299,7 @@ fn a_buffer_that_grew_into_another_class_is_dropped() {
 fn requests_above_max_are_plain_allocations() {
     let pool = classes(64, 1000);
     let buf = pool.get(1001);
-    assert!(!SizedBuffer::is_pooled(&buf));
+    assert!(!SizedGuard::is_pooled(&buf));
     assert!(buf.capacity() >= 1001);
     drop(buf);
     assert_eq!(pool.stats(), Default::default(), "the pool never saw it");
@@ -313,10 +312,10 @@ fn into_inner_keeps_a_sized_buffer() {
     let pool = classes(64, 1024);
     let mut buf = pool.get(10);
     buf.push(9);
-    let kept = SizedBuffer::into_inner(buf);
+    let kept = SizedGuard::into_inner(buf);
     assert_eq!(kept, [9]);
     assert_eq!(pool.stats().idle, 0);
-    let alone = SizedBuffer::into_inner(pool.get(2000));
+    let alone = SizedGuard::into_inner(pool.get(2000));
     assert!(alone.capacity() >= 2000);
 }
 
@@ -332,10 +331,10 @@ fn sweeps_reach_every_class() {
 
 #[test]
 fn bad_class_bounds_are_refused() {
-    assert!(catch_unwind(|| SizeClassPool::new(0, 64)).is_err());
-    assert!(catch_unwind(|| SizeClassPool::new(128, 64)).is_err());
-    assert!(catch_unwind(|| SizeClassPool::new(1, usize::MAX)).is_err());
-    let pool = SizeClassPool::new(MAX_CLASS, MAX_CLASS); // one class, valid
+    assert!(catch_unwind(|| BytePools::new(0, 64)).is_err());
+    assert!(catch_unwind(|| BytePools::new(128, 64)).is_err());
+    assert!(catch_unwind(|| BytePools::new(1, usize::MAX)).is_err());
+    let pool = BytePools::new(MAX_CLASS, MAX_CLASS); // one class, valid
     assert_eq!(pool.classes().count(), 1);
 }
 
@@ -355,5 +354,5 @@ fn sized_buffers_are_io_writers_with_a_debug_form() {
     let mut buf = pool.get(16);
     write!(buf, "ab").unwrap();
     assert_eq!(format!("{buf:?}"), "[97, 98]");
-    assert!(format!("{pool:?}").contains("SizeClassPool"));
+    assert!(format!("{pool:?}").contains("BytePools"));
 }

@@ -230,8 +230,8 @@ fn copy_takes_no_pooled_buffer_for_a_stream_shorter_than_it() {
 
 #[test]
 fn copy_with_buffers_no_larger_than_io_copys_is_io_copy() {
-    for buf_size in [1, 64, STACK] {
-        let pool = CopyPool::builder(buf_size).manual_sweep().build();
+    for capacity in [1, 64, STACK] {
+        let pool = CopyPool::builder(capacity).manual_sweep().build();
         let input = data(LONG);
         let mut out = Collect::default();
         assert_eq!(
@@ -239,7 +239,7 @@ fn copy_with_buffers_no_larger_than_io_copys_is_io_copy() {
             LONG as u64
         );
         assert!(out.0 == input);
-        assert_eq!(pool.stats().created, 0, "{buf_size} B buffers");
+        assert_eq!(pool.stats().created, 0, "{capacity} B buffers");
     }
 }
 
@@ -257,20 +257,20 @@ fn copy_to_any_writer_gives_what_io_copy_gives() {
         2 * BUF,
         LONG,
     ];
-    for buf_size in [5, STACK, BUF, 4 * STACK] {
-        let pool = CopyPool::builder(buf_size).manual_sweep().build();
+    for capacity in [5, STACK, BUF, 4 * STACK] {
+        let pool = CopyPool::builder(capacity).manual_sweep().build();
         // Long enough to reach the pooled buffer, whatever its size.
-        let past_the_buffer = 3 * buf_size + 7;
+        let past_the_buffer = 3 * capacity + 7;
         for len in lengths.into_iter().chain([past_the_buffer]) {
             let input = data(len);
             let mut out = Collect::default();
             let n = pool.copy(&mut Opaque(&input), &mut out).unwrap();
-            assert_eq!(n, len as u64, "{buf_size} B buffer, {len} bytes");
-            assert!(out.0 == input, "{buf_size} B buffer, {len} bytes");
+            assert_eq!(n, len as u64, "{capacity} B buffer, {len} bytes");
+            assert!(out.0 == input, "{capacity} B buffer, {len} bytes");
         }
         let stats = pool.stats();
-        let lends = buf_size > STACK;
-        assert_eq!(stats.created, u64::from(lends), "{buf_size} B, reused");
+        let lends = capacity > STACK;
+        assert_eq!(stats.created, u64::from(lends), "{capacity} B, reused");
         assert_eq!(stats.idle, usize::from(lends), "and back in the pool");
     }
 }

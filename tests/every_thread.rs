@@ -165,7 +165,7 @@ impl Drop for Exit {
 fn back_to_back_scopes_keep_their_stashes() {
     common::run_with_deadline(DEADLINE, || {
         // Each round's threads and this one all hold a stash: at most 8 a
-        // core (`LocalPoolBuilder::local_capacity`).
+        // core (`LocalPoolBuilder::max_stashed`).
         let cores = thread::available_parallelism().map_or(1, usize::from);
         let threads = (8 * cores - 1).min(12);
         let rounds = if cfg!(miri) { 2 } else { 4 };

@@ -110,7 +110,7 @@ fn recycle_panics_at_random_points() {
         ledger: Arc::clone(&ledger),
         calls: AtomicUsize::new(0),
     })
-    .local_capacity(2)
+    .max_stashed(2)
     .manual_sweep()
     .build();
     let mut panics = 0;
@@ -142,7 +142,7 @@ fn closure_and_guard_panics_on_many_threads() {
     let ledger = Ledger::new();
     let l = Arc::clone(&ledger);
     let pool = LocalPool::builder(move || l.make())
-        .local_capacity(4)
+        .max_stashed(4)
         .manual_sweep()
         .build();
     std::thread::scope(|s| {
@@ -208,7 +208,7 @@ fn bomb_pool(drops: &Arc<AtomicUsize>) -> stashpool::LocalPoolBuilder<Bomb, impl
 #[test]
 fn panicking_drops_during_a_sweep_do_not_lose_the_others() {
     let drops = Arc::new(AtomicUsize::new(0));
-    let pool = bomb_pool(&drops).local_capacity(2).manual_sweep().build();
+    let pool = bomb_pool(&drops).max_stashed(2).manual_sweep().build();
     for i in 0..6 {
         pool.put(Bomb {
             explode: i % 2 == 0, // three of them panic when dropped
@@ -352,7 +352,7 @@ fn pool_drop_survives_payloads_whose_drop_panics() {
 #[test]
 fn extreme_configurations_work() {
     let huge = LocalPool::builder(|| 0u8)
-        .local_capacity(usize::MAX)
+        .max_stashed(usize::MAX)
         .max_idle(usize::MAX)
         .sweep_every(Duration::MAX)
         .build();

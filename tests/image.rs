@@ -6,7 +6,7 @@ use std::panic::catch_unwind;
 
 use image::{Rgba, RgbaImage};
 use stashpool::image::{RgbaPool, RgbaPools, Subsampling, YCbCrFrame, YCbCrPool, YCbCrPools};
-use stashpool::{Pool, Reset, Tracked};
+use stashpool::{Pool, Pooled, Reset};
 
 /// The panic message of `f`, which must panic.
 fn panic_message(f: impl FnOnce() + std::panic::UnwindSafe) -> String {
@@ -215,16 +215,16 @@ fn under_reset_keep_a_frame_keeps_its_contents() {
 fn under_reset_zero_only_a_written_frame_is_zeroed() {
     let pool = RgbaPool::builder(4, 4).manual_sweep().build();
     let mut frame = pool.get();
-    assert!(!Tracked::is_dirty(&frame));
+    assert!(!Pooled::is_written(&frame));
     assert_eq!(frame.get_pixel(0, 0), &Rgba([0; 4])); // a read
-    assert!(!Tracked::is_dirty(&frame));
+    assert!(!Pooled::is_written(&frame));
     frame.put_pixel(3, 3, Rgba([1; 4])); // a write
-    assert!(Tracked::is_dirty(&frame));
+    assert!(Pooled::is_written(&frame));
     drop(frame);
 
     let frame = pool.get();
     assert_eq!(pool.stats().reused, 1);
-    assert!(!Tracked::is_dirty(&frame), "a returned frame starts clean");
+    assert!(!Pooled::is_written(&frame), "a returned frame starts clean");
     assert!(frame.iter().all(|&b| b == 0));
 }
 
@@ -346,7 +346,7 @@ fn an_rgba_frame_written_through_with_is_zeroed() {
 #[test]
 fn a_kept_frame_leaves_the_pool() {
     let pool = RgbaPool::builder(2, 2).manual_sweep().build();
-    let frame: RgbaImage = Tracked::into_inner(pool.get());
+    let frame: RgbaImage = Pooled::into_inner(pool.get());
     assert_eq!(frame.dimensions(), (2, 2));
     assert_eq!(pool.stats().idle, 0);
 }

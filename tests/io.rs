@@ -82,11 +82,7 @@ fn text(lines: usize) -> Vec<u8> {
 fn a_pooled_reader_reads_what_std_reads() {
     let input = text(100);
     let pool = BufReaderPool::builder(7).manual_sweep().build(); // lines cross buffers
-    let ours: Vec<String> = pool
-        .reader(&input[..])
-        .lines()
-        .map(Result::unwrap)
-        .collect();
+    let ours: Vec<String> = pool.get(&input[..]).lines().map(Result::unwrap).collect();
     let std: Vec<String> = io::BufReader::new(&input[..])
         .lines()
         .map(Result::unwrap)
@@ -94,7 +90,7 @@ fn a_pooled_reader_reads_what_std_reads() {
     assert_eq!(ours, std);
 
     let mut bytes = Vec::new();
-    let mut reader = pool.reader(&input[..]);
+    let mut reader = pool.get(&input[..]);
     let mut chunk = [0u8; 5];
     loop {
         let n = reader.read(&mut chunk).unwrap();
@@ -110,7 +106,7 @@ fn a_pooled_reader_reads_what_std_reads() {
 fn large_reads_on_an_empty_buffer_pass_straight_through() {
     let pool = BufReaderPool::new(8);
     let saw_dirty = Cell::new(false);
-    let mut reader = pool.reader(Snooper::new(b"0123456789abcdef", &saw_dirty));
+    let mut reader = pool.get(Snooper::new(b"0123456789abcdef", &saw_dirty));
     let mut big = [0u8; 16];
     assert_eq!(reader.read(&mut big).unwrap(), 16);
     assert!(
@@ -124,7 +120,7 @@ fn readers_reuse_one_buffer() {
     let pool = BufReaderPool::builder(64).manual_sweep().build();
     for _ in 0..5 {
         let mut s = String::new();
-        pool.reader(&b"abc"[..]).read_to_string(&mut s).unwrap();
+        pool.get(&b"abc"[..]).read_to_string(&mut s).unwrap();
         assert_eq!(s, "abc");
     }
     let stats = pool.stats();
@@ -134,12 +130,12 @@ fn readers_reuse_one_buffer() {
 #[test]
 fn a_reader_never_sees_what_the_previous_stream_left_in_the_buffer() {
     let pool = BufReaderPool::builder(64).manual_sweep().build();
-    let mut first = pool.reader(&[0xAB; 40][..]);
+    let mut first = pool.get(&[0xAB; 40][..]);
     first.fill_buf().unwrap();
     drop(first);
 
     let saw_dirty = Cell::new(false);
-    let mut second = pool.reader(Snooper::new(b"x", &saw_dirty));
+    let mut second = pool.get(Snooper::new(b"x", &saw_dirty));
     assert_eq!(second.fill_buf().unwrap(), b"x");
     assert_eq!(pool.stats().reused, 1, "the same buffer was lent again");
     assert!(!saw_dirty.get(), "the second reader saw the first stream");
@@ -151,12 +147,12 @@ fn under_reset_keep_a_reader_sees_what_the_last_stream_left() {
         .reset(Reset::Keep)
         .manual_sweep()
         .build();
-    let mut first = pool.reader(&[0xAB; 40][..]);
+    let mut first = pool.get(&[0xAB; 40][..]);
     first.fill_buf().unwrap();
     drop(first);
 
     let saw_dirty = Cell::new(false);
-    let mut second = pool.reader(Snooper::new(b"x", &saw_dirty));
+    let mut second = pool.get(Snooper::new(b"x", &saw_dirty));
     assert_eq!(
         second.fill_buf().unwrap(),
         b"x",
@@ -171,13 +167,13 @@ fn a_reader_that_inspects_its_buffer_sees_only_zeros_under_reset_zero() {
     assert_eq!(pool.reset(), Reset::Zero);
     for round in 0..3 {
         // Scribbles over the whole buffer, then reads zeros and checks.
-        let mut scribbled = pool.reader(Scribbler(2));
+        let mut scribbled = pool.get(Scribbler(2));
         while !scribbled.fill_buf().unwrap().is_empty() {
             scribbled.consume(1);
         }
         drop(scribbled);
         let saw_dirty = Cell::new(false);
-        let mut zeros = pool.reader(ZeroSource {
+        let mut zeros = pool.get(ZeroSource {
             len: 100,
             saw_dirty: &saw_dirty,
         });
@@ -192,8 +188,8 @@ fn io_pools_are_pools() {
     let readers = BufReaderPool::builder(16).manual_sweep().build();
     let writers = BufWriterPool::builder(16).manual_sweep().build();
     let copies = CopyPool::builder(16).manual_sweep().build();
-    drop(readers.reader(io::empty()));
-    drop(writers.writer(io::sink()));
+    drop(readers.get(io::empty()));
+    drop(writers.get(io::sink()));
     drop(copies.read_all(&mut io::empty()).unwrap());
     let pools: [&dyn Pool; 3] = [&readers, &writers, &copies];
     assert_eq!(pools.iter().map(|p| p.stats().idle).sum::<usize>(), 3);
@@ -204,21 +200,19 @@ fn io_pools_are_pools() {
 #[test]
 fn bytes_a_reader_wrote_past_its_count_are_zeroed_too() {
     let pool = BufReaderPool::builder(64).manual_sweep().build();
-    let mut reader = pool.reader(Scribbler(1));
+    let mut reader = pool.get(Scribbler(1));
     assert_eq!(reader.fill_buf().unwrap(), [0xEE]);
     drop(reader);
 
     let saw_dirty = Cell::new(false);
-    pool.reader(Snooper::new(b"", &saw_dirty))
-        .fill_buf()
-        .unwrap();
+    pool.get(Snooper::new(b"", &saw_dirty)).fill_buf().unwrap();
     assert!(!saw_dirty.get());
 }
 
 #[test]
 fn into_inner_gives_the_reader_back_and_the_buffer_to_the_pool() {
     let pool = BufReaderPool::builder(4).manual_sweep().build();
-    let mut reader = pool.reader(io::Cursor::new(b"abcdef".to_vec()));
+    let mut reader = pool.get(io::Cursor::new(b"abcdef".to_vec()));
     let mut two = [0u8; 2];
     reader.read_exact(&mut two).unwrap();
     assert_eq!(&two, b"ab");
@@ -238,7 +232,7 @@ fn a_reader_that_claims_too_many_bytes_is_an_error() {
         }
     }
     let pool = BufReaderPool::new(16);
-    let err = pool.reader(Liar).fill_buf().unwrap_err();
+    let err = pool.get(Liar).fill_buf().unwrap_err();
     assert_eq!(err.kind(), io::ErrorKind::InvalidData);
 }
 
@@ -251,7 +245,7 @@ fn reader_errors_pass_through() {
         }
     }
     let pool = BufReaderPool::new(16);
-    let err = pool.reader(Failing).read(&mut [0; 4]).unwrap_err();
+    let err = pool.get(Failing).read(&mut [0; 4]).unwrap_err();
     assert_eq!(err.to_string(), "disk on fire");
 }
 
@@ -267,7 +261,7 @@ fn bad_reader_buffer_sizes_are_refused() {
 #[test]
 fn small_writes_are_buffered_until_flush() {
     let pool = BufWriterPool::builder(16).manual_sweep().build();
-    let mut w = pool.writer(Vec::new());
+    let mut w = pool.get(Vec::new());
     w.write_all(b"abc").unwrap();
     w.write_all(b"def").unwrap();
     assert!(w.get_ref().is_empty());
@@ -280,7 +274,7 @@ fn small_writes_are_buffered_until_flush() {
 #[test]
 fn a_full_buffer_is_written_out_and_large_writes_pass_through() {
     let pool = BufWriterPool::builder(8).manual_sweep().build();
-    let mut w = pool.writer(Vec::new());
+    let mut w = pool.get(Vec::new());
     w.write_all(b"12345").unwrap();
     w.write_all(b"6789").unwrap(); // would overflow: flushes "12345" first
     assert_eq!(w.get_ref(), b"12345");
@@ -295,7 +289,7 @@ fn a_full_buffer_is_written_out_and_large_writes_pass_through() {
 fn dropping_a_writer_flushes_it() {
     let pool = BufWriterPool::new(64);
     let mut out = Vec::new();
-    let mut w = pool.writer(&mut out);
+    let mut w = pool.get(&mut out);
     write!(w, "{}", 12345).unwrap();
     drop(w);
     assert_eq!(out, b"12345");
@@ -304,10 +298,10 @@ fn dropping_a_writer_flushes_it() {
 #[test]
 fn writers_reuse_one_buffer_and_start_empty() {
     let pool = BufWriterPool::builder(32).manual_sweep().build();
-    let mut w = pool.writer(io::sink());
+    let mut w = pool.get(io::sink());
     w.write_all(b"first stream").unwrap();
     drop(w);
-    let w = pool.writer(Vec::new());
+    let w = pool.get(Vec::new());
     assert!(w.buffer().is_empty());
     assert_eq!(w.capacity(), 32);
     assert_eq!(w.into_inner().unwrap(), b"");
@@ -318,7 +312,7 @@ fn writers_reuse_one_buffer_and_start_empty() {
 #[test]
 fn partial_and_interrupted_writes_are_retried() {
     let pool = BufWriterPool::new(64);
-    let mut w = pool.writer(Trickle {
+    let mut w = pool.get(Trickle {
         out: Vec::new(),
         chunk: 3,
         calls: 0,
@@ -331,7 +325,7 @@ fn partial_and_interrupted_writes_are_retried() {
 #[test]
 fn into_inner_reports_flush_errors() {
     let pool = BufWriterPool::builder(64).manual_sweep().build();
-    let mut w = pool.writer(Broken);
+    let mut w = pool.get(Broken);
     w.write_all(b"lost").unwrap();
     let err = w.into_inner().unwrap_err();
     assert_eq!(err.to_string(), "broken pipe");
@@ -350,7 +344,7 @@ fn a_writer_that_accepts_nothing_is_a_write_zero_error() {
         }
     }
     let pool = BufWriterPool::new(8);
-    let mut w = pool.writer(Full);
+    let mut w = pool.get(Full);
     w.write_all(b"abc").unwrap();
     assert_eq!(w.flush().unwrap_err().kind(), io::ErrorKind::WriteZero);
 }
@@ -372,14 +366,14 @@ fn a_panicking_writer_is_not_written_again_on_drop() {
     }
     let pool = BufWriterPool::new(8);
     let result = catch_unwind(AssertUnwindSafe(|| {
-        let mut w = pool.writer(PanicOnce { calls: 0 });
+        let mut w = pool.get(PanicOnce { calls: 0 });
         w.write_all(b"abc").unwrap();
         let _ = w.flush(); // panics inside `inner.write`; the drop must not write
     }));
     let err = result.unwrap_err();
     assert_eq!(err.downcast_ref::<&str>(), Some(&"inner writer panics"));
     // The pool is still usable.
-    pool.writer(io::sink()).write_all(b"ok").unwrap();
+    pool.get(io::sink()).write_all(b"ok").unwrap();
 }
 
 #[test]
@@ -394,9 +388,9 @@ fn io_pools_have_debug_forms() {
     let readers = BufReaderPool::new(16);
     let writers = BufWriterPool::new(16);
     let copies = CopyPool::new(16);
-    assert!(format!("{readers:?}").contains("buf_size: 16"));
-    assert!(format!("{writers:?}").contains("buf_size: 16"));
-    assert!(format!("{copies:?}").contains("buf_size: 16"));
-    assert!(format!("{:?}", readers.reader(&b""[..])).contains("PooledBufReader"));
-    assert!(format!("{:?}", writers.writer(Vec::new())).contains("PooledBufWriter"));
+    assert!(format!("{readers:?}").contains("capacity: 16"));
+    assert!(format!("{writers:?}").contains("capacity: 16"));
+    assert!(format!("{copies:?}").contains("capacity: 16"));
+    assert!(format!("{:?}", readers.get(&b""[..])).contains("PooledBufReader"));
+    assert!(format!("{:?}", writers.get(Vec::new())).contains("PooledBufWriter"));
 }

@@ -74,7 +74,7 @@ fn main() {
         // A pool per round, shared by a few threads that come and go.
         let pool = Arc::new(
             LocalPool::builder(Counted::new)
-                .local_capacity(4)
+                .max_stashed(4)
                 .max_idle(16)
                 .sweep_every(Duration::from_millis(1))
                 .build(),

@@ -1,12 +1,12 @@
-//! `MmapPool` and `MmapClassPool`: reuse, reset policies, length checks,
+//! `MmapPool` and `MmapPools`: reuse, reset policies, length checks,
 //! bad input.
 #![cfg(feature = "mmap")]
 
 use std::panic::catch_unwind;
 
 use memmap2::MmapMut;
-use stashpool::mmap::{MmapClassPool, MmapPool, SizedMmap};
-use stashpool::{Pool, Reset, Tracked};
+use stashpool::mmap::{MmapPool, MmapPools};
+use stashpool::{Pool, Pooled, Reset, SizedGuard};
 
 fn pool(len: usize) -> MmapPool {
     MmapPool::builder(len).manual_sweep().build()
@@ -109,17 +109,17 @@ fn under_reset_zero_a_map_only_read_is_not_marked() {
     let pool = pool(4096);
     let map = pool.get();
     assert_eq!(map.iter().map(|&b| b as u32).sum::<u32>(), 0);
-    assert!(!Tracked::is_dirty(&map));
+    assert!(!Pooled::is_written(&map));
     drop(map);
     pool.with(|map| map[7] = 1);
     assert_eq!(pool.get()[7], 0);
 }
 
-// === MmapClassPool ===
+// === MmapPools ===
 
 #[test]
 fn requests_go_to_the_smallest_fitting_class() {
-    let pool = MmapClassPool::builder(4096, 100_000).manual_sweep().build();
+    let pool = MmapPools::builder(4096, 100_000).manual_sweep().build();
     assert_eq!(
         pool.classes().collect::<Vec<_>>(),
         [4096, 8192, 16384, 32768, 65536, 131072]
@@ -127,20 +127,20 @@ fn requests_go_to_the_smallest_fitting_class() {
     for (len, class) in [(1, 4096), (4096, 4096), (4097, 8192), (100_000, 131072)] {
         let map = pool.get(len);
         assert_eq!(map.len(), class, "{len} bytes");
-        assert!(SizedMmap::is_pooled(&map));
+        assert!(SizedGuard::is_pooled(&map));
     }
     let alone = pool.get(100_001);
     assert_eq!(alone.len(), 100_001);
-    assert!(!SizedMmap::is_pooled(&alone));
+    assert!(!SizedGuard::is_pooled(&alone));
     drop(alone);
     assert_eq!(pool.stats().idle, 3, "one map per class used, none alone");
     assert_eq!(pool.class_stats(5000).unwrap().idle, 1);
-    assert_eq!(pool.max_len(), 100_000);
+    assert_eq!(pool.max_capacity(), 100_000);
 }
 
 #[test]
 fn class_maps_are_reused_and_reset() {
-    let pool = MmapClassPool::builder(4096, 1 << 20).manual_sweep().build();
+    let pool = MmapPools::builder(4096, 1 << 20).manual_sweep().build();
     let mut map = pool.get(10_000);
     map[9_999] = 5;
     drop(map);
@@ -149,9 +149,7 @@ fn class_maps_are_reused_and_reset() {
     assert_eq!(map[9_999], 0);
     drop(map);
 
-    let keep = MmapClassPool::builder(4096, 1 << 20)
-        .reset(Reset::Keep)
-        .build();
+    let keep = MmapPools::builder(4096, 1 << 20).reset(Reset::Keep).build();
     keep.with(10_000, |map| map[9_999] = 5);
     assert_eq!(keep.get(10_000)[9_999], 5);
     assert_eq!(keep.reset(), Reset::Keep);
@@ -159,7 +157,7 @@ fn class_maps_are_reused_and_reset() {
 
 #[test]
 fn class_pools_sweep_and_clear_every_class() {
-    let pool = MmapClassPool::builder(4096, 1 << 20).manual_sweep().build();
+    let pool = MmapPools::builder(4096, 1 << 20).manual_sweep().build();
     drop((pool.get(10), pool.get(50_000)));
     pool.sweep();
     pool.sweep();
@@ -169,9 +167,9 @@ fn class_pools_sweep_and_clear_every_class() {
     assert_eq!(as_pool.stats().idle, 2);
     as_pool.clear();
     assert_eq!(pool.stats().idle, 0);
-    let kept: MmapMut = SizedMmap::into_inner(pool.get(10));
+    let kept: MmapMut = SizedGuard::into_inner(pool.get(10));
     assert_eq!(kept.len(), 4096);
-    assert!(format!("{pool:?}").contains("MmapClassPool"));
+    assert!(format!("{pool:?}").contains("MmapPools"));
 }
 
 #[test]
@@ -181,12 +179,12 @@ fn bad_class_bounds_are_refused() {
         err.downcast_ref::<String>().unwrap().clone()
     };
     assert_eq!(
-        message(|| drop(MmapClassPool::new(0, 4096))),
-        "stashpool: MmapClassPool: the smallest class must be non-zero"
+        message(|| drop(MmapPools::new(0, 4096))),
+        "stashpool: MmapPools: the smallest class must be non-zero"
     );
     assert_eq!(
-        message(|| drop(MmapClassPool::new(8192, 4096))),
-        "stashpool: MmapClassPool: the smallest class must not exceed the largest"
+        message(|| drop(MmapPools::new(8192, 4096))),
+        "stashpool: MmapPools: the smallest class must not exceed the largest"
     );
-    assert!(message(|| drop(MmapClassPool::new(1, usize::MAX))).starts_with("stashpool: "));
+    assert!(message(|| drop(MmapPools::new(1, usize::MAX))).starts_with("stashpool: "));
 }

@@ -225,14 +225,14 @@ proptest! {
     }
 }
 
-/// Runs `ops` on a pool with `local_capacity(capacity)` and on the model,
+/// Runs `ops` on a pool with `max_stashed(capacity)` and on the model,
 /// comparing them after every operation.
 fn follows_the_model(capacity: usize, ops: &[Op]) -> Result<(), TestCaseError> {
     let ledger = Ledger::new();
     let l = Arc::clone(&ledger);
     let make: Box<dyn Fn() -> Tracked + Send + Sync> = Box::new(move || l.make());
     let pool: Pool = LocalPool::builder(make)
-        .local_capacity(capacity)
+        .max_stashed(capacity)
         .manual_sweep()
         .build();
     let mut model = Model {

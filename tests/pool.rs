@@ -196,10 +196,10 @@ fn owned_guard_is_static_and_send() {
 
 #[test]
 fn local_capacity_bounds_the_stash_and_spills_to_the_overflow() {
-    // `max_idle` larger than `local_capacity`: the stash keeps 4, the
+    // `max_idle` larger than `max_stashed`: the stash keeps 4, the
     // overflow takes at most 6, the rest are refused.
     let pool = LocalPool::builder(|| 0u32)
-        .local_capacity(4)
+        .max_stashed(4)
         .max_idle(6)
         .manual_sweep()
         .build();
@@ -221,7 +221,7 @@ fn local_capacity_bounds_the_stash_and_spills_to_the_overflow() {
 #[test]
 fn zero_local_capacity_shares_everything() {
     let pool = LocalPool::builder(|| 7u8)
-        .local_capacity(0)
+        .max_stashed(0)
         .manual_sweep()
         .build();
     pool.put(1);
@@ -247,7 +247,7 @@ fn zero_local_capacity_shares_everything() {
 #[test]
 fn zero_max_idle_keeps_nothing() {
     let pool = LocalPool::builder(|| 0u8)
-        .local_capacity(2)
+        .max_stashed(2)
         .max_idle(0)
         .manual_sweep()
         .build();
@@ -263,7 +263,7 @@ fn zero_capacity_everywhere_rejects_every_return() {
     let ledger = Ledger::new();
     let l = Arc::clone(&ledger);
     let pool = LocalPool::builder(move || l.make())
-        .local_capacity(0)
+        .max_stashed(0)
         .max_idle(0)
         .manual_sweep()
         .build();
@@ -324,7 +324,7 @@ fn victim_rule_holds_in_the_overflow() {
     let ledger = Ledger::new();
     let l = Arc::clone(&ledger);
     let pool = LocalPool::builder(move || l.make())
-        .local_capacity(8)
+        .max_stashed(8)
         .manual_sweep()
         .build();
     for _ in 0..100 {
@@ -355,7 +355,7 @@ fn victims_that_spill_keep_their_age() {
     let ledger = Ledger::new();
     let l = Arc::clone(&ledger);
     let pool = LocalPool::builder(move || l.make())
-        .local_capacity(4)
+        .max_stashed(4)
         .manual_sweep()
         .build();
     for _ in 0..4 {
@@ -390,7 +390,7 @@ fn dropping_the_pool_drops_every_object() {
     let ledger = Ledger::new();
     let l = Arc::clone(&ledger);
     let pool = LocalPool::builder(move || l.make())
-        .local_capacity(2)
+        .max_stashed(2)
         .manual_sweep()
         .build();
     for _ in 0..10 {
@@ -488,7 +488,7 @@ fn guard_dropped_while_panicking_is_not_pooled() {
 #[test]
 fn stats_add_up() {
     let pool = LocalPool::builder(|| 0u64)
-        .local_capacity(3)
+        .max_stashed(3)
         .max_idle(2)
         .manual_sweep()
         .build();
@@ -529,13 +529,13 @@ fn static_pool_works_from_many_threads() {
 #[test]
 fn debug_output_is_informative() {
     let pool = LocalPool::builder(|| 1u8)
-        .local_capacity(9)
+        .max_stashed(9)
         .manual_sweep()
         .build();
     let guard = pool.get();
     assert_eq!(format!("{guard:?}"), "1");
     let text = format!("{pool:?}");
-    assert!(text.contains("local_capacity: 9"), "{text}");
+    assert!(text.contains("max_stashed: 9"), "{text}");
     assert!(text.contains("stats"), "{text}");
     let builder = LocalPool::builder(|| 1u8).max_idle(3);
     assert!(format!("{builder:?}").contains("max_idle: 3"));
@@ -562,7 +562,7 @@ fn default_pool_uses_default() {
 #[test]
 fn a_pool_without_stashes_shrinks_under_light_traffic() {
     let pool = LocalPool::builder(Vec::<u8>::new as fn() -> Vec<u8>)
-        .local_capacity(0)
+        .max_stashed(0)
         .manual_sweep()
         .build();
     let burst: Vec<_> = (0..5).map(|_| pool.get()).collect();

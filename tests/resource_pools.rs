@@ -4,10 +4,10 @@
 
 use std::io;
 
-use stashpool::bytes::{BytePool, SizeClassPool, StringPool};
+use stashpool::bytes::{BytePool, BytePools, StringPool};
 use stashpool::image::{RgbaPool, RgbaPools, Subsampling, YCbCrPool, YCbCrPools};
 use stashpool::io::{BufReaderPool, BufWriterPool, CopyPool};
-use stashpool::mmap::{MmapClassPool, MmapPool};
+use stashpool::mmap::{MmapPool, MmapPools};
 use stashpool::slab::SlabPool;
 use stashpool::{Pool, Stats};
 
@@ -15,7 +15,7 @@ use stashpool::{Pool, Stats};
 fn every_resource_pool_sweeps_clears_and_reports_through_the_trait() {
     let bytes = BytePool::builder(64).manual_sweep().build();
     let strings = StringPool::builder(64).manual_sweep().build();
-    let sized = SizeClassPool::builder(64, 1024).manual_sweep().build();
+    let sized = BytePools::builder(64, 1024).manual_sweep().build();
     let readers = BufReaderPool::builder(64).manual_sweep().build();
     let writers = BufWriterPool::builder(64).manual_sweep().build();
     let copies = CopyPool::builder(64).manual_sweep().build();
@@ -25,7 +25,7 @@ fn every_resource_pool_sweeps_clears_and_reports_through_the_trait() {
         .build();
     let maps = MmapPool::builder(4096).manual_sweep().build();
     let slabs = SlabPool::builder(4096).manual_sweep().build();
-    let map_classes = MmapClassPool::builder(4096, 1 << 16).manual_sweep().build();
+    let map_classes = MmapPools::builder(4096, 1 << 16).manual_sweep().build();
     let rgba_shapes = RgbaPools::builder().manual_sweep().build();
     let ycbcr_shapes = YCbCrPools::builder(Subsampling::S444)
         .manual_sweep()
@@ -34,8 +34,8 @@ fn every_resource_pool_sweeps_clears_and_reports_through_the_trait() {
     drop(bytes.get());
     drop(strings.get());
     drop(sized.get(100));
-    drop(readers.reader(io::empty()));
-    drop(writers.writer(io::sink()));
+    drop(readers.get(io::empty()));
+    drop(writers.get(io::sink()));
     drop(copies.read_all(&mut io::empty()).unwrap());
     drop(rgba.get());
     drop(ycbcr.get());

@@ -6,8 +6,8 @@ use std::panic::catch_unwind;
 use bytes::BufMut;
 use stashpool::slab::SlabPool;
 
-fn pool(slab_size: usize) -> SlabPool {
-    SlabPool::builder(slab_size).manual_sweep().build()
+fn pool(slab_capacity: usize) -> SlabPool {
+    SlabPool::builder(slab_capacity).manual_sweep().build()
 }
 
 #[test]
@@ -131,9 +131,9 @@ fn a_slab_whose_last_piece_dropped_on_another_thread_is_reused() {
 
 #[test]
 fn tiny_slabs_still_serve_every_request() {
-    for slab_size in 1..20 {
-        let pool = pool(slab_size);
-        for len in 0..slab_size + 2 {
+    for slab_capacity in 1..20 {
+        let pool = pool(slab_capacity);
+        for len in 0..slab_capacity + 2 {
             assert!(pool.alloc(len).capacity() >= len);
         }
     }
@@ -204,5 +204,5 @@ fn bad_sizes_are_refused_and_huge_requests_panic_instead_of_aborting() {
         let huge = SlabPool::new(isize::MAX as usize);
         assert!(catch_unwind(|| huge.alloc(1)).is_err());
     }
-    assert!(format!("{pool:?}").contains("slab_size: 4096"));
+    assert!(format!("{pool:?}").contains("slab_capacity: 4096"));
 }

@@ -47,7 +47,7 @@ fn soak() {
                 _tracked: l.make(),
                 buf: vec![1; BUFFER],
             })
-            .local_capacity(16)
+            .max_stashed(16)
             .sweep_every(Duration::from_millis(100))
             .build(),
         )

@@ -162,7 +162,7 @@ fn objects_flow_from_returning_threads_to_getting_threads() {
         // from it, so few objects are ever made.
         let pool = Arc::new(
             LocalPool::builder((|| vec![0u8; 1024]) as fn() -> Vec<u8>)
-                .local_capacity(16)
+                .max_stashed(16)
                 .manual_sweep()
                 .build(),
         );
@@ -453,7 +453,7 @@ fn stress_nothing_lost_nothing_shared() {
         let ledger = Ledger::new();
         let l = Arc::clone(&ledger);
         let pool = LocalPool::builder(move || l.make())
-            .local_capacity(8)
+            .max_stashed(8)
             .max_idle(64)
             .manual_sweep()
             .build();

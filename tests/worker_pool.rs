@@ -114,7 +114,7 @@ fn runs_every_task_on_reused_threads() {
 
 #[test]
 fn grows_to_max_workers_when_busy_and_no_further() {
-    let pool = WorkerPool::builder(3).queue_capacity(0).build();
+    let pool = WorkerPool::builder(3).max_queued(0).build();
     let mut gate = Gate::new();
     for _ in 0..3 {
         pool.submit(gate.task());
@@ -138,7 +138,7 @@ fn grows_to_max_workers_when_busy_and_no_further() {
 
 #[test]
 fn never_runs_more_tasks_at_once_than_max_workers() {
-    let pool = WorkerPool::builder(3).queue_capacity(2).build();
+    let pool = WorkerPool::builder(3).max_queued(2).build();
     let now = Arc::new(AtomicUsize::new(0));
     let peak = Arc::new(AtomicUsize::new(0));
     for _ in 0..500 {
@@ -161,7 +161,7 @@ fn never_runs_more_tasks_at_once_than_max_workers() {
 
 #[test]
 fn queued_tasks_wait_for_a_busy_worker_up_to_the_capacity() {
-    let pool = WorkerPool::builder(1).queue_capacity(2).build();
+    let pool = WorkerPool::builder(1).max_queued(2).build();
     let mut gate = Gate::new();
     pool.submit(gate.task());
     gate.started(1);
@@ -177,7 +177,7 @@ fn queued_tasks_wait_for_a_busy_worker_up_to_the_capacity() {
 
 #[test]
 fn submit_waits_until_a_worker_is_free() {
-    let pool = Arc::new(WorkerPool::builder(1).queue_capacity(0).build());
+    let pool = Arc::new(WorkerPool::builder(1).max_queued(0).build());
     let mut gate = Gate::new();
     let first_done = Arc::new(AtomicBool::new(false));
     {
@@ -344,7 +344,7 @@ impl Drop for ExitCounter {
 
 #[test]
 fn dropping_runs_queued_tasks_and_joins_every_worker() {
-    let pool = WorkerPool::builder(2).queue_capacity(100).build();
+    let pool = WorkerPool::builder(2).max_queued(100).build();
     let exited = Arc::new(AtomicUsize::new(0));
     let counter = Arc::new(AtomicUsize::new(0));
     let mut gate = Gate::new();
@@ -456,7 +456,7 @@ fn parked_workers_use_no_cpu() {
 
 #[test]
 fn a_task_can_submit_to_its_own_full_pool() {
-    let pool = Arc::new(WorkerPool::builder(1).queue_capacity(0).build());
+    let pool = Arc::new(WorkerPool::builder(1).max_queued(0).build());
     let (tx, rx) = mpsc::channel();
     let inner_pool = Arc::clone(&pool);
     pool.submit(move || {
@@ -551,13 +551,13 @@ fn too_many_workers_is_refused() {
 #[test]
 #[should_panic(expected = "queue holds at most")]
 fn too_large_a_queue_is_refused() {
-    let _ = WorkerPool::builder(1).queue_capacity(MAX_QUEUE_CAPACITY + 1);
+    let _ = WorkerPool::builder(1).max_queued(MAX_QUEUE_CAPACITY + 1);
 }
 
 #[test]
 fn limits_are_accepted_and_cost_nothing_until_used() {
     let pool = WorkerPool::builder(MAX_WORKERS)
-        .queue_capacity(MAX_QUEUE_CAPACITY)
+        .max_queued(MAX_QUEUE_CAPACITY)
         .idle_timeout(Duration::MAX)
         .build();
     assert_eq!(pool.running(), 0);
@@ -576,7 +576,7 @@ fn submitters_race_workers_that_exit_when_idle() {
     let pool = Arc::new(
         WorkerPool::builder(3)
             .idle_timeout(Duration::ZERO)
-            .queue_capacity(1)
+            .max_queued(1)
             .build(),
     );
     let counter = Arc::new(AtomicUsize::new(0));
@@ -620,7 +620,7 @@ fn wait_is_not_held_up_by_a_stream_of_later_tasks() {
     // Another thread keeps a task in flight at every moment: each of its
     // tasks blocks until the next one is submitted. The pool is never idle,
     // so a `wait` for global quiescence would never return.
-    let pool = Arc::new(WorkerPool::builder(3).queue_capacity(0).build());
+    let pool = Arc::new(WorkerPool::builder(3).max_queued(0).build());
     let stop = Arc::new(AtomicBool::new(false));
     let streamer = {
         let (pool, stop) = (Arc::clone(&pool), Arc::clone(&stop));
@@ -656,7 +656,7 @@ fn wait_is_not_held_up_by_a_stream_of_later_tasks() {
 
 #[test]
 fn blocked_submitters_are_all_woken_one_freed_slot_at_a_time() {
-    let pool = Arc::new(WorkerPool::builder(1).queue_capacity(0).build());
+    let pool = Arc::new(WorkerPool::builder(1).max_queued(0).build());
     let mut gate = Gate::new();
     pool.submit(gate.task());
     gate.started(1);
@@ -724,7 +724,7 @@ fn is_finished_tells_when_join_would_not_wait() {
 fn a_task_can_join_tasks_of_its_own_one_worker_pool() {
     // One worker, running the outer task: the inner ones can only run if
     // the join runs them itself.
-    let pool = Arc::new(WorkerPool::builder(1).queue_capacity(0).build());
+    let pool = Arc::new(WorkerPool::builder(1).max_queued(0).build());
     let inner = Arc::clone(&pool);
     let outer = pool.spawn(move || {
         let handles: Vec<_> = (0..5u32).map(|i| inner.spawn(move || i + 1)).collect();
@@ -832,7 +832,7 @@ fn a_scope_panics_for_a_task_panic_nobody_joined() {
 fn lowering_max_workers_lets_extra_workers_exit_and_bounds_new_work() {
     let pool = WorkerPool::builder(4)
         .idle_timeout(Duration::MAX)
-        .queue_capacity(0)
+        .max_queued(0)
         .build();
     let mut gate = Gate::new();
     for _ in 0..4 {
@@ -866,7 +866,7 @@ fn raising_max_workers_wakes_a_blocked_submitter() {
     let pool = Arc::new(
         WorkerPool::builder(1)
             .idle_timeout(Duration::MAX)
-            .queue_capacity(0)
+            .max_queued(0)
             .build(),
     );
     let mut gate = Gate::new();
@@ -1065,7 +1065,7 @@ fn shutdown_timeout_runs_what_it_can_and_drops_the_rest() {
     let exited = Arc::new(AtomicUsize::new(0));
     let on_exit = Arc::clone(&exited);
     let pool = WorkerPool::builder(1)
-        .queue_capacity(3)
+        .max_queued(3)
         .on_thread_exit(move || {
             on_exit.fetch_add(1, Ordering::SeqCst);
         })

@@ -82,13 +82,13 @@ impl Peer {
             // No queue: `submit` waits for a free worker, every task is a
             // hand-off (stashpool 0.1's default).
             "stashpool_hand_off" => {
-                Self::Stashpool(WorkerPool::builder(workers).queue_capacity(0).build())
+                Self::Stashpool(WorkerPool::builder(workers).max_queued(0).build())
             }
             _ if name.starts_with("stashpool_queue_") => {
                 let n: usize = name["stashpool_queue_".len()..]
                     .parse()
                     .expect("stashpool_queue_N");
-                Self::Stashpool(WorkerPool::builder(workers).queue_capacity(n).build())
+                Self::Stashpool(WorkerPool::builder(workers).max_queued(n).build())
             }
             "rayon" => Self::Rayon(
                 rayon::ThreadPoolBuilder::new()

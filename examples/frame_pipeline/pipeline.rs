@@ -52,10 +52,10 @@ pub trait Alloc: Sync + 'static {
 ///
 /// Frames and thumbnails under `Reset::Keep`: each stage writes every
 /// pixel of what it takes, so zeroing them on return would be wasted.
-/// No per-thread stashes (`local_capacity(0)`): every object is returned
+/// No per-thread stashes (`max_stashed(0)`): every object is returned
 /// on another thread than the one that takes it, and a stash only gives
 /// its objects to its own thread, so with the default stashes the
-/// returning threads' stashes fill up (to `DEFAULT_LOCAL_CAPACITY` frames
+/// returning threads' stashes fill up (to `DEFAULT_MAX_STASHED` frames
 /// each, megabytes apiece) before any frame flows back to the producer,
 /// which makes new ones meanwhile. Through the shared ring alone a pool
 /// holds as many objects as are in flight at once.
@@ -73,16 +73,16 @@ impl Pooled {
         Self {
             frames: RgbaPools::builder()
                 .reset(Reset::Keep)
-                .local_capacity(0)
+                .max_stashed(0)
                 .manual_sweep()
                 .build(),
             thumbnails: RgbaPool::builder(width, height)
                 .reset(Reset::Keep)
-                .local_capacity(0)
+                .max_stashed(0)
                 .manual_sweep()
                 .build(),
             pngs: BytePool::builder(PNG_CAPACITY)
-                .local_capacity(0)
+                .max_stashed(0)
                 .manual_sweep()
                 .build(),
         }
@@ -304,7 +304,7 @@ pub fn run<A: Alloc>(alloc: &'static A, config: Config) -> Report {
     // A short queue: the producer waits for the workers rather than
     // running ahead with frames in hand.
     let workers = WorkerPool::builder(config.workers)
-        .queue_capacity(config.workers)
+        .max_queued(config.workers)
         .build();
     let (thumbnails, thumbnails_rx) = mpsc::sync_channel(config.workers);
     let (pngs, pngs_rx) = mpsc::sync_channel(config.workers);

@@ -47,7 +47,7 @@ pub const BUFFER: usize = 2 * 1024;
 /// Read buffers of the pooled server's connections.
 pub static READERS: LazyLock<BufReaderPool> = LazyLock::new(|| {
     BufReaderPool::builder(IO_BUFFER)
-        .local_capacity(0)
+        .max_stashed(0)
         .max_idle(max_idle())
         .manual_sweep()
         .build()
@@ -55,7 +55,7 @@ pub static READERS: LazyLock<BufReaderPool> = LazyLock::new(|| {
 /// Write buffers of the pooled server's connections.
 pub static WRITERS: LazyLock<BufWriterPool> = LazyLock::new(|| {
     BufWriterPool::builder(IO_BUFFER)
-        .local_capacity(0)
+        .max_stashed(0)
         .max_idle(max_idle())
         .manual_sweep()
         .build()
@@ -65,7 +65,7 @@ pub static WRITERS: LazyLock<BufWriterPool> = LazyLock::new(|| {
 /// upload does not pin its memory.
 pub static BUFFERS: LazyLock<BytePool> = LazyLock::new(|| {
     BytePool::builder(BUFFER)
-        .local_capacity(0)
+        .max_stashed(0)
         .max_idle(max_idle())
         .manual_sweep()
         .build()
@@ -78,7 +78,7 @@ pub static BUFFERS: LazyLock<BytePool> = LazyLock::new(|| {
 /// a writer) or per request (a buffer), so about as many are in use at
 /// once as requests are in flight, and a stash per worker would keep an
 /// idle set for every open connection. With no stashes
-/// (`local_capacity(0)`), every return goes to the pool's shared ring,
+/// (`max_stashed(0)`), every return goes to the pool's shared ring,
 /// which allocates nothing once made, and any worker takes it from there:
 /// the pools hold about as many objects as requests were in flight at
 /// once. `max_idle` bounds what they keep beyond that: enough that a burst
@@ -176,10 +176,10 @@ struct Pools;
 
 impl<'s> Buffers<'s> for Pools {
     fn reader<'t>(&self, timed: &'t mut Timed<'s>) -> impl TimedReader<'s> + 't {
-        READERS.reader(timed)
+        READERS.get(timed)
     }
     fn writer(&self, out: TimedWrite<'s>) -> impl Write + 's {
-        WRITERS.writer(out)
+        WRITERS.get(out)
     }
     fn buffer(&self) -> impl DerefMut<Target = Vec<u8>> {
         BUFFERS.get()

@@ -33,7 +33,7 @@
 //! connection takes its reader and writer when a request begins to arrive
 //! and gives them back once it has answered every request that arrived
 //! with it, so a connection between requests holds none. The pools keep
-//! no per-thread stashes (`local_capacity(0)`: a worker per connection
+//! no per-thread stashes (`max_stashed(0)`: a worker per connection
 //! would keep an idle set per connection), so what one worker returns the
 //! next takes, and they hold about as many objects as requests are in
 //! flight, whatever the number of connections, and at most 8 idle per
@@ -446,11 +446,8 @@ fn main() {
         conn::build_pools();
     }
     config.workers = fit_workers(config.workers);
-    let workers = (!config.plain).then(|| {
-        WorkerPool::builder(config.workers)
-            .queue_capacity(0)
-            .build()
-    });
+    let workers =
+        (!config.plain).then(|| WorkerPool::builder(config.workers).max_queued(0).build());
     println!(
         "http_server: listening on http://{local} ({}, {} workers)",
         if config.plain {

@@ -5,7 +5,7 @@ use std::fmt;
 
 use crate::resource::fallible;
 use crate::resource::sealed::{Knobs, Resource};
-use crate::resource::{resource_pool, ResourceBuilder};
+use crate::resource::{object_pool, resource_pool, ResourceBuilder};
 use crate::{LocalPool, Pooled, Recycle};
 
 /// By default a buffer may grow to this many times the pool's `capacity`
@@ -73,7 +73,7 @@ mod private {
 /// whose capacity left `capacity..=max_capacity`.
 ///
 /// The recycler of every [`BufferPool`], and of each size class of a
-/// [`SizeClassPool`](super::SizeClassPool). A buffer that shrank (say its
+/// [`BytePools`](super::BytePools). A buffer that shrank (say its
 /// user called `shrink_to_fit` or swapped in an empty one) is refused too,
 /// so that every buffer a pool hands out has at least `capacity` bytes of
 /// room.
@@ -321,49 +321,6 @@ impl<B: Buffer> BufferPool<B> {
         })
     }
 
-    /// An empty buffer with room for at least `capacity` bytes, from this
-    /// thread's stash, the shared overflow, or a new allocation. It goes
-    /// back to the pool, cleared, when the guard drops.
-    ///
-    /// # Panics
-    ///
-    /// If a new buffer is needed and cannot be allocated.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use stashpool::bytes::BytePool;
-    ///
-    /// let pool = BytePool::new(64);
-    /// let mut buf = pool.get();
-    /// assert!(buf.is_empty() && buf.capacity() >= 64);
-    /// buf.extend_from_slice(b"abc");
-    /// ```
-    #[inline]
-    pub fn get(&self) -> PooledBuffer<'_, B> {
-        self.pool.get()
-    }
-
-    /// Runs `f` on a pooled buffer, which goes back to the pool, cleared,
-    /// after `f` returns (or is dropped if `f` panics).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use stashpool::bytes::StringPool;
-    ///
-    /// let pool = StringPool::new(64);
-    /// let upper = pool.with(|s| {
-    ///     s.push_str("shout");
-    ///     s.to_uppercase()
-    /// });
-    /// assert_eq!(upper, "SHOUT");
-    /// ```
-    #[inline]
-    pub fn with<U>(&self, f: impl FnOnce(&mut B) -> U) -> U {
-        self.pool.with(f)
-    }
-
     /// The room every buffer handed out has, in bytes.
     ///
     /// # Examples
@@ -391,6 +348,8 @@ impl<B: Buffer> BufferPool<B> {
         self.pool.recycler().max_capacity()
     }
 }
+
+object_pool!([B: Buffer] BufferPool<B>, B, BufferRecycler, "stashpool::bytes::BytePool::new(64)");
 
 resource_pool!(
     [B: Buffer] BufferPool<B>,

@@ -1,5 +1,5 @@
 //! Pools of byte and text buffers: [`BytePool`] of `Vec<u8>`,
-//! [`StringPool`] of `String`, and [`SizeClassPool`] for buffers whose
+//! [`StringPool`] of `String`, and [`BytePools`] for buffers whose
 //! size varies from use to use.
 //!
 //! Buffers come out empty and go back cleared: what one user wrote lies
@@ -53,9 +53,9 @@
 //! Buffers sized per request:
 //!
 //! ```
-//! use stashpool::bytes::SizeClassPool;
+//! use stashpool::bytes::BytePools;
 //!
-//! let pool = SizeClassPool::new(256, 1 << 20);
+//! let pool = BytePools::new(256, 1 << 20);
 //! for len in [100, 5_000, 70_000, 5_000] {
 //!     let mut buf = pool.get(len);
 //!     buf.resize(len, 0xAB);
@@ -64,10 +64,10 @@
 //! ```
 
 mod buffer;
-mod size_class;
+mod byte_pools;
 
 pub use buffer::{
     Buffer, BufferPool, BufferRecycler, BytePool, PooledBuffer, StringPool,
     DEFAULT_MAX_CAPACITY_FACTOR,
 };
-pub use size_class::{SizeClassPool, SizedBuffer, MAX_CLASS};
+pub use byte_pools::{BytePools, SizedBuffer, MAX_CLASS};

@@ -7,10 +7,9 @@ use ::image::RgbaImage;
 
 use super::{RgbaRecycler, Subsampling, YCbCrFrame, YCbCrRecycler};
 use crate::resource::classes::Shapes;
-use crate::resource::reset::{self, Dirty, Tracked, Tracker, Wipe};
-use crate::resource::resource_pool;
 use crate::resource::sealed::{Contents, Knobs, Resource};
-use crate::{LocalPool, Recycle, Reset};
+use crate::resource::{object_pool, resource_pool};
+use crate::{LocalPool, Pooled, PooledOwned, Recycle, Reset};
 
 /// A kind of frame a [`FramePool`] can pool: [`RgbaImage`] or
 /// [`YCbCrFrame`].
@@ -19,22 +18,32 @@ use crate::{LocalPool, Recycle, Reset};
 pub trait Frame: private::Sealed + Sized + Send + 'static {
     /// Makes frames of one shape, zeroes returned ones, and drops those
     /// whose shape changed.
-    type Recycler: Recycle<Self> + Wipe<Self> + fmt::Debug + Send + Sync + 'static;
+    type Recycler: Recycle<Self> + fmt::Debug + Send + Sync + 'static;
     /// What a shape needs besides width and height (the subsampling of a
     /// [`YCbCrFrame`]).
     type Params: Copy + fmt::Debug + Send + Sync + 'static;
 
-    /// The recycler of `width` x `height` frames.
+    /// The recycler of `width` x `height` frames under `reset`.
     #[doc(hidden)]
-    fn recycler(width: u32, height: u32, params: Self::Params) -> Self::Recycler;
+    fn recycler(width: u32, height: u32, params: Self::Params, reset: Reset) -> Self::Recycler;
+
+    /// The frame's width and height, in pixels.
+    #[doc(hidden)]
+    fn shape(&self) -> (u32, u32);
 }
 
 impl Frame for RgbaImage {
     type Recycler = RgbaRecycler;
     type Params = ();
 
-    fn recycler(width: u32, height: u32, (): ()) -> RgbaRecycler {
-        RgbaRecycler::new(width, height)
+    fn recycler(width: u32, height: u32, (): (), reset: Reset) -> RgbaRecycler {
+        let mut recycler = RgbaRecycler::new(width, height);
+        recycler.reset = reset;
+        recycler
+    }
+
+    fn shape(&self) -> (u32, u32) {
+        self.dimensions()
     }
 }
 
@@ -42,8 +51,14 @@ impl Frame for YCbCrFrame {
     type Recycler = YCbCrRecycler;
     type Params = Subsampling;
 
-    fn recycler(width: u32, height: u32, subsampling: Subsampling) -> YCbCrRecycler {
-        YCbCrRecycler::new(width, height, subsampling)
+    fn recycler(width: u32, height: u32, subsampling: Subsampling, reset: Reset) -> YCbCrRecycler {
+        let mut recycler = YCbCrRecycler::new(width, height, subsampling);
+        recycler.reset = reset;
+        recycler
+    }
+
+    fn shape(&self) -> (u32, u32) {
+        (self.width(), self.height())
     }
 }
 
@@ -55,9 +70,9 @@ mod private {
 }
 
 /// A pooled frame: goes back to its [`FramePool`] when dropped, zeroed (or
-/// replaced, if large) if it was written (see [`Tracked`]) and the pool's
-/// policy is [`Reset::Zero`].
-pub type PooledFrame<'a, F> = Tracked<'a, F, <F as Frame>::Recycler>;
+/// replaced, if large) if it was written through the guard (see
+/// [`Pooled::is_written`]) and the pool's policy is [`Reset::Zero`].
+pub type PooledFrame<'a, F> = Pooled<'a, F, <F as Frame>::Recycler>;
 
 /// A pool of frames of one shape: [`RgbaPool`](super::RgbaPool) of
 /// [`RgbaImage`]s, [`YCbCrPool`](super::YCbCrPool) of [`YCbCrFrame`]s.
@@ -77,7 +92,7 @@ pub type PooledFrame<'a, F> = Tracked<'a, F, <F as Frame>::Recycler>;
 ///   - under 1 MiB is zeroed in place when it comes back (a `memset`),
 ///     which costs less than allocating a zeroed frame and keeps the
 ///     allocator out;
-///   - of 1 MiB or more is dropped (counted in [`Stats::rejected`](crate::Stats::rejected)), and
+///   - of 1 MiB or more is dropped (counted in [`Stats::discarded`](crate::Stats::discarded)), and
 ///     the next `get` allocates a fresh zeroed frame. At that size the zeroing is the whole cost either
 ///     way, so this costs what [`RgbaImage::new`] or [`YCbCrFrame::new`]
 ///     cost, never more, and the allocator can do better than a `memset`
@@ -114,9 +129,10 @@ pub type PooledFrame<'a, F> = Tracked<'a, F, <F as Frame>::Recycler>;
 /// assert_eq!(yuv.get().cb.len(), 160 * 120);
 /// ```
 pub struct FramePool<F: Frame> {
-    pool: LocalPool<Dirty<F>, Tracker<F::Recycler>>,
+    pool: LocalPool<F, F::Recycler>,
     width: u32,
     height: u32,
+    reset: Reset,
 }
 
 impl<F: Frame> FramePool<F> {
@@ -124,12 +140,10 @@ impl<F: Frame> FramePool<F> {
     /// frames.
     pub(crate) const fn from_recycler(recycler: F::Recycler, width: u32, height: u32) -> Self {
         Self {
-            pool: LocalPool::new(Tracker {
-                objects: recycler,
-                reset: Reset::Zero,
-            }),
+            pool: LocalPool::new(recycler),
             width,
             height,
+            reset: Reset::Zero,
         }
     }
 
@@ -139,59 +153,12 @@ impl<F: Frame> FramePool<F> {
     ///
     /// As the `new` of each kind of frame pool.
     pub(crate) fn with_knobs(width: u32, height: u32, params: F::Params, knobs: Knobs) -> Self {
-        let tracker = Tracker {
-            objects: F::recycler(width, height, params),
-            reset: knobs.reset,
-        };
         Self {
-            pool: knobs.pool(tracker),
+            pool: knobs.pool(F::recycler(width, height, params, knobs.reset)),
             width,
             height,
+            reset: knobs.reset,
         }
-    }
-
-    /// A frame from this thread's stash, the shared overflow, or a new
-    /// allocation: zeroed under [`Reset::Zero`]. It goes back to the pool
-    /// when the guard drops.
-    ///
-    /// # Panics
-    ///
-    /// If a new frame is needed and cannot be allocated.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use image::Rgba;
-    /// use stashpool::image::RgbaPool;
-    ///
-    /// let pool = RgbaPool::new(4, 4);
-    /// let mut frame = pool.get();
-    /// assert_eq!(frame.get_pixel(0, 0), &Rgba([0, 0, 0, 0]));
-    /// frame.put_pixel(1, 1, Rgba([255, 0, 0, 255]));
-    /// ```
-    #[inline]
-    pub fn get(&self) -> PooledFrame<'_, F> {
-        Tracked::new(self.pool.get())
-    }
-
-    /// Runs `f` on a frame (as from [`get`](Self::get)), which goes back to
-    /// the pool after `f` returns (or is dropped if `f` panics).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use stashpool::image::{Subsampling, YCbCrPool};
-    ///
-    /// let pool = YCbCrPool::new(16, 16, Subsampling::S420);
-    /// let luma_sum: u32 = pool.with(|frame| {
-    ///     frame.y.fill(2);
-    ///     frame.y.iter().map(|&v| v as u32).sum()
-    /// });
-    /// assert_eq!(luma_sum, 512);
-    /// ```
-    #[inline]
-    pub fn with<U>(&self, f: impl FnOnce(&mut F) -> U) -> U {
-        self.pool.with(|frame| reset::with_dirty(frame, f))
     }
 
     /// The frames' width and height, in pixels.
@@ -221,14 +188,16 @@ impl<F: Frame> FramePool<F> {
     /// assert_eq!(pool.reset(), Reset::Keep);
     /// ```
     pub fn reset(&self) -> Reset {
-        self.pool.recycler().reset
+        self.reset
     }
 
     /// The recycler that makes and checks this pool's frames.
     pub(crate) fn recycler(&self) -> &F::Recycler {
-        &self.pool.recycler().objects
+        self.pool.recycler()
     }
 }
+
+object_pool!([F: Frame] FramePool<F>, F, F::Recycler, "stashpool::image::RgbaPool::new(4, 4)");
 
 resource_pool!(
     [F: Frame] FramePool<F>,
@@ -366,6 +335,85 @@ impl<F: Frame> FramePools<F> {
     #[inline]
     pub fn with<U>(&self, width: u32, height: u32, f: impl FnOnce(&mut F) -> U) -> U {
         self.pool(width, height).with(f)
+    }
+
+    /// An idle `width` x `height` frame, if the pool of that shape has
+    /// one; never makes a frame (nor a pool for a shape not seen before).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use stashpool::image::RgbaPools;
+    ///
+    /// let pools = RgbaPools::new();
+    /// assert!(pools.try_get(4, 4).is_none());
+    /// drop(pools.get(4, 4));
+    /// assert!(pools.try_get(4, 4).is_some());
+    /// ```
+    #[inline]
+    pub fn try_get(&self, width: u32, height: u32) -> Option<PooledFrame<'_, F>> {
+        let (_, pool) = self
+            .shapes
+            .iter()
+            .find(|&(shape, _)| shape == (width, height))?;
+        pool.try_get()
+    }
+
+    /// [`get`](Self::get) for pools in an `Arc`: the guard keeps the pools
+    /// alive, so it is `'static` and can move to another thread.
+    ///
+    /// # Panics
+    ///
+    /// As [`get`](Self::get).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use stashpool::image::RgbaPools;
+    ///
+    /// let pools = Arc::new(RgbaPools::new());
+    /// let frame = pools.get_owned(8, 8);
+    /// std::thread::spawn(move || assert_eq!(frame.dimensions(), (8, 8)))
+    ///     .join()
+    ///     .unwrap();
+    /// assert_eq!(pools.stats().returned, 1);
+    /// ```
+    #[inline]
+    pub fn get_owned(
+        self: &std::sync::Arc<Self>,
+        width: u32,
+        height: u32,
+    ) -> PooledOwned<F, F::Recycler, Self> {
+        // SAFETY: a shape's pool stays where it is until the `FramePools`,
+        // the `Arc`'s value, drops (`Shapes`).
+        unsafe {
+            self.pool(width, height)
+                .pool
+                .get_owned_by(std::sync::Arc::clone(self))
+        }
+    }
+
+    /// Gives a frame to the pool of its shape, as Go's `Put` does; it is
+    /// reset as a returned frame is.
+    ///
+    /// # Panics
+    ///
+    /// As [`pool`](Self::pool), for a frame of a shape not seen before.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use stashpool::image::RgbaPools;
+    ///
+    /// let pools = RgbaPools::new();
+    /// pools.put(image::RgbaImage::new(4, 3));
+    /// assert_eq!(pools.shapes().collect::<Vec<_>>(), [(4, 3)]);
+    /// assert_eq!(pools.stats().idle, 1);
+    /// ```
+    pub fn put(&self, frame: F) {
+        let (width, height) = frame.shape();
+        self.pool(width, height).put(frame)
     }
 
     /// The shapes requested so far, `(width, height)`, oldest first.

@@ -8,7 +8,7 @@ use crate::resource::fallible;
 use crate::resource::reset::{self, Wipe};
 use crate::resource::sealed::{Knobs, Resource};
 use crate::resource::ResourceBuilder;
-use crate::Recycle;
+use crate::{Recycle, Reset};
 
 /// A pooled RGBA frame: goes back to its [`RgbaPool`] when dropped (see
 /// [`PooledFrame`]).
@@ -192,6 +192,7 @@ pub struct RgbaRecycler {
     height: u32,
     /// Bytes in a frame: 4 per pixel.
     len: usize,
+    pub(crate) reset: Reset,
 }
 
 impl RgbaRecycler {
@@ -210,26 +211,31 @@ impl RgbaRecycler {
     /// ```
     pub const fn new(width: u32, height: u32) -> Self {
         let len = frame_len(width, height, 4);
-        Self { width, height, len }
+        Self {
+            width,
+            height,
+            len,
+            reset: Reset::Zero,
+        }
     }
 }
 
 impl Recycle<RgbaImage> for RgbaRecycler {
     fn create(&self) -> RgbaImage {
-        Wipe::create(self)
-    }
-
-    fn recycle(&self, frame: &mut RgbaImage) -> bool {
-        reset::wipe_if_fits(self, frame)
-    }
-}
-
-impl Wipe<RgbaImage> for RgbaRecycler {
-    fn create(&self) -> RgbaImage {
         RgbaImage::from_raw(self.width, self.height, fallible::zeroed(self.len))
             .expect("stashpool: a frame buffer of width * height * 4 bytes fits its image")
     }
 
+    fn recycle(&self, frame: &mut RgbaImage) -> bool {
+        reset::recycle(self, self.reset, frame, true)
+    }
+
+    fn recycle_unwritten(&self, frame: &mut RgbaImage) -> bool {
+        reset::recycle(self, self.reset, frame, false)
+    }
+}
+
+impl Wipe<RgbaImage> for RgbaRecycler {
     fn fits(&self, frame: &mut RgbaImage) -> bool {
         // A frame swapped in through `DerefMut` may differ in any way the
         // safe API allows; keep only those that still match a new frame.

@@ -7,7 +7,7 @@ use crate::resource::fallible;
 use crate::resource::reset::{self, Wipe};
 use crate::resource::sealed::{Knobs, Resource};
 use crate::resource::ResourceBuilder;
-use crate::Recycle;
+use crate::{Recycle, Reset};
 
 /// How the chroma planes of a [`YCbCrFrame`] are subsampled (as Go's
 /// `image.YCbCrSubsampleRatio`).
@@ -314,7 +314,7 @@ impl FramePool<YCbCrFrame> {
     /// use stashpool::image::{Subsampling, YCbCrPool};
     ///
     /// let pool = YCbCrPool::builder(64, 64, Subsampling::S444)
-    ///     .local_capacity(2)
+    ///     .max_stashed(2)
     ///     .build();
     /// assert_eq!(pool.get().cr.len(), 64 * 64);
     /// ```
@@ -397,7 +397,7 @@ impl FramePools<YCbCrFrame> {
     /// ```
     /// use stashpool::image::{Subsampling, YCbCrPools};
     ///
-    /// let pools = YCbCrPools::builder(Subsampling::S422).local_capacity(2).build();
+    /// let pools = YCbCrPools::builder(Subsampling::S422).max_stashed(2).build();
     /// assert_eq!(pools.get(4, 2).cb.len(), 4);
     /// ```
     pub fn builder(subsampling: Subsampling) -> ResourceBuilder<Self> {
@@ -438,6 +438,7 @@ impl FramePools<YCbCrFrame> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct YCbCrRecycler {
     shape: Shape,
+    pub(crate) reset: Reset,
 }
 
 impl YCbCrRecycler {
@@ -457,6 +458,7 @@ impl YCbCrRecycler {
     pub const fn new(width: u32, height: u32, subsampling: Subsampling) -> Self {
         Self {
             shape: Shape::new(width, height, subsampling),
+            reset: Reset::Zero,
         }
     }
 }
@@ -467,15 +469,15 @@ impl Recycle<YCbCrFrame> for YCbCrRecycler {
     }
 
     fn recycle(&self, frame: &mut YCbCrFrame) -> bool {
-        reset::wipe_if_fits(self, frame)
+        reset::recycle(self, self.reset, frame, true)
+    }
+
+    fn recycle_unwritten(&self, frame: &mut YCbCrFrame) -> bool {
+        reset::recycle(self, self.reset, frame, false)
     }
 }
 
 impl Wipe<YCbCrFrame> for YCbCrRecycler {
-    fn create(&self) -> YCbCrFrame {
-        self.shape.frame()
-    }
-
     fn fits(&self, frame: &mut YCbCrFrame) -> bool {
         let shape = &self.shape;
         // The planes are public fields, and the whole frame can be replaced

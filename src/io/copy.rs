@@ -21,13 +21,13 @@ const BAD_SIZE: &str = "stashpool: a CopyPool buffer size must be non-zero and a
 /// buffers (Go's `io.CopyBuffer` and `io.ReadAll` with a buffer pool).
 ///
 /// [`copy`](Self::copy) moves the part of a stream past its first
-/// `buf_size` bytes through one pooled buffer of `buf_size` bytes.
+/// `capacity` bytes through one pooled buffer of `capacity` bytes.
 /// [`read_all`](Self::read_all) reads a stream to its end into a pooled
-/// `Vec<u8>` that starts with `buf_size` bytes of room, so reading a body
+/// `Vec<u8>` that starts with `capacity` bytes of room, so reading a body
 /// of typical size needs no allocation and no regrowth; a vector that grew
 /// past [`max_capacity`](ResourceBuilder::max_capacity) (by default
 /// [`DEFAULT_MAX_CAPACITY_FACTOR`](crate::bytes::DEFAULT_MAX_CAPACITY_FACTOR)
-/// times `buf_size`) is dropped on return rather than pooled.
+/// times `capacity`) is dropped on return rather than pooled.
 ///
 /// # What a copy buffer buys
 ///
@@ -51,7 +51,7 @@ const BAD_SIZE: &str = "stashpool: a CopyPool buffer size must be non-zero and a
 /// one of 8 KiB or less never at all.
 ///
 /// The copies `io::copy` leaves to the kernel between file descriptors on
-/// Linux get only a stream's first `buf_size` bytes: whether the kernel
+/// Linux get only a stream's first `capacity` bytes: whether the kernel
 /// can copy depends on what a descriptor is (a regular file, a pipe, a
 /// socket), which its type does not say. To copy one regular file into
 /// another, which the kernel copies whole (`copy_file_range`), call
@@ -95,26 +95,26 @@ pub struct CopyPool {
 }
 
 impl CopyPool {
-    /// A pool of `buf_size`-byte copy buffers, and of `read_all` vectors
-    /// with `buf_size` bytes of room.
+    /// A pool of `capacity`-byte copy buffers, and of `read_all` vectors
+    /// with `capacity` bytes of room.
     ///
     /// `const`, so a pool can be a `static`.
     ///
     /// # Panics
     ///
-    /// If `buf_size` is zero or larger than `isize::MAX`.
+    /// If `capacity` is zero or larger than `isize::MAX`.
     ///
     /// # Examples
     ///
     /// ```
     /// use stashpool::io::CopyPool;
     ///
-    /// assert_eq!(CopyPool::new(64 * 1024).buf_size(), 64 * 1024);
+    /// assert_eq!(CopyPool::new(64 * 1024).capacity(), 64 * 1024);
     /// ```
-    pub const fn new(buf_size: usize) -> Self {
+    pub const fn new(capacity: usize) -> Self {
         Self {
-            scratch: ScratchPool::new(buf_size, BAD_SIZE),
-            vecs: BufferPool::new(buf_size),
+            scratch: ScratchPool::new(capacity, BAD_SIZE),
+            vecs: BufferPool::new(capacity),
         }
     }
 
@@ -127,11 +127,11 @@ impl CopyPool {
     /// use stashpool::io::CopyPool;
     ///
     /// let pool = CopyPool::builder(16 * 1024).max_idle(4).build();
-    /// assert_eq!(pool.buf_size(), 16 * 1024);
+    /// assert_eq!(pool.capacity(), 16 * 1024);
     /// ```
-    pub fn builder(buf_size: usize) -> ResourceBuilder<Self> {
+    pub fn builder(capacity: usize) -> ResourceBuilder<Self> {
         ResourceBuilder::new(CopyParams {
-            buf_size,
+            capacity,
             max_capacity: None,
         })
     }
@@ -141,25 +141,25 @@ impl CopyPool {
     /// part of a long stream where that makes fewer calls.
     ///
     /// The way is chosen by the types of `reader` and `writer`, the pool's
-    /// `buf_size` and the length of the stream, and by nothing else (no
+    /// `capacity` and the length of the stream, and by nothing else (no
     /// clock, nothing left by earlier calls), in this order:
     ///
     /// 1. A `Vec<u8>` writer or a `&[u8]` reader (recognised by type, as
     ///    the generic arguments are, not through a `dyn` or a wrapper):
     ///    [`io::copy`], which reads straight into the vector's spare room,
     ///    or writes the slice out in one call.
-    /// 2. A pool whose `buf_size` is at most 8 KiB (`io::copy`'s stack
+    /// 2. A pool whose `capacity` is at most 8 KiB (`io::copy`'s stack
     ///    buffer): [`io::copy`], as such a buffer cannot save a call.
-    /// 3. Otherwise, the first `buf_size` bytes by [`io::copy`] through a
+    /// 3. Otherwise, the first `capacity` bytes by [`io::copy`] through a
     ///    [`Take`](io::Take), which keeps `io::copy`'s other ways (a
     ///    `BufWriter`'s buffer, a kernel copy): a stream shorter than
-    ///    `buf_size` ends there, at `io::copy`'s cost, without a pool
+    ///    `capacity` ends there, at `io::copy`'s cost, without a pool
     ///    lookup or anything to zero.
-    /// 4. The rest of the stream, if it did not end short of `buf_size`
+    /// 4. The rest of the stream, if it did not end short of `capacity`
     ///    bytes, through a pooled buffer, all of which is handed to each
-    ///    read (a stream of exactly `buf_size` bytes takes it for the one
+    ///    read (a stream of exactly `capacity` bytes takes it for the one
     ///    read that finds the end). A long stream pays for the buffer once
-    ///    and reads its rest in `buf_size` chunks.
+    ///    and reads its rest in `capacity` chunks.
     ///
     /// Either way copies the same bytes; see the type docs for what a
     /// buffer buys and for how it is reset.
@@ -199,7 +199,7 @@ impl CopyPool {
         if let Some(result) = known::with_slice(reader, |slice| io::copy(slice, writer)) {
             return result;
         }
-        let part = self.buf_size();
+        let part = self.capacity();
         if part <= STACK_BUF {
             return io::copy(reader, writer);
         }
@@ -212,7 +212,7 @@ impl CopyPool {
     }
 
     /// Reads `reader` to its end into a pooled vector: [`Read::read_to_end`]
-    /// into a vector that starts with `buf_size` bytes of room.
+    /// into a vector that starts with `capacity` bytes of room.
     ///
     /// The vector goes back to the pool, cleared, when the guard drops.
     ///
@@ -259,9 +259,9 @@ impl CopyPool {
     /// ```
     /// use stashpool::io::CopyPool;
     ///
-    /// assert_eq!(CopyPool::new(512).buf_size(), 512);
+    /// assert_eq!(CopyPool::new(512).capacity(), 512);
     /// ```
-    pub fn buf_size(&self) -> usize {
+    pub fn capacity(&self) -> usize {
         self.scratch.len()
     }
 }
@@ -275,7 +275,7 @@ resource_pool!(
 impl fmt::Debug for CopyPool {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("CopyPool")
-            .field("buf_size", &self.buf_size())
+            .field("capacity", &self.capacity())
             .field("copy_buffers", &self.scratch)
             .field("read_all_buffers", &self.vecs)
             .finish()
@@ -285,7 +285,7 @@ impl fmt::Debug for CopyPool {
 /// A [`CopyPool`]'s parameters, as given to its builder.
 #[derive(Clone, Copy, Debug)]
 pub struct CopyParams {
-    buf_size: usize,
+    capacity: usize,
     max_capacity: Option<usize>,
 }
 
@@ -293,11 +293,11 @@ impl ResourceBuilder<CopyPool> {
     /// `read_all` vectors that grew past `n` bytes of capacity are dropped
     /// on return, not pooled (default:
     /// [`DEFAULT_MAX_CAPACITY_FACTOR`](crate::bytes::DEFAULT_MAX_CAPACITY_FACTOR)
-    /// times `buf_size`). `read_to_end` doubles a full vector, so a pool
+    /// times `capacity`). `read_to_end` doubles a full vector, so a pool
     /// for bodies of up to `n` bytes that starts smaller keeps its vectors
     /// with a bound of `2 * n`.
     ///
-    /// [`build`](Self::build) panics if `n` is smaller than `buf_size`.
+    /// [`build`](Self::build) panics if `n` is smaller than `capacity`.
     ///
     /// # Examples
     ///
@@ -318,11 +318,11 @@ impl Resource for CopyPool {
     type Params = CopyParams;
 
     fn build(params: CopyParams, knobs: Knobs) -> Self {
-        let buf_size = params.buf_size;
-        let scratch = ScratchPool::with_knobs(buf_size, BAD_SIZE, knobs);
+        let capacity = params.capacity;
+        let scratch = ScratchPool::with_knobs(capacity, BAD_SIZE, knobs);
         let recycler = match params.max_capacity {
-            Some(max) => BufferRecycler::new(buf_size, max),
-            None => BufferRecycler::with_default_max(buf_size),
+            Some(max) => BufferRecycler::new(capacity, max),
+            None => BufferRecycler::with_default_max(capacity),
         };
         let vecs = BufferPool::with_knobs(recycler, knobs);
         Self { scratch, vecs }

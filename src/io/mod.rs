@@ -32,7 +32,7 @@
 //!
 //! fn header_count(request: &[u8]) -> std::io::Result<usize> {
 //!     let mut count = 0;
-//!     for line in READERS.reader(request).lines() {
+//!     for line in READERS.get(request).lines() {
 //!         if line?.is_empty() {
 //!             break;
 //!         }

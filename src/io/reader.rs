@@ -16,7 +16,7 @@ const BAD_SIZE: &str =
 ///
 /// Programs that read many short streams (requests, records, small files)
 /// through a `BufReader` allocate and free its buffer per stream;
-/// [`reader`](Self::reader) wraps a stream in a [`PooledBufReader`] whose
+/// [`get`](Self::get) wraps a stream in a [`PooledBufReader`] whose
 /// buffer comes from the pool and goes back when the reader is dropped or
 /// unwrapped.
 ///
@@ -48,7 +48,7 @@ const BAD_SIZE: &str =
 /// static READERS: BufReaderPool = BufReaderPool::new(8 * 1024);
 ///
 /// fn count_lines(stream: &[u8]) -> usize {
-///     READERS.reader(stream).lines().count()
+///     READERS.get(stream).lines().count()
 /// }
 ///
 /// assert_eq!(count_lines(b"a\nb\nc\n"), 3);
@@ -60,13 +60,13 @@ pub struct BufReaderPool {
 }
 
 impl BufReaderPool {
-    /// A pool of `buf_size`-byte read buffers.
+    /// A pool of `capacity`-byte read buffers.
     ///
     /// `const`, so a pool can be a `static`.
     ///
     /// # Panics
     ///
-    /// If `buf_size` is zero or larger than `isize::MAX`.
+    /// If `capacity` is zero or larger than `isize::MAX`.
     ///
     /// # Examples
     ///
@@ -74,11 +74,11 @@ impl BufReaderPool {
     /// use stashpool::io::BufReaderPool;
     ///
     /// let pool = BufReaderPool::new(4096);
-    /// assert_eq!(pool.buf_size(), 4096);
+    /// assert_eq!(pool.capacity(), 4096);
     /// ```
-    pub const fn new(buf_size: usize) -> Self {
+    pub const fn new(capacity: usize) -> Self {
         Self {
-            bufs: ScratchPool::new(buf_size, BAD_SIZE),
+            bufs: ScratchPool::new(capacity, BAD_SIZE),
         }
     }
 
@@ -90,10 +90,10 @@ impl BufReaderPool {
     /// use stashpool::io::BufReaderPool;
     ///
     /// let pool = BufReaderPool::builder(4096).max_idle(16).build();
-    /// assert_eq!(pool.buf_size(), 4096);
+    /// assert_eq!(pool.capacity(), 4096);
     /// ```
-    pub fn builder(buf_size: usize) -> ResourceBuilder<Self> {
-        ResourceBuilder::new(buf_size)
+    pub fn builder(capacity: usize) -> ResourceBuilder<Self> {
+        ResourceBuilder::new(capacity)
     }
 
     /// A buffered reader over `inner`, with a buffer from the pool.
@@ -110,17 +110,36 @@ impl BufReaderPool {
     ///
     /// let pool = BufReaderPool::new(1024);
     /// let mut text = String::new();
-    /// pool.reader(&b"hello"[..]).read_to_string(&mut text).unwrap();
+    /// pool.get(&b"hello"[..]).read_to_string(&mut text).unwrap();
     /// assert_eq!(text, "hello");
     /// ```
     #[inline]
-    pub fn reader<R>(&self, inner: R) -> PooledBufReader<'_, R> {
+    pub fn get<R>(&self, inner: R) -> PooledBufReader<'_, R> {
         PooledBufReader {
             inner,
             buf: self.bufs.get(),
             pos: 0,
             filled: 0,
         }
+    }
+
+    /// Runs `f` on a buffered reader over `inner` (as from
+    /// [`get`](Self::get)), whose buffer goes back to the pool after `f`
+    /// returns.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::io::BufRead;
+    /// use stashpool::io::BufReaderPool;
+    ///
+    /// let pool = BufReaderPool::new(1024);
+    /// let lines = pool.with(&b"a\nb\n"[..], |reader| reader.lines().count());
+    /// assert_eq!(lines, 2);
+    /// ```
+    #[inline]
+    pub fn with<R, U>(&self, inner: R, f: impl FnOnce(&mut PooledBufReader<'_, R>) -> U) -> U {
+        f(&mut self.get(inner))
     }
 
     /// What the pool does to a buffer's contents (see the type docs).
@@ -144,9 +163,9 @@ impl BufReaderPool {
     /// ```
     /// use stashpool::io::BufReaderPool;
     ///
-    /// assert_eq!(BufReaderPool::new(512).buf_size(), 512);
+    /// assert_eq!(BufReaderPool::new(512).capacity(), 512);
     /// ```
-    pub fn buf_size(&self) -> usize {
+    pub fn capacity(&self) -> usize {
         self.bufs.len()
     }
 }
@@ -162,7 +181,7 @@ impl Contents for BufReaderPool {}
 impl fmt::Debug for BufReaderPool {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("BufReaderPool")
-            .field("buf_size", &self.buf_size())
+            .field("capacity", &self.capacity())
             .field("pool", &self.bufs)
             .finish()
     }
@@ -172,9 +191,9 @@ impl Resource for BufReaderPool {
     /// The buffer size.
     type Params = usize;
 
-    fn build(buf_size: usize, knobs: Knobs) -> Self {
+    fn build(capacity: usize, knobs: Knobs) -> Self {
         Self {
-            bufs: ScratchPool::with_knobs(buf_size, BAD_SIZE, knobs),
+            bufs: ScratchPool::with_knobs(capacity, BAD_SIZE, knobs),
         }
     }
 }
@@ -196,7 +215,7 @@ impl Resource for BufReaderPool {
 /// use stashpool::io::BufReaderPool;
 ///
 /// let pool = BufReaderPool::new(64);
-/// let mut reader = pool.reader(&b"key: value\nrest"[..]);
+/// let mut reader = pool.get(&b"key: value\nrest"[..]);
 /// let mut line = String::new();
 /// reader.read_line(&mut line).unwrap();
 /// assert_eq!(line, "key: value\n");
@@ -221,7 +240,7 @@ impl<R> PooledBufReader<'_, R> {
     /// use stashpool::io::BufReaderPool;
     ///
     /// let pool = BufReaderPool::new(64);
-    /// let mut reader = pool.reader(std::io::Cursor::new(b"abc".to_vec()));
+    /// let mut reader = pool.get(std::io::Cursor::new(b"abc".to_vec()));
     /// reader.fill_buf().unwrap();
     /// let cursor = reader.into_inner();
     /// assert_eq!(cursor.position(), 3); // read ahead into the dropped buffer
@@ -239,7 +258,7 @@ impl<R> PooledBufReader<'_, R> {
     /// use stashpool::io::BufReaderPool;
     ///
     /// let pool = BufReaderPool::new(64);
-    /// let reader = pool.reader(&b"abc"[..]);
+    /// let reader = pool.get(&b"abc"[..]);
     /// assert_eq!(reader.get_ref().len(), 3);
     /// ```
     pub fn get_ref(&self) -> &R {
@@ -255,7 +274,7 @@ impl<R> PooledBufReader<'_, R> {
     /// use stashpool::io::BufReaderPool;
     ///
     /// let pool = BufReaderPool::new(64);
-    /// let mut reader = pool.reader(std::io::Cursor::new(vec![1, 2, 3]));
+    /// let mut reader = pool.get(std::io::Cursor::new(vec![1, 2, 3]));
     /// reader.get_mut().set_position(2);
     /// ```
     pub fn get_mut(&mut self) -> &mut R {
@@ -271,7 +290,7 @@ impl<R> PooledBufReader<'_, R> {
     /// use stashpool::io::BufReaderPool;
     ///
     /// let pool = BufReaderPool::new(64);
-    /// let mut reader = pool.reader(&b"abc"[..]);
+    /// let mut reader = pool.get(&b"abc"[..]);
     /// assert!(reader.buffer().is_empty());
     /// reader.fill_buf().unwrap();
     /// reader.consume(1);
@@ -289,7 +308,7 @@ impl<R> PooledBufReader<'_, R> {
     /// use stashpool::io::BufReaderPool;
     ///
     /// let pool = BufReaderPool::new(64);
-    /// assert_eq!(pool.reader(std::io::empty()).capacity(), 64);
+    /// assert_eq!(pool.get(std::io::empty()).capacity(), 64);
     /// ```
     pub fn capacity(&self) -> usize {
         self.buf.len()

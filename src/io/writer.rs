@@ -14,7 +14,7 @@ const BAD_SIZE: &str =
 /// Buffered writers over pooled buffers: [`std::io::BufWriter`] without a
 /// buffer allocation per stream.
 ///
-/// [`writer`](Self::writer) wraps a stream in a [`PooledBufWriter`] whose
+/// [`get`](Self::get) wraps a stream in a [`PooledBufWriter`] whose
 /// buffer comes from the pool. The writer flushes when dropped (ignoring
 /// errors, as `BufWriter` does) or when unwrapped with
 /// [`into_inner`](PooledBufWriter::into_inner) (reporting them), and its
@@ -29,7 +29,7 @@ const BAD_SIZE: &str =
 /// static WRITERS: BufWriterPool = BufWriterPool::new(8 * 1024);
 ///
 /// fn respond(out: &mut Vec<u8>, status: u16) -> std::io::Result<()> {
-///     let mut w = WRITERS.writer(out);
+///     let mut w = WRITERS.get(out);
 ///     write!(w, "HTTP/1.1 {status} OK\r\n")?;
 ///     w.write_all(b"content-length: 0\r\n\r\n")?;
 ///     w.into_inner()?; // flushes
@@ -47,31 +47,31 @@ pub struct BufWriterPool {
 }
 
 impl BufWriterPool {
-    /// A pool of `buf_size`-byte write buffers.
+    /// A pool of `capacity`-byte write buffers.
     ///
     /// `const`, so a pool can be a `static`.
     ///
     /// # Panics
     ///
-    /// If `buf_size` is zero or larger than `isize::MAX`.
+    /// If `capacity` is zero or larger than `isize::MAX`.
     ///
     /// # Examples
     ///
     /// ```
     /// use stashpool::io::BufWriterPool;
     ///
-    /// assert_eq!(BufWriterPool::new(4096).buf_size(), 4096);
+    /// assert_eq!(BufWriterPool::new(4096).capacity(), 4096);
     /// ```
-    pub const fn new(buf_size: usize) -> Self {
+    pub const fn new(capacity: usize) -> Self {
         Self {
-            bufs: BufferPool::from_recycler(Self::recycler(buf_size)),
+            bufs: BufferPool::from_recycler(Self::recycler(capacity)),
         }
     }
 
     /// A writer never grows its buffer: it flushes first.
-    const fn recycler(buf_size: usize) -> BufferRecycler {
-        fallible::check_len(buf_size, BAD_SIZE);
-        BufferRecycler::new(buf_size, buf_size)
+    const fn recycler(capacity: usize) -> BufferRecycler {
+        fallible::check_len(capacity, BAD_SIZE);
+        BufferRecycler::new(capacity, capacity)
     }
 
     /// A builder, to set the core knobs.
@@ -81,11 +81,11 @@ impl BufWriterPool {
     /// ```
     /// use stashpool::io::BufWriterPool;
     ///
-    /// let pool = BufWriterPool::builder(4096).local_capacity(4).build();
-    /// assert_eq!(pool.buf_size(), 4096);
+    /// let pool = BufWriterPool::builder(4096).max_stashed(4).build();
+    /// assert_eq!(pool.capacity(), 4096);
     /// ```
-    pub fn builder(buf_size: usize) -> ResourceBuilder<Self> {
-        ResourceBuilder::new(buf_size)
+    pub fn builder(capacity: usize) -> ResourceBuilder<Self> {
+        ResourceBuilder::new(capacity)
     }
 
     /// A buffered writer over `inner`, with a buffer from the pool.
@@ -102,18 +102,49 @@ impl BufWriterPool {
     ///
     /// let pool = BufWriterPool::new(1024);
     /// let mut out = Vec::new();
-    /// let mut w = pool.writer(&mut out);
+    /// let mut w = pool.get(&mut out);
     /// w.write_all(b"buffered").unwrap();
     /// drop(w); // flushes
     /// assert_eq!(out, b"buffered");
     /// ```
     #[inline]
-    pub fn writer<W: Write>(&self, inner: W) -> PooledBufWriter<'_, W> {
+    pub fn get<W: Write>(&self, inner: W) -> PooledBufWriter<'_, W> {
         PooledBufWriter {
             inner: Some(inner),
             buf: self.bufs.get(),
             panicked: false,
         }
+    }
+
+    /// Runs `f` on a buffered writer over `inner` (as from
+    /// [`get`](Self::get)), then flushes it and gives its buffer back to
+    /// the pool.
+    ///
+    /// # Errors
+    ///
+    /// `f`'s error (the writer is then dropped, which flushes and ignores
+    /// errors, as any dropped writer does), else the flush's.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::io::Write;
+    /// use stashpool::io::BufWriterPool;
+    ///
+    /// let pool = BufWriterPool::new(1024);
+    /// let mut out = Vec::new();
+    /// pool.with(&mut out, |w| writeln!(w, "{} {}", 1, 2)).unwrap();
+    /// assert_eq!(out, b"1 2\n");
+    /// ```
+    pub fn with<W: Write, U>(
+        &self,
+        inner: W,
+        f: impl FnOnce(&mut PooledBufWriter<'_, W>) -> io::Result<U>,
+    ) -> io::Result<U> {
+        let mut writer = self.get(inner);
+        let out = f(&mut writer)?;
+        writer.into_inner()?;
+        Ok(out)
     }
 
     /// The size of each writer's buffer, in bytes.
@@ -123,9 +154,9 @@ impl BufWriterPool {
     /// ```
     /// use stashpool::io::BufWriterPool;
     ///
-    /// assert_eq!(BufWriterPool::new(512).buf_size(), 512);
+    /// assert_eq!(BufWriterPool::new(512).capacity(), 512);
     /// ```
-    pub fn buf_size(&self) -> usize {
+    pub fn capacity(&self) -> usize {
         self.bufs.capacity()
     }
 }
@@ -139,7 +170,7 @@ resource_pool!(
 impl fmt::Debug for BufWriterPool {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("BufWriterPool")
-            .field("buf_size", &self.buf_size())
+            .field("capacity", &self.capacity())
             .field("pool", &self.bufs)
             .finish()
     }
@@ -149,9 +180,9 @@ impl Resource for BufWriterPool {
     /// The buffer size.
     type Params = usize;
 
-    fn build(buf_size: usize, knobs: Knobs) -> Self {
+    fn build(capacity: usize, knobs: Knobs) -> Self {
         Self {
-            bufs: BufferPool::with_knobs(Self::recycler(buf_size), knobs),
+            bufs: BufferPool::with_knobs(Self::recycler(capacity), knobs),
         }
     }
 }
@@ -174,7 +205,7 @@ impl Resource for BufWriterPool {
 /// use stashpool::io::BufWriterPool;
 ///
 /// let pool = BufWriterPool::new(16);
-/// let mut w = pool.writer(Vec::new());
+/// let mut w = pool.get(Vec::new());
 /// w.write_all(b"abc").unwrap();
 /// assert_eq!(w.buffer(), b"abc");
 /// assert!(w.get_ref().is_empty()); // not written through yet
@@ -208,7 +239,7 @@ impl<W: Write> PooledBufWriter<'_, W> {
     /// use stashpool::io::BufWriterPool;
     ///
     /// let pool = BufWriterPool::new(64);
-    /// let mut w = pool.writer(Vec::new());
+    /// let mut w = pool.get(Vec::new());
     /// w.write_all(b"done").unwrap();
     /// assert_eq!(w.into_inner().unwrap(), b"done");
     /// assert_eq!(pool.stats().idle, 1);
@@ -228,7 +259,7 @@ impl<W: Write> PooledBufWriter<'_, W> {
     /// use stashpool::io::BufWriterPool;
     ///
     /// let pool = BufWriterPool::new(64);
-    /// let w = pool.writer(Vec::<u8>::new());
+    /// let w = pool.get(Vec::<u8>::new());
     /// assert!(w.get_ref().is_empty());
     /// ```
     pub fn get_ref(&self) -> &W {
@@ -244,7 +275,7 @@ impl<W: Write> PooledBufWriter<'_, W> {
     /// use stashpool::io::BufWriterPool;
     ///
     /// let pool = BufWriterPool::new(64);
-    /// let mut w = pool.writer(Vec::<u8>::new());
+    /// let mut w = pool.get(Vec::<u8>::new());
     /// w.get_mut().reserve(100);
     /// ```
     pub fn get_mut(&mut self) -> &mut W {
@@ -260,7 +291,7 @@ impl<W: Write> PooledBufWriter<'_, W> {
     /// use stashpool::io::BufWriterPool;
     ///
     /// let pool = BufWriterPool::new(64);
-    /// let mut w = pool.writer(std::io::sink());
+    /// let mut w = pool.get(std::io::sink());
     /// w.write_all(b"xy").unwrap();
     /// assert_eq!(w.buffer(), b"xy");
     /// ```
@@ -276,7 +307,7 @@ impl<W: Write> PooledBufWriter<'_, W> {
     /// use stashpool::io::BufWriterPool;
     ///
     /// let pool = BufWriterPool::new(64);
-    /// assert_eq!(pool.writer(std::io::sink()).capacity(), 64);
+    /// assert_eq!(pool.get(std::io::sink()).capacity(), 64);
     /// ```
     pub fn capacity(&self) -> usize {
         self.buf.capacity()

@@ -5,16 +5,17 @@ use std::fmt;
 use memmap2::MmapMut;
 
 use crate::resource::fallible;
-use crate::resource::reset::{self, Dirty, Tracked, Tracker, Wipe};
+use crate::resource::reset::{self, Wipe};
 use crate::resource::sealed::{Contents, Knobs, Resource};
-use crate::resource::{resource_pool, ResourceBuilder};
-use crate::{LocalPool, Recycle, Reset};
+use crate::resource::{object_pool, resource_pool, ResourceBuilder};
+use crate::{LocalPool, Pooled, Recycle, Reset};
 
 const BAD_LEN: &str = "stashpool: an MmapPool map length must be non-zero and at most isize::MAX";
 
 /// A pooled map: goes back to its [`MmapPool`] when dropped, zeroed if it
-/// was written (see [`Tracked`]) and the pool's policy is [`Reset::Zero`].
-pub type PooledMmap<'a> = Tracked<'a, MmapMut, MmapRecycler>;
+/// was written through the guard (see [`Pooled::is_written`]) and the
+/// pool's policy is [`Reset::Zero`].
+pub type PooledMmap<'a> = Pooled<'a, MmapMut, MmapRecycler>;
 
 /// A pool of anonymous memory maps of one length.
 ///
@@ -49,7 +50,7 @@ pub type PooledMmap<'a> = Tracked<'a, MmapMut, MmapRecycler>;
 /// assert!(pool.get().iter().all(|&b| b == 0)); // same map, zeroed
 /// ```
 pub struct MmapPool {
-    pool: LocalPool<Dirty<MmapMut>, Tracker<MmapRecycler>>,
+    pool: LocalPool<MmapMut, MmapRecycler>,
 }
 
 impl MmapPool {
@@ -67,14 +68,11 @@ impl MmapPool {
     /// ```
     /// use stashpool::mmap::MmapPool;
     ///
-    /// assert_eq!(MmapPool::new(1 << 20).len(), 1 << 20);
+    /// assert_eq!(MmapPool::new(1 << 20).capacity(), 1 << 20);
     /// ```
     pub const fn new(len: usize) -> Self {
         Self {
-            pool: LocalPool::new(Tracker {
-                objects: MmapRecycler::new(len),
-                reset: Reset::Zero,
-            }),
+            pool: LocalPool::new(MmapRecycler::new(len)),
         }
     }
 
@@ -85,55 +83,11 @@ impl MmapPool {
     /// ```
     /// use stashpool::mmap::MmapPool;
     ///
-    /// let pool = MmapPool::builder(1 << 20).local_capacity(2).build();
+    /// let pool = MmapPool::builder(1 << 20).max_stashed(2).build();
     /// assert_eq!(pool.get().len(), 1 << 20);
     /// ```
     pub fn builder(len: usize) -> ResourceBuilder<Self> {
         ResourceBuilder::new(len)
-    }
-
-    /// A map from this thread's stash, the shared overflow, or a new
-    /// `mmap`: zeroed under [`Reset::Zero`]. It goes back to the pool when
-    /// the guard drops.
-    ///
-    /// # Panics
-    ///
-    /// If a new map is needed and the kernel refuses it (for example when
-    /// `len` exceeds the address space or the overcommit limit).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use stashpool::mmap::MmapPool;
-    ///
-    /// let pool = MmapPool::new(4096);
-    /// let mut map = pool.get();
-    /// map[4095] = 1;
-    /// map.flush().unwrap(); // `MmapMut`'s own methods work through the guard
-    /// ```
-    #[inline]
-    pub fn get(&self) -> PooledMmap<'_> {
-        Tracked::new(self.pool.get())
-    }
-
-    /// Runs `f` on a map (as from [`get`](Self::get)), which goes back to the pool after `f`
-    /// returns (or is unmapped if `f` panics).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use stashpool::mmap::MmapPool;
-    ///
-    /// let pool = MmapPool::new(4096);
-    /// let first = pool.with(|map| {
-    ///     map[0] = 42;
-    ///     map[0]
-    /// });
-    /// assert_eq!(first, 42);
-    /// ```
-    #[inline]
-    pub fn with<U>(&self, f: impl FnOnce(&mut MmapMut) -> U) -> U {
-        self.pool.with(|map| reset::with_dirty(map, f))
     }
 
     /// The length of each map, in bytes.
@@ -143,11 +97,10 @@ impl MmapPool {
     /// ```
     /// use stashpool::mmap::MmapPool;
     ///
-    /// assert_eq!(MmapPool::new(10_000).len(), 10_000);
+    /// assert_eq!(MmapPool::new(10_000).capacity(), 10_000);
     /// ```
-    #[allow(clippy::len_without_is_empty)] // never empty: `new` refuses zero
-    pub fn len(&self) -> usize {
-        self.pool.recycler().objects.len
+    pub fn capacity(&self) -> usize {
+        self.pool.recycler().len
     }
 
     /// What the pool does to a returned map's contents (see the type docs).
@@ -166,6 +119,8 @@ impl MmapPool {
     }
 }
 
+object_pool!([] MmapPool, MmapMut, MmapRecycler, "stashpool::mmap::MmapPool::new(4096)");
+
 resource_pool!(
     [] MmapPool,
     |this| std::iter::once(&this.pool as &dyn crate::Pool),
@@ -177,7 +132,7 @@ impl Contents for MmapPool {}
 impl fmt::Debug for MmapPool {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("MmapPool")
-            .field("len", &self.len())
+            .field("capacity", &self.capacity())
             .field("pool", &self.pool)
             .finish()
     }
@@ -189,9 +144,9 @@ impl Resource for MmapPool {
 
     fn build(len: usize, knobs: Knobs) -> Self {
         Self {
-            pool: knobs.pool(Tracker {
-                objects: MmapRecycler::new(len),
+            pool: knobs.pool(MmapRecycler {
                 reset: knobs.reset,
+                ..MmapRecycler::new(len)
             }),
         }
     }
@@ -216,11 +171,13 @@ impl Resource for MmapPool {
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MmapRecycler {
-    len: usize,
+    pub(crate) len: usize,
+    pub(crate) reset: Reset,
 }
 
 impl MmapRecycler {
-    /// A recycler of maps of `len` bytes.
+    /// A recycler of maps of `len` bytes, zeroing written ones
+    /// ([`Reset::Zero`]).
     ///
     /// # Panics
     ///
@@ -235,25 +192,28 @@ impl MmapRecycler {
     /// ```
     pub const fn new(len: usize) -> Self {
         fallible::check_len(len, BAD_LEN);
-        Self { len }
+        Self {
+            len,
+            reset: Reset::Zero,
+        }
     }
 }
 
 impl Recycle<MmapMut> for MmapRecycler {
     fn create(&self) -> MmapMut {
-        Wipe::create(self)
+        map_anon(self.len)
     }
 
     fn recycle(&self, map: &mut MmapMut) -> bool {
-        reset::wipe_if_fits(self, map)
+        reset::recycle(self, self.reset, map, true)
+    }
+
+    fn recycle_unwritten(&self, map: &mut MmapMut) -> bool {
+        reset::recycle(self, self.reset, map, false)
     }
 }
 
 impl Wipe<MmapMut> for MmapRecycler {
-    fn create(&self) -> MmapMut {
-        map_anon(self.len)
-    }
-
     fn fits(&self, map: &mut MmapMut) -> bool {
         map.len() == self.len
     }

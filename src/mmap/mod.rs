@@ -1,5 +1,5 @@
 //! Pools of anonymous memory maps (feature `mmap`): large buffers kept off
-//! the heap (Go's `bp.MmapBytePool`, and [`MmapClassPool`] for Go's
+//! the heap (Go's `bp.MmapBytePool`, and [`MmapPools`] for Go's
 //! `bp.MultiMmapBytePool`).
 //!
 //! Large buffers in their own anonymous maps stay out of the heap, where
@@ -36,8 +36,8 @@
 //! assert_eq!(CHUNKS.stats().created, 1);
 //! ```
 
-mod class_pool;
 mod mmap_pool;
+mod mmap_pools;
 
-pub use class_pool::{MmapClassPool, SizedMmap};
 pub use mmap_pool::{MmapPool, MmapRecycler, PooledMmap};
+pub use mmap_pools::{MmapPools, SizedMmap};

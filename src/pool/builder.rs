@@ -17,7 +17,7 @@ use crate::Recycle;
 /// use stashpool::LocalPool;
 ///
 /// let pool = LocalPool::builder(String::new)
-///     .local_capacity(8)
+///     .max_stashed(8)
 ///     .max_idle(64)
 ///     .manual_sweep()
 ///     .build();
@@ -32,7 +32,7 @@ pub struct LocalPoolBuilder<T, R> {
 
 impl<T: Send + 'static, R: Recycle<T>> LocalPoolBuilder<T, R> {
     /// Most objects one thread keeps in its private stash (default
-    /// [`DEFAULT_LOCAL_CAPACITY`](crate::DEFAULT_LOCAL_CAPACITY)). When a return finds the stash full, the
+    /// [`DEFAULT_MAX_STASHED`](crate::DEFAULT_MAX_STASHED)). When a return finds the stash full, the
     /// older half moves to the shared overflow.
     ///
     /// `0` is allowed and means no private stash: every return goes to the
@@ -44,10 +44,10 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPoolBuilder<T, R> {
     /// served. A thread's exit frees its place for the next thread, and so
     /// does a sweep that finds it has not used the pool since the previous
     /// one while another thread waits; threads beyond those share their
-    /// objects through the overflow, as with `local_capacity(0)`. Why this
+    /// objects through the overflow, as with `max_stashed(0)`. Why this
     /// bound: [`implementation`](crate::implementation), section 3a.
-    pub fn local_capacity(mut self, n: usize) -> Self {
-        self.config.local_capacity = n;
+    pub fn max_stashed(mut self, n: usize) -> Self {
+        self.config.max_stashed = n;
         self
     }
 
@@ -60,7 +60,7 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPoolBuilder<T, R> {
     ///   `n` (objects returned while the sweep runs may come on top).
     /// * Between sweeps each stash keeps at most its share, `n` divided by
     ///   the number of stashes (and at most
-    ///   [`local_capacity`](Self::local_capacity)); shares are recut when a
+    ///   [`max_stashed`](Self::max_stashed)); shares are recut when a
     ///   thread makes its stash and at every sweep. A return past the share
     ///   spills to the overflow, which holds at most `n`; one that finds the
     ///   overflow full too is dropped and counted in
@@ -68,7 +68,7 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPoolBuilder<T, R> {
     /// * `0` keeps nothing: every return is dropped (and counted rejected).
     ///
     /// Shares are cut for the threads that keep a stash now (see
-    /// [`local_capacity`](Self::local_capacity)), at most `n` of them, since
+    /// [`max_stashed`](Self::max_stashed)), at most `n` of them, since
     /// more would have a share of zero; an exiting thread's objects move to
     /// the overflow.
     ///
@@ -144,7 +144,7 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
     /// use stashpool::LocalPool;
     ///
     /// let pool = LocalPool::builder(|| vec![0u8; 1024])
-    ///     .local_capacity(16)
+    ///     .max_stashed(16)
     ///     .max_idle(256)
     ///     .sweep_every(Duration::from_secs(1))
     ///     .build();
@@ -162,7 +162,7 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
 impl<T, R> fmt::Debug for LocalPoolBuilder<T, R> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("LocalPoolBuilder")
-            .field("local_capacity", &self.config.local_capacity)
+            .field("max_stashed", &self.config.max_stashed)
             .field("max_idle", &self.config.max_idle)
             .field("sweep_every", &self.config.sweep_every)
             .finish_non_exhaustive()

@@ -12,7 +12,7 @@ use std::time::Duration;
 /// batches every round (the `overflow` workload of `benches/pool.rs`, Go's
 /// hold-100-then-return-100 shape, shows the difference). Sweeps still trim
 /// what it keeps, and `max_idle` bounds it.
-pub const DEFAULT_LOCAL_CAPACITY: usize = 128;
+pub const DEFAULT_MAX_STASHED: usize = 128;
 
 /// How often the background sweeper sweeps a pool by default.
 ///
@@ -62,7 +62,7 @@ pub(crate) fn default_max_stashes() -> usize {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Config {
-    pub(crate) local_capacity: usize,
+    pub(crate) max_stashed: usize,
     pub(crate) max_idle: usize,
     /// `None`: manual sweeping only.
     pub(crate) sweep_every: Option<Duration>,
@@ -72,7 +72,7 @@ pub(crate) struct Config {
 
 impl Config {
     pub(crate) const DEFAULT: Self = Self {
-        local_capacity: DEFAULT_LOCAL_CAPACITY,
+        max_stashed: DEFAULT_MAX_STASHED,
         max_idle: usize::MAX,
         sweep_every: Some(DEFAULT_SWEEP_INTERVAL),
         max_stashes: None,

@@ -88,6 +88,27 @@ impl<'a, T: Send + 'static, R: Recycle<T>> Pooled<'a, T, R> {
         unsafe { Box::from_raw(this.node.as_ptr()) }.value
     }
 
+    /// Whether the guard has handed out `&mut` access to its object, so
+    /// that the object goes back through [`Recycle::recycle`] rather than
+    /// [`Recycle::recycle_unwritten`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use stashpool::{LocalPool, Pooled};
+    ///
+    /// let pool = LocalPool::new(|| vec![0u8; 4]);
+    /// let mut buf = pool.get();
+    /// assert_eq!(buf[0], 0); // a read
+    /// assert!(!Pooled::is_written(&buf));
+    /// buf[0] = 1; // a write
+    /// assert!(Pooled::is_written(&buf));
+    /// ```
+    pub fn is_written(this: &Self) -> bool {
+        // SAFETY: the guard owns the node (see `node`).
+        unsafe { this.node.as_ref().written }
+    }
+
     /// The pool this object came from.
     pub fn pool(this: &Self) -> &'a LocalPool<T, R> {
         // SAFETY: `lender` was set from the `&'a LocalPool` this guard
@@ -100,9 +121,14 @@ impl<'a, T: Send + 'static, R: Recycle<T>> Pooled<'a, T, R> {
         unsafe { &self.node.as_ref().value }
     }
 
+    /// The object for writing: marks the node written (see
+    /// [`Recycle::recycle_unwritten`]).
+    #[inline(always)]
     fn value_mut(&mut self) -> &mut T {
         // SAFETY: the guard owns the node, and `&mut self` is unique.
-        unsafe { &mut self.node.as_mut().value }
+        let node = unsafe { self.node.as_mut() };
+        node.written = true;
+        &mut node.value
     }
 }
 
@@ -120,8 +146,13 @@ impl<T: Send + 'static, R: Recycle<T>> Drop for Pooled<'_, T, R> {
 
 /// A pooled object that owns a reference to its pool: `'static` and `Send`.
 ///
-/// Made by [`LocalPool::get_owned`] on a pool in an `Arc`. It can move to
-/// another thread; it goes back to the stash of the thread that drops it.
+/// Made by `get_owned` on a pool in an `Arc`: [`LocalPool::get_owned`],
+/// and the same call of every ready-made pool. It can move to another
+/// thread; it goes back to the stash of the thread that drops it.
+///
+/// `P` is the pool the guard keeps alive: the `LocalPool` itself, or the
+/// ready-made pool (a `BytePool`, an `MmapPools`, ...) that holds the
+/// `LocalPool` the object came from.
 ///
 /// # Examples
 ///
@@ -138,40 +169,76 @@ impl<T: Send + 'static, R: Recycle<T>> Drop for Pooled<'_, T, R> {
 /// let kept: Vec<u8> = PooledOwned::into_inner(pool.get_owned());
 /// assert_eq!(kept.len(), 8);
 /// ```
-pub struct PooledOwned<T: Send + 'static, R: Recycle<T> = fn() -> T> {
-    /// The lent node, owned by this guard (from `Box::into_raw`).
+pub struct PooledOwned<T: Send + 'static, R: Recycle<T> = fn() -> T, P = LocalPool<T, R>> {
+    /// The lent node, owned by this guard (from `Box::into_raw`); its
+    /// `lender` is a `LocalPool<T, R>` that lives inside `*owner`.
     node: NonNull<Node<T>>,
-    pool: ManuallyDrop<Arc<LocalPool<T, R>>>,
+    owner: ManuallyDrop<Arc<P>>,
+    _owns: PhantomData<(T, Arc<LocalPool<T, R>>)>,
 }
 
-// SAFETY: a `PooledOwned` is a `Box<Node<T>>` plus an `Arc<LocalPool<T, R>>`.
-unsafe impl<T: Send, R: Recycle<T> + Send + Sync> Send for PooledOwned<T, R> {}
+// SAFETY: a `PooledOwned` is a `Box<Node<T>>` plus an `Arc<P>` that keeps a
+// `LocalPool<T, R>` alive: it may move to another thread when the object
+// may, the pool may be shared, and the `Arc` may move.
+unsafe impl<T: Send, R: Recycle<T> + Send + Sync, P: Send + Sync> Send for PooledOwned<T, R, P> {}
 // SAFETY: as above.
-unsafe impl<T: Send + Sync, R: Recycle<T> + Send + Sync> Sync for PooledOwned<T, R> {}
+unsafe impl<T: Send + Sync, R: Recycle<T> + Send + Sync, P: Send + Sync> Sync
+    for PooledOwned<T, R, P>
+{
+}
 
-impl<T: Send + 'static, R: Recycle<T>> PooledOwned<T, R> {
+impl<T: Send + 'static, R: Recycle<T>, P> PooledOwned<T, R, P> {
+    /// A guard of `node`, lent by `pool`.
+    ///
+    /// # Safety
+    ///
+    /// `pool` must live inside `*owner` (be `*owner` itself, or a field of
+    /// it), so that it lives, unmoved, as long as the `Arc`.
     #[inline(always)]
-    pub(crate) fn new(pool: Arc<LocalPool<T, R>>, node: Box<Node<T>>) -> Self {
+    pub(crate) unsafe fn new(
+        owner: Arc<P>,
+        pool: &LocalPool<T, R>,
+        mut node: Box<Node<T>>,
+    ) -> Self {
+        node.lender = (pool as *const LocalPool<T, R>).cast();
         Self {
             node: NonNull::from(Box::leak(node)),
-            pool: ManuallyDrop::new(pool),
+            owner: ManuallyDrop::new(owner),
+            _owns: PhantomData,
         }
     }
 
     /// Keeps the object; it will not go back to the pool.
+    ///
+    /// An associated function rather than a method, so it cannot shadow a
+    /// method of `T`.
     pub fn into_inner(this: Self) -> T {
         let mut this = ManuallyDrop::new(this);
         // SAFETY: `this` will not drop, so the node's box is rebuilt and the
         // pool handle taken exactly once.
         unsafe {
-            drop(ManuallyDrop::take(&mut this.pool));
+            drop(ManuallyDrop::take(&mut this.owner));
             Box::from_raw(this.node.as_ptr()).value
         }
     }
 
-    /// The pool this object came from.
-    pub fn pool(this: &Self) -> &Arc<LocalPool<T, R>> {
-        &this.pool
+    /// Whether the guard has handed out `&mut` access to its object (see
+    /// [`Pooled::is_written`]).
+    pub fn is_written(this: &Self) -> bool {
+        // SAFETY: the guard owns the node (see `node`).
+        unsafe { this.node.as_ref().written }
+    }
+
+    /// The pool this guard keeps alive, which the object goes back to.
+    pub fn pool(this: &Self) -> &Arc<P> {
+        &this.owner
+    }
+
+    /// The `LocalPool` that lent the object.
+    fn lender(&self) -> &LocalPool<T, R> {
+        // SAFETY: `lender` was set by `new` to a pool that lives inside
+        // `*owner`, which this guard keeps alive.
+        unsafe { &*self.node.as_ref().lender.cast::<LocalPool<T, R>>() }
     }
 
     fn value(&self) -> &T {
@@ -179,24 +246,26 @@ impl<T: Send + 'static, R: Recycle<T>> PooledOwned<T, R> {
         unsafe { &self.node.as_ref().value }
     }
 
+    /// The object for writing: marks the node written (see
+    /// [`Recycle::recycle_unwritten`]).
+    #[inline(always)]
     fn value_mut(&mut self) -> &mut T {
         // SAFETY: the guard owns the node, and `&mut self` is unique.
-        unsafe { &mut self.node.as_mut().value }
+        let node = unsafe { self.node.as_mut() };
+        node.written = true;
+        &mut node.value
     }
 }
 
-impl<T: Send + 'static, R: Recycle<T>> Drop for PooledOwned<T, R> {
+impl<T: Send + 'static, R: Recycle<T>, P> Drop for PooledOwned<T, R, P> {
     #[inline(always)]
     fn drop(&mut self) {
-        // SAFETY: the node came from `Box::leak`, the pool handle from `new`;
-        // each is taken once, here.
-        let (node, pool) = unsafe {
-            (
-                Box::from_raw(self.node.as_ptr()),
-                ManuallyDrop::take(&mut self.pool),
-            )
-        };
-        release(&pool, node);
+        // SAFETY: the node came from `Box::leak`; this is its one rebuild.
+        let node = unsafe { Box::from_raw(self.node.as_ptr()) };
+        release(self.lender(), node);
+        // The pool goes only after the object is back in it.
+        // SAFETY: taken once, here; `self` is not used again.
+        drop(unsafe { ManuallyDrop::take(&mut self.owner) });
     }
 }
 
@@ -215,10 +284,15 @@ fn release<T: Send + 'static, R: Recycle<T>>(pool: &LocalPool<T, R>, node: Box<N
 
 // === shared impls ===
 
-/// `Deref`, `DerefMut`, `AsRef`, `AsMut` and `Debug`, for both guards.
+/// `Deref`, `DerefMut`, `AsRef`, `AsMut`, `Debug` and the I/O traits, for
+/// both guards: `[generics] Guard` with `T` the object and `R` the recycler.
 macro_rules! guard_impls {
-    ($guard:ident $(<$lt:lifetime>)?) => {
-        impl<$($lt,)? T: Send + 'static, R: Recycle<T>> Deref for $guard<$($lt,)? T, R> {
+    ([$($gen:tt)*] $guard:ty) => {
+        impl<$($gen)*> Deref for $guard
+        where
+            T: Send + 'static,
+            R: Recycle<T>,
+        {
             type Target = T;
 
             #[inline(always)]
@@ -227,27 +301,41 @@ macro_rules! guard_impls {
             }
         }
 
-        impl<$($lt,)? T: Send + 'static, R: Recycle<T>> DerefMut for $guard<$($lt,)? T, R> {
+        impl<$($gen)*> DerefMut for $guard
+        where
+            T: Send + 'static,
+            R: Recycle<T>,
+        {
             #[inline(always)]
             fn deref_mut(&mut self) -> &mut T {
                 self.value_mut()
             }
         }
 
-        impl<$($lt,)? T: Send + 'static, R: Recycle<T>> AsRef<T> for $guard<$($lt,)? T, R> {
+        impl<$($gen)*> AsRef<T> for $guard
+        where
+            T: Send + 'static,
+            R: Recycle<T>,
+        {
             fn as_ref(&self) -> &T {
                 self
             }
         }
 
-        impl<$($lt,)? T: Send + 'static, R: Recycle<T>> AsMut<T> for $guard<$($lt,)? T, R> {
+        impl<$($gen)*> AsMut<T> for $guard
+        where
+            T: Send + 'static,
+            R: Recycle<T>,
+        {
             fn as_mut(&mut self) -> &mut T {
                 self
             }
         }
 
-        impl<$($lt,)? T: Send + 'static + fmt::Debug, R: Recycle<T>> fmt::Debug
-            for $guard<$($lt,)? T, R>
+        impl<$($gen)*> fmt::Debug for $guard
+        where
+            T: Send + 'static + fmt::Debug,
+            R: Recycle<T>,
         {
             fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 fmt::Debug::fmt(&**self, f)
@@ -255,8 +343,10 @@ macro_rules! guard_impls {
         }
 
         /// A pooled writer is a writer (`&mut *guard` works too).
-        impl<$($lt,)? T: Send + 'static + io::Write, R: Recycle<T>> io::Write
-            for $guard<$($lt,)? T, R>
+        impl<$($gen)*> io::Write for $guard
+        where
+            T: Send + 'static + io::Write,
+            R: Recycle<T>,
         {
             fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
                 self.value_mut().write(buf)
@@ -272,8 +362,10 @@ macro_rules! guard_impls {
         }
 
         /// A pooled reader is a reader.
-        impl<$($lt,)? T: Send + 'static + io::Read, R: Recycle<T>> io::Read
-            for $guard<$($lt,)? T, R>
+        impl<$($gen)*> io::Read for $guard
+        where
+            T: Send + 'static + io::Read,
+            R: Recycle<T>,
         {
             fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
                 self.value_mut().read(buf)
@@ -281,8 +373,10 @@ macro_rules! guard_impls {
         }
 
         /// A pooled `String` (or other text sink) takes `write!`.
-        impl<$($lt,)? T: Send + 'static + fmt::Write, R: Recycle<T>> fmt::Write
-            for $guard<$($lt,)? T, R>
+        impl<$($gen)*> fmt::Write for $guard
+        where
+            T: Send + 'static + fmt::Write,
+            R: Recycle<T>,
         {
             fn write_str(&mut self, s: &str) -> fmt::Result {
                 self.value_mut().write_str(s)
@@ -291,8 +385,8 @@ macro_rules! guard_impls {
     };
 }
 
-guard_impls!(Pooled<'a>);
-guard_impls!(PooledOwned);
+guard_impls!(['a, T, R] Pooled<'a, T, R>);
+guard_impls!([T, R, P] PooledOwned<T, R, P>);
 
 // A `Pooled` is one pointer, whatever it holds.
 const _: () = assert!(

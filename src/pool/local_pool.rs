@@ -16,11 +16,11 @@ use crate::{Recycle, Stats};
 
 /// A pool of reusable objects: Go's `sync.Pool`, with per-thread stashes.
 ///
-/// Each thread keeps up to [`local_capacity`](crate::LocalPoolBuilder::local_capacity)
+/// Each thread keeps up to [`max_stashed`](crate::LocalPoolBuilder::max_stashed)
 /// returned objects in a private stash, so a get and a return on the same
 /// thread touch no shared memory. (At most 8 threads per core keep a stash
 /// in a pool at once; see
-/// [`local_capacity`](crate::LocalPoolBuilder::local_capacity).) A thread
+/// [`max_stashed`](crate::LocalPoolBuilder::max_stashed).) A thread
 /// whose stash is empty takes a batch from a shared overflow before making
 /// a new object; a thread whose stash is full moves its oldest half there.
 /// Sweeps keep the pool as large as recent use needs: an object returned
@@ -189,7 +189,22 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
     /// ```
     #[inline(always)]
     pub fn get_owned(self: &std::sync::Arc<Self>) -> PooledOwned<T, R> {
-        PooledOwned::new(std::sync::Arc::clone(self), self.lend())
+        // SAFETY: the pool is the `Arc`'s own value.
+        unsafe { PooledOwned::new(std::sync::Arc::clone(self), self, self.lend()) }
+    }
+
+    /// [`get_owned`](Self::get_owned) for a pool that lives inside
+    /// another, `owner`, which the guard keeps alive instead: how a
+    /// ready-made pool lends `'static` guards.
+    ///
+    /// # Safety
+    ///
+    /// `self` must live as long as `*owner` and not move: a field of it,
+    /// or in an allocation it owns and frees only when it drops.
+    #[inline(always)]
+    pub(crate) unsafe fn get_owned_by<P>(&self, owner: std::sync::Arc<P>) -> PooledOwned<T, R, P> {
+        // SAFETY: the caller's word.
+        unsafe { PooledOwned::new(owner, self, self.lend()) }
     }
 
     /// Scoped use: runs `f` on a pooled object, which goes back to the pool
@@ -224,6 +239,7 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
         // If `f` unwinds, `node` is dropped with this frame, not pooled (the
         // object may be half-modified), and counted rejected.
         let unwinding = RejectOnUnwind(&stash.counters);
+        node.written = true;
         let out = f(&mut node.value);
         mem::forget(unwinding);
         self.recycle_into_stash(&shared, stash, node);
@@ -245,7 +261,10 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
     /// ```
     #[inline(always)]
     pub fn put(&self, value: T) {
-        self.return_node(Node::boxed(value));
+        let mut node = Node::boxed(value);
+        // Whatever the caller did to it, the pool has not recycled it.
+        node.written = true;
+        self.return_node(node);
     }
 
     /// One sweep now: the analogue of one Go GC cycle for this pool.
@@ -363,7 +382,7 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
             || {
                 let max_stashes = config.max_stashes.unwrap_or_else(default_max_stashes);
                 Arc::new(Shared::new(
-                    config.local_capacity,
+                    config.max_stashed,
                     config.max_idle,
                     max_stashes,
                     next_id(),
@@ -483,7 +502,11 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
         mut node: Box<Node<T>>,
     ) -> Option<Box<Node<T>>> {
         let unwinding = RejectOnUnwind(counters);
-        let keep = self.recycler.recycle(&mut node.value);
+        let keep = if mem::replace(&mut node.written, false) {
+            self.recycler.recycle(&mut node.value)
+        } else {
+            self.recycler.recycle_unwritten(&mut node.value)
+        };
         mem::forget(unwinding);
         if keep {
             Some(node)
@@ -523,6 +546,7 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
     fn with_stashless<U>(&self, shared: &Shared<T>, f: impl FnOnce(&mut T) -> U) -> U {
         let mut node = self.take_stashless(shared);
         let unwinding = RejectOnUnwind(&shared.orphans);
+        node.written = true;
         let out = f(&mut node.value);
         mem::forget(unwinding);
         self.recycle_into_overflow(shared, node);
@@ -637,7 +661,7 @@ impl<T: Send + 'static, R: Recycle<T>> Drop for LocalPool<T, R> {
 impl<T: Send + 'static, R: Recycle<T>> fmt::Debug for LocalPool<T, R> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("LocalPool")
-            .field("local_capacity", &self.config.local_capacity)
+            .field("max_stashed", &self.config.max_stashed)
             .field("max_idle", &self.config.max_idle)
             .field("sweep_every", &self.config.sweep_every)
             .field("stats", &self.stats())

@@ -29,7 +29,7 @@ mod unwind;
 pub use builder::LocalPoolBuilder;
 #[cfg(not(stashpool_loom))]
 pub(crate) use config::sweep_interval;
-pub use config::{DEFAULT_LOCAL_CAPACITY, DEFAULT_SWEEP_INTERVAL, MIN_SWEEP_INTERVAL};
+pub use config::{DEFAULT_MAX_STASHED, DEFAULT_SWEEP_INTERVAL, MIN_SWEEP_INTERVAL};
 pub use guard::{Pooled, PooledOwned};
 pub use local_pool::LocalPool;
 pub use pool_trait::Pool;

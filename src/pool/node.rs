@@ -25,6 +25,11 @@ pub(crate) struct Node<T> {
     pub(crate) lender: *const (),
     /// The stash this node was lent from, set on each loan.
     pub(crate) home: Home,
+    /// Whether `value` may have changed since the pool last recycled it:
+    /// set when a guard hands out `&mut` access, by `with`, and for an
+    /// object given with `put`; cleared when the node is pooled again. It
+    /// picks `Recycle::recycle` or `Recycle::recycle_unwritten` on return.
+    pub(crate) written: bool,
     pub(crate) value: T,
 }
 
@@ -37,11 +42,12 @@ unsafe impl<T: Send> Send for Node<T> {}
 unsafe impl<T: Sync> Sync for Node<T> {}
 
 impl<T> Node<T> {
-    /// A node for a new or returned object, not lent out.
+    /// A node for a new or returned object, not lent out, not written.
     pub(crate) fn boxed(value: T) -> Box<Self> {
         Box::new(Self {
             lender: std::ptr::null(),
             home: Home::NONE,
+            written: false,
             value,
         })
     }

@@ -46,7 +46,7 @@ type Found = (u64, *const ());
 const FORGOTTEN: Found = (0, std::ptr::null());
 
 /// How many stashes the cache remembers. A multi-size pool
-/// (`bytes::SizeClassPool`, `mmap::MmapClassPool`, `image::RgbaPools`) is
+/// (`bytes::BytePools`, `mmap::MmapPools`, `image::RgbaPools`) is
 /// one pool per size class, so a thread whose requests cycle through a few
 /// classes (a server whose messages vary in size), and uses another pool or
 /// two in between, uses that many pools in turn:

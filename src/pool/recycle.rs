@@ -47,6 +47,50 @@ pub trait Recycle<T> {
         let _ = value;
         true
     }
+
+    /// Called instead of [`recycle`](Self::recycle) on a returned object
+    /// that nobody could have changed since the pool last recycled it: a
+    /// guard that never handed out `&mut` access (no `DerefMut`, `AsMut`
+    /// or writes through it). Objects lent by `with` or given with `put`
+    /// always go through `recycle`.
+    ///
+    /// The default calls `recycle`. Override it to skip a reset that only
+    /// undoes writes, such as zeroing a large frame that was only read;
+    /// keep the default for objects that can change through `&T`
+    /// (`Cell`, `RefCell`, atomics).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use stashpool::{LocalPool, Recycle};
+    ///
+    /// /// Zeroes a table only when someone may have written to it.
+    /// struct Tables;
+    ///
+    /// impl Recycle<Vec<u64>> for Tables {
+    ///     fn create(&self) -> Vec<u64> {
+    ///         vec![0; 1024]
+    ///     }
+    ///
+    ///     fn recycle(&self, table: &mut Vec<u64>) -> bool {
+    ///         table.fill(0);
+    ///         table.len() == 1024
+    ///     }
+    ///
+    ///     fn recycle_unwritten(&self, _: &mut Vec<u64>) -> bool {
+    ///         true // read only: nothing to undo
+    ///     }
+    /// }
+    ///
+    /// let pool = LocalPool::new(Tables);
+    /// let sum: u64 = pool.get().iter().sum(); // read through `Deref` only
+    /// assert_eq!(sum, 0);
+    /// pool.get()[7] = 9; // written: zeroed on return
+    /// assert_eq!(pool.get()[7], 0);
+    /// ```
+    fn recycle_unwritten(&self, value: &mut T) -> bool {
+        self.recycle(value)
+    }
 }
 
 /// Any `Fn() -> T` is a recycler that never resets.

@@ -95,7 +95,7 @@ pub(crate) struct Shared<T: Send> {
     /// `local_pool.rs`); shared by them all, so bumped with atomic
     /// read-modify-writes.
     pub(crate) orphans: Counters<true>,
-    pub(crate) local_capacity: usize,
+    pub(crate) max_stashed: usize,
     /// `LocalPoolBuilder::max_idle`: the most idle objects of all stashes and the
     /// overflow together, after a sweep.
     pub(crate) max_idle: usize,
@@ -106,7 +106,7 @@ pub(crate) struct Shared<T: Send> {
 }
 
 impl<T: Send> Shared<T> {
-    pub(crate) fn new(local_capacity: usize, max_idle: usize, max_stashes: usize, id: u64) -> Self {
+    pub(crate) fn new(max_stashed: usize, max_idle: usize, max_stashes: usize, id: u64) -> Self {
         crate::pool::fork::guard();
         Self {
             stashes: PerThread::new(),
@@ -119,7 +119,7 @@ impl<T: Send> Shared<T> {
             closed: AtomicBool::new(false),
             trimmed: AtomicCount::new(0),
             orphans: Counters::default(),
-            local_capacity,
+            max_stashed,
             max_idle,
             strategy: barrier::strategy(),
             id,
@@ -210,7 +210,7 @@ impl<T: Send> Shared<T> {
         if owner::ended() {
             return None;
         }
-        // A pool whose stashes can keep nothing (`local_capacity(0)`, or
+        // A pool whose stashes can keep nothing (`max_stashed(0)`, or
         // `max_idle(0)`) makes none: every object goes through the overflow.
         if shared.stash_capacity(1) == 0 {
             return None;
@@ -405,12 +405,12 @@ impl<T: Send> Shared<T> {
     }
 
     /// The capacity of each stash when the pool has `stashes` of them: the
-    /// pool's `local_capacity`, or the stash's share of `max_idle`.
+    /// pool's `max_stashed`, or the stash's share of `max_idle`.
     pub(super) fn stash_capacity(&self, stashes: usize) -> usize {
         if self.max_idle == usize::MAX {
-            self.local_capacity
+            self.max_stashed
         } else {
-            self.local_capacity.min(self.max_idle / stashes.max(1))
+            self.max_stashed.min(self.max_idle / stashes.max(1))
         }
     }
 
@@ -751,7 +751,7 @@ mod tests {
     #[test]
     fn a_pool_without_room_in_stashes_makes_none() {
         let pool: LocalPool<Vec<u8>> = LocalPool::builder(Vec::new as fn() -> Vec<u8>)
-            .local_capacity(0)
+            .max_stashed(0)
             .manual_sweep()
             .build();
         let used = round(&pool, 2);
@@ -832,7 +832,7 @@ mod tests {
     }
 
     /// Many live threads that each return many objects keep at most
-    /// `slots x local_capacity` of them in stashes, however many threads
+    /// `slots x max_stashed` of them in stashes, however many threads
     /// there are: the rest is in the overflow, where sweeps and `max_idle`
     /// reach it.
     #[test]
@@ -866,11 +866,8 @@ mod tests {
                     });
                 });
                 assert!(holding <= SLOTS, "{holding} slots held");
-                let local_capacity = shared.local_capacity;
-                assert!(
-                    in_stashes <= SLOTS * local_capacity,
-                    "{in_stashes} in stashes"
-                );
+                let max_stashed = shared.max_stashed;
+                assert!(in_stashes <= SLOTS * max_stashed, "{in_stashes} in stashes");
                 let stats = pool.stats();
                 assert_eq!(
                     stats.idle as u64, stats.created,

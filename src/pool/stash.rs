@@ -238,7 +238,7 @@ pub(crate) struct Local<T> {
     /// equals the pool's count whenever the sweep lock is free, because
     /// stashes are made and swept under that lock.
     pub(super) epoch: u64,
-    /// The most objects this stash keeps: the pool's `local_capacity`, or
+    /// The most objects this stash keeps: the pool's `max_stashed`, or
     /// this stash's share of `max_idle` if that is smaller. Set when the
     /// stash is made and changed only by a sweeper holding its claim (shares
     /// are rebalanced as stashes are made and at every sweep), so the owner

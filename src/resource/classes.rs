@@ -6,7 +6,7 @@
 //!
 //! * [`SizeClasses`]: a request for `len` bytes goes to the smallest
 //!   power-of-two class that holds it, an index computed from `len` with no
-//!   search (`bytes::SizeClassPool`, `mmap::MmapClassPool`);
+//!   search (`bytes::BytePools`, `mmap::MmapPools`);
 //! * [`Shapes`]: a request for a frame of one shape goes to that shape's
 //!   own pool, made on first use (`image::RgbaPools`, `image::YCbCrPools`).
 //!   Programs use a handful of frame shapes, so a short list that only
@@ -19,76 +19,103 @@
 
 use std::fmt;
 use std::ops::{Deref, DerefMut};
-#[cfg(feature = "image")]
 use std::sync::OnceLock;
 
-/// One pool per power-of-two class from `min` to `max` bytes (both
-/// rounded up).
-pub(crate) struct SizeClasses<P> {
+use crate::resource::sealed::Knobs;
+use crate::{LocalPool, Pooled, PooledOwned, Recycle, Reset};
+
+/// One `LocalPool` per power-of-two class from `min` to `max` bytes (both
+/// rounded up), made on first use so that a multi-size pool can be made
+/// in a `const` context.
+///
+/// The pools are made under the `OnceLock`'s lock, which a `fork()` can
+/// catch half made ([`implementation`](crate::implementation), section 7a);
+/// once made they stay where they are until the multi-size pool drops, so
+/// guards can borrow them.
+pub(crate) struct SizeClasses<T: Send + 'static, R: Recycle<T>> {
     /// `pools[i]` serves requests of up to `min_class << i` bytes.
-    pools: Box<[P]>,
+    pools: OnceLock<Box<[LocalPool<T, R>]>>,
     min_class: usize,
     max: usize,
+    knobs: Knobs,
+    /// The recycler of a class of objects of this size.
+    recycler: fn(usize, Reset) -> R,
 }
 
 /// The largest class a pool of power-of-two classes may have: the largest
 /// power of two a Rust allocation can hold.
 pub(crate) const MAX_CLASS: usize = 1 << (usize::BITS - 2);
 
-impl<P> SizeClasses<P> {
-    /// Classes for requests of `min` to `max` bytes, each pool made by
-    /// `make` from its class size.
+impl<T: Send + 'static, R: Recycle<T>> SizeClasses<T, R> {
+    /// Classes for requests of `min` to `max` bytes, each pool made from
+    /// `knobs` and the recycler `recycler` gives for its size.
     ///
     /// # Panics
     ///
-    /// If `min` is zero, `min > max` or `max > MAX_CLASS`, with a message
-    /// that names `pool`.
-    pub(crate) fn new(min: usize, max: usize, pool: &str, make: impl FnMut(usize) -> P) -> Self {
-        assert!(
-            min > 0,
-            "stashpool: {pool}: the smallest class must be non-zero"
-        );
-        assert!(
-            min <= max,
-            "stashpool: {pool}: the smallest class must not exceed the largest"
-        );
-        assert!(
-            max <= MAX_CLASS,
-            "stashpool: {pool}: the largest class must be at most 2^(usize::BITS - 2) bytes"
-        );
-        let (min_class, max_class) = (min.next_power_of_two(), max.next_power_of_two());
-        let count = max_class.trailing_zeros() - min_class.trailing_zeros() + 1;
-        Self {
-            pools: (0..count)
-                .map(|class| min_class << class)
-                .map(make)
-                .collect(),
-            min_class,
-            max,
+    /// With `message`, if `min` is zero, `min > max` or `max > MAX_CLASS`.
+    pub(crate) const fn new(
+        min: usize,
+        max: usize,
+        knobs: Knobs,
+        recycler: fn(usize, Reset) -> R,
+        message: &'static str,
+    ) -> Self {
+        if min == 0 || min > max || max > MAX_CLASS {
+            panic!("{}", message);
         }
+        Self {
+            pools: OnceLock::new(),
+            min_class: min.next_power_of_two(),
+            max,
+            knobs,
+            recycler,
+        }
+    }
+
+    /// Every class's pool, smallest first, made now if need be.
+    fn pools(&self) -> &[LocalPool<T, R>] {
+        self.pools.get_or_init(|| {
+            self.sizes()
+                .map(|size| self.knobs.pool((self.recycler)(size, self.knobs.reset)))
+                .collect()
+        })
+    }
+
+    /// The pools made so far: all of them, or none before the first use.
+    pub(crate) fn made(&self) -> &[LocalPool<T, R>] {
+        self.pools.get().map_or(&[], |pools| pools)
     }
 
     /// The pool of the smallest class that holds `len` bytes, or `None`
     /// when `len > max`.
     #[inline]
-    pub(crate) fn get(&self, len: usize) -> Option<&P> {
+    pub(crate) fn get(&self, len: usize) -> Option<&LocalPool<T, R>> {
         if len > self.max {
             return None;
         }
         // `len <= max <= MAX_CLASS`, so this cannot overflow.
         let size = len.max(self.min_class).next_power_of_two();
         let class = (size.trailing_zeros() - self.min_class.trailing_zeros()) as usize;
-        self.pools.get(class)
+        self.pools().get(class)
+    }
+
+    /// The pool of the class an object of `size` bytes belongs to: the
+    /// largest class of at most `size`, else the smallest (whose recycler
+    /// then refuses the object as it would a returned one that shrank).
+    pub(crate) fn home(&self, size: usize) -> &LocalPool<T, R> {
+        let pools = self.pools();
+        let class = match size.checked_ilog2() {
+            Some(log) => (log.saturating_sub(self.min_class.trailing_zeros())) as usize,
+            None => 0,
+        };
+        &pools[class.min(pools.len() - 1)]
     }
 
     /// The class sizes, smallest first.
     pub(crate) fn sizes(&self) -> impl Iterator<Item = usize> + '_ {
-        (0..self.pools.len()).map(|class| self.min_class << class)
-    }
-
-    /// Every class's pool, smallest first.
-    pub(crate) fn pools(&self) -> &[P] {
-        &self.pools
+        let max_class = self.max.next_power_of_two();
+        let count = max_class.trailing_zeros() - self.min_class.trailing_zeros() + 1;
+        (0..count).map(|class| self.min_class << class)
     }
 
     /// The largest request that is pooled.
@@ -96,6 +123,182 @@ impl<P> SizeClasses<P> {
         self.max
     }
 }
+
+/// The calls of a multi-size pool of byte-sized objects whose classes are
+/// a field `classes: SizeClasses<$object, $recycler>`: `get`, `try_get`,
+/// `get_owned`, `with` and `put` by length, and its classes' sizes and
+/// counters. `$alone(len)` makes an object for a request above the largest
+/// class; `$size(&object)` is the size `put` files an object under.
+macro_rules! class_pool {
+    ($ty:ty, $object:ty, $recycler:ty, $alone:expr, $size:expr, $example:literal) => {
+        impl $ty {
+            /// An object of at least `len` bytes from the smallest class
+            /// that holds `len`, reset as the pool's docs say; or, when
+            /// `len` is above the largest class, one made alone and
+            /// dropped with its guard.
+            ///
+            /// # Panics
+            ///
+            /// If a new object is needed and cannot be allocated (for
+            /// example when `len` is larger than `isize::MAX`).
+            ///
+            /// # Examples
+            ///
+            /// ```
+            /// use stashpool::SizedGuard;
+            ///
+            #[doc = concat!("let pool = ", $example, ";")]
+            /// let object = pool.get(100);
+            /// assert!(SizedGuard::is_pooled(&object));
+            /// assert!(!SizedGuard::is_pooled(&pool.get(1 << 21)));
+            /// ```
+            #[inline]
+            pub fn get(&self, len: usize) -> $crate::SizedGuard<$crate::Pooled<'_, $object, $recycler>> {
+                match self.classes.get(len) {
+                    Some(pool) => $crate::SizedGuard::pooled(pool.get()),
+                    None => $crate::SizedGuard::alone($alone(len)),
+                }
+            }
+
+            /// An idle object of the class that holds `len` bytes, if it
+            /// has one; never makes one, and `None` above the largest
+            /// class (see [`LocalPool::try_get`](crate::LocalPool::try_get)).
+            ///
+            /// # Examples
+            ///
+            /// ```
+            #[doc = concat!("let pool = ", $example, ";")]
+            /// assert!(pool.try_get(100).is_none()); // nothing made yet
+            /// drop(pool.get(100));
+            /// assert!(pool.try_get(100).is_some());
+            /// ```
+            #[inline]
+            pub fn try_get(
+                &self,
+                len: usize,
+            ) -> Option<$crate::SizedGuard<$crate::Pooled<'_, $object, $recycler>>> {
+                self.classes.get(len)?.try_get().map($crate::SizedGuard::pooled)
+            }
+
+            /// [`get`](Self::get) for a pool in an `Arc`: the guard keeps
+            /// the pool alive, so it is `'static` and can move to another
+            /// thread.
+            ///
+            /// # Examples
+            ///
+            /// ```
+            #[doc = concat!("let pool = std::sync::Arc::new(", $example, ");")]
+            /// let object = pool.get_owned(100);
+            /// std::thread::spawn(move || drop(object)).join().unwrap();
+            /// assert_eq!(pool.stats().returned, 1);
+            /// ```
+            #[inline]
+            pub fn get_owned(
+                self: &std::sync::Arc<Self>,
+                len: usize,
+            ) -> $crate::SizedGuard<$crate::PooledOwned<$object, $recycler, Self>> {
+                match self.classes.get(len) {
+                    // SAFETY: the class's pool lives in `classes`, a field
+                    // of the `Arc`'s value, which keeps its pools in place
+                    // until it drops.
+                    Some(pool) => $crate::SizedGuard::pooled(unsafe {
+                        pool.get_owned_by(std::sync::Arc::clone(self))
+                    }),
+                    None => $crate::SizedGuard::alone($alone(len)),
+                }
+            }
+
+            /// Runs `f` on an object of at least `len` bytes (as from
+            /// [`get`](Self::get)), which goes back to its class after `f`
+            /// returns, or is dropped if `f` panics.
+            ///
+            /// # Examples
+            ///
+            /// ```
+            #[doc = concat!("let pool = ", $example, ";")]
+            /// let size = pool.with(100, |object| object.len());
+            /// assert_eq!(pool.stats().returned, 1);
+            /// # let _ = size;
+            /// ```
+            #[inline]
+            pub fn with<U>(&self, len: usize, f: impl FnOnce(&mut $object) -> U) -> U {
+                match self.classes.get(len) {
+                    Some(pool) => pool.with(f),
+                    None => f(&mut $alone(len)),
+                }
+            }
+
+            /// Gives an object to the pool, as Go's `Put` does: to the
+            /// largest class it can serve, reset as a returned one is; an
+            /// object no class can keep (smaller than the smallest class,
+            /// or too large for the largest) is dropped and counted in
+            /// [`Stats::discarded`](crate::Stats::discarded).
+            ///
+            /// # Examples
+            ///
+            /// ```
+            /// use stashpool::SizedGuard;
+            ///
+            #[doc = concat!("let pool = ", $example, ";")]
+            /// let object = SizedGuard::into_inner(pool.get(100));
+            /// pool.put(object);
+            /// assert_eq!(pool.stats().idle, 1);
+            /// ```
+            pub fn put(&self, object: $object) {
+                self.classes.home($size(&object)).put(object)
+            }
+
+            /// The counters of the class that serves requests of `len`
+            /// bytes, or `None` if such requests are not pooled.
+            ///
+            /// # Examples
+            ///
+            /// ```
+            #[doc = concat!("let pool = ", $example, ";")]
+            /// drop(pool.get(100));
+            /// assert_eq!(pool.class_stats(100).unwrap().idle, 1);
+            /// assert!(pool.class_stats(1 << 21).is_none());
+            /// ```
+            pub fn class_stats(&self, len: usize) -> Option<$crate::Stats> {
+                self.classes.get(len).map($crate::LocalPool::stats)
+            }
+
+            /// The class sizes in bytes, smallest first.
+            ///
+            /// # Examples
+            ///
+            /// ```
+            #[doc = concat!("let pool = ", $example, ";")]
+            /// let classes: Vec<usize> = pool.classes().collect();
+            /// assert!(classes.windows(2).all(|pair| pair[1] == 2 * pair[0]));
+            /// ```
+            pub fn classes(&self) -> impl Iterator<Item = usize> + '_ {
+                self.classes.sizes()
+            }
+
+            /// The largest request that is pooled, in bytes: larger ones
+            /// are made alone.
+            ///
+            /// # Examples
+            ///
+            /// ```
+            #[doc = concat!("let pool = ", $example, ";")]
+            /// assert_eq!(pool.max_capacity(), 1 << 20);
+            /// ```
+            pub fn max_capacity(&self) -> usize {
+                self.classes.max()
+            }
+        }
+
+        $crate::resource::resource_pool!(
+            [] $ty,
+            |this| this.classes.made().iter().map(|pool| pool as &dyn $crate::Pool),
+            $example
+        );
+    };
+}
+
+pub(crate) use class_pool;
 
 /// Pools made on first use, one per key (a frame's shape).
 ///
@@ -186,11 +389,12 @@ impl<K: Copy + Eq + fmt::Debug, P: fmt::Debug> fmt::Debug for Shapes<K, P> {
 /// # Examples
 ///
 /// ```
-/// use stashpool::bytes::{SizeClassPool, SizedBuffer};
+/// use stashpool::bytes::BytePools;
+/// use stashpool::SizedGuard;
 ///
-/// let pool = SizeClassPool::new(64, 1024);
-/// assert!(SizedBuffer::is_pooled(&pool.get(100)));
-/// assert!(!SizedBuffer::is_pooled(&pool.get(5000))); // above the largest class
+/// let pool = BytePools::new(64, 1024);
+/// assert!(SizedGuard::is_pooled(&pool.get(100)));
+/// assert!(!SizedGuard::is_pooled(&pool.get(5000))); // above the largest class
 /// ```
 pub struct SizedGuard<G: Deref>
 where
@@ -204,38 +408,7 @@ enum Repr<G, T> {
     Alone(T),
 }
 
-/// A guard that can give up its object: what [`SizedGuard::into_inner`] needs
-/// of the guards it wraps. Implemented by the crate's guards only.
-pub trait IntoInner: Deref + private::Sealed {
-    /// Keeps the object; it will not go back to the pool.
-    #[doc(hidden)]
-    fn into_inner(this: Self) -> Self::Target;
-}
-
-mod private {
-    pub trait Sealed {}
-}
-
-impl<B: crate::bytes::Buffer> private::Sealed for crate::bytes::PooledBuffer<'_, B> {}
-impl<B: crate::bytes::Buffer> IntoInner for crate::bytes::PooledBuffer<'_, B> {
-    fn into_inner(this: Self) -> B {
-        crate::Pooled::into_inner(this)
-    }
-}
-
-impl<T: Send + 'static, W: crate::resource::reset::Wipe<T>> private::Sealed
-    for crate::resource::reset::Tracked<'_, T, W>
-{
-}
-impl<T: Send + 'static, W: crate::resource::reset::Wipe<T>> IntoInner
-    for crate::resource::reset::Tracked<'_, T, W>
-{
-    fn into_inner(this: Self) -> T {
-        crate::resource::reset::Tracked::into_inner(this)
-    }
-}
-
-impl<G: IntoInner> SizedGuard<G>
+impl<G: Deref> SizedGuard<G>
 where
     G::Target: std::marker::Sized,
 {
@@ -251,6 +424,61 @@ where
         }
     }
 
+    /// Whether the object came from (and goes back to) a class, rather
+    /// than being made alone for a request above the largest class.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use stashpool::bytes::BytePools;
+    /// use stashpool::SizedGuard;
+    ///
+    /// let pool = BytePools::new(64, 1024);
+    /// assert!(SizedGuard::is_pooled(&pool.get(1024)));
+    /// assert!(!SizedGuard::is_pooled(&pool.get(1025)));
+    /// ```
+    pub fn is_pooled(this: &Self) -> bool {
+        matches!(this.repr, Repr::Pooled(_))
+    }
+}
+
+/// A guard of a pooled object, [`Pooled`] or [`PooledOwned`]: what a
+/// [`SizedGuard`] can hold.
+///
+/// Sealed: implemented by the crate's two guards only.
+pub trait Guard: DerefMut + private::Sealed
+where
+    Self::Target: Sized,
+{
+    /// Keeps the object; it will not go back to the pool.
+    #[doc(hidden)]
+    fn into_object(this: Self) -> Self::Target;
+}
+
+mod private {
+    pub trait Sealed {}
+}
+
+impl<T: Send + 'static, R: Recycle<T>> private::Sealed for Pooled<'_, T, R> {}
+
+impl<T: Send + 'static, R: Recycle<T>> Guard for Pooled<'_, T, R> {
+    fn into_object(this: Self) -> T {
+        Pooled::into_inner(this)
+    }
+}
+
+impl<T: Send + 'static, R: Recycle<T>, P> private::Sealed for PooledOwned<T, R, P> {}
+
+impl<T: Send + 'static, R: Recycle<T>, P> Guard for PooledOwned<T, R, P> {
+    fn into_object(this: Self) -> T {
+        PooledOwned::into_inner(this)
+    }
+}
+
+impl<G: Guard> SizedGuard<G>
+where
+    G::Target: Sized,
+{
     /// Keeps the object; it will not go back to the pool.
     ///
     /// An associated function, so it cannot shadow a method of the object.
@@ -258,34 +486,19 @@ where
     /// # Examples
     ///
     /// ```
-    /// use stashpool::bytes::{SizeClassPool, SizedBuffer};
+    /// use stashpool::bytes::BytePools;
+    /// use stashpool::SizedGuard;
     ///
-    /// let pool = SizeClassPool::new(64, 1024);
-    /// let kept: Vec<u8> = SizedBuffer::into_inner(pool.get(10));
+    /// let pool = BytePools::new(64, 1024);
+    /// let kept: Vec<u8> = SizedGuard::into_inner(pool.get(10));
     /// assert!(kept.capacity() >= 64);
     /// assert_eq!(pool.stats().idle, 0);
     /// ```
     pub fn into_inner(this: Self) -> G::Target {
         match this.repr {
-            Repr::Pooled(guard) => G::into_inner(guard),
+            Repr::Pooled(guard) => G::into_object(guard),
             Repr::Alone(object) => object,
         }
-    }
-
-    /// Whether the object came from (and goes back to) a class, rather
-    /// than being made alone for a request above the largest class.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use stashpool::bytes::{SizeClassPool, SizedBuffer};
-    ///
-    /// let pool = SizeClassPool::new(64, 1024);
-    /// assert!(SizedBuffer::is_pooled(&pool.get(1024)));
-    /// assert!(!SizedBuffer::is_pooled(&pool.get(1025)));
-    /// ```
-    pub fn is_pooled(this: &Self) -> bool {
-        matches!(this.repr, Repr::Pooled(_))
     }
 }
 
@@ -330,14 +543,32 @@ where
 mod tests {
     use super::*;
 
+    fn sized(size: usize, _: Reset) -> impl Fn() -> usize + Send + Sync {
+        move || size
+    }
+
     #[test]
     fn classes_round_up_to_powers_of_two() {
-        let classes = SizeClasses::new(100, 1000, "test pool", |size| size);
+        let classes = SizeClasses::new(100, 1000, Knobs::DEFAULT, sized, "test pool");
         assert_eq!(classes.sizes().collect::<Vec<_>>(), [128, 256, 512, 1024]);
-        assert_eq!(classes.get(0), Some(&128));
-        assert_eq!(classes.get(129), Some(&256));
-        assert_eq!(classes.get(1000), Some(&1024));
-        assert_eq!(classes.get(1001), None);
+        assert!(classes.made().is_empty(), "made on first use");
+        let class = |len| classes.get(len).map(|pool| *pool.get());
+        assert_eq!(class(0), Some(128));
+        assert_eq!(class(129), Some(256));
+        assert_eq!(class(1000), Some(1024));
+        assert_eq!(class(1001), None);
+        assert_eq!(classes.made().len(), 4);
+    }
+
+    #[test]
+    fn an_object_is_filed_under_the_largest_class_it_can_serve() {
+        let classes = SizeClasses::new(128, 1024, Knobs::DEFAULT, sized, "test pool");
+        let home = |size| *classes.home(size).get();
+        assert_eq!(home(0), 128);
+        assert_eq!(home(100), 128);
+        assert_eq!(home(255), 128);
+        assert_eq!(home(256), 256);
+        assert_eq!(home(1 << 20), 1024);
     }
 
     #[test]

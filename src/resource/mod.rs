@@ -14,7 +14,7 @@
 //!
 //! Every resource pool answers `new` and `builder` with the pool's
 //! parameters, an accessor named for each parameter (`capacity`,
-//! `buf_size`, `len`, `slab_size`, `dimensions`), a call that hands out an
+//! `buf_size`, `len`, `slab_capacity`, `dimensions`), a call that hands out an
 //! object (`get`, or `reader`, `writer`, `alloc`), and
 //! [`Pool`](crate::Pool)'s `sweep`, `clear` and `stats` as inherent methods
 //! too, so the common calls need no import ([`resource_pool!`] writes the
@@ -47,7 +47,7 @@ use crate::{LocalPool, LocalPoolBuilder, Recycle, Reset};
 ///
 /// let pool = BytePool::builder(4096)
 ///     .max_capacity(64 * 1024)
-///     .local_capacity(16)
+///     .max_stashed(16)
 ///     .max_idle(256)
 ///     .sweep_every(Duration::from_secs(10))
 ///     .build();
@@ -68,18 +68,18 @@ impl<P: sealed::Resource> ResourceBuilder<P> {
     }
 
     /// Most objects one thread keeps in its private stash (see
-    /// [`LocalPoolBuilder::local_capacity`](crate::LocalPoolBuilder::local_capacity)).
+    /// [`LocalPoolBuilder::max_stashed`](crate::LocalPoolBuilder::max_stashed)).
     ///
     /// # Examples
     ///
     /// ```
     /// use stashpool::bytes::StringPool;
     ///
-    /// let pool = StringPool::builder(256).local_capacity(4).build();
+    /// let pool = StringPool::builder(256).max_stashed(4).build();
     /// pool.with(|s| s.push_str("hi"));
     /// ```
-    pub fn local_capacity(mut self, n: usize) -> Self {
-        self.knobs.local_capacity = Some(n);
+    pub fn max_stashed(mut self, n: usize) -> Self {
+        self.knobs.max_stashed = Some(n);
         self
     }
 
@@ -226,17 +226,16 @@ pub(crate) mod sealed {
     /// default, which this layer does not repeat) and the reset policy.
     #[derive(Clone, Copy, Debug, Default)]
     pub struct Knobs {
-        pub(crate) local_capacity: Option<usize>,
+        pub(crate) max_stashed: Option<usize>,
         pub(crate) max_idle: Option<usize>,
         pub(crate) sweep: Sweep,
         pub(crate) reset: Reset,
     }
 
-    #[cfg(feature = "image")]
     impl Knobs {
         /// Nothing set: `Default`, in a `const` context.
         pub(crate) const DEFAULT: Self = Self {
-            local_capacity: None,
+            max_stashed: None,
             max_idle: None,
             sweep: Sweep::Default,
             reset: Reset::Zero,
@@ -249,8 +248,8 @@ pub(crate) mod sealed {
             self,
             mut builder: LocalPoolBuilder<T, R>,
         ) -> LocalPoolBuilder<T, R> {
-            if let Some(n) = self.local_capacity {
-                builder = builder.local_capacity(n);
+            if let Some(n) = self.max_stashed {
+                builder = builder.max_stashed(n);
             }
             if let Some(n) = self.max_idle {
                 builder = builder.max_idle(n);
@@ -341,3 +340,103 @@ macro_rules! resource_pool {
 }
 
 pub(crate) use resource_pool;
+
+/// The calls of a pool of one kind of object, forwarded to its `LocalPool`
+/// field `pool`: `get`, `try_get`, `get_owned`, `with` and `put`, with the
+/// same docs on every ready-made pool. `$example` makes a pool of this
+/// type in the generated doctests.
+macro_rules! object_pool {
+    ([$($generics:tt)*] $ty:ty, $object:ty, $recycler:ty, $example:literal) => {
+        impl<$($generics)*> $ty {
+            /// An object from this thread's stash, else the shared
+            /// overflow, else a new one; it goes back to the pool, reset
+            /// as the pool's docs say, when the guard drops (see
+            /// [`LocalPool::get`](crate::LocalPool::get)).
+            ///
+            /// # Examples
+            ///
+            /// ```
+            #[doc = concat!("let pool = ", $example, ";")]
+            /// let object = pool.get();
+            /// drop(object); // back to the pool
+            /// assert_eq!(pool.stats().returned, 1);
+            /// ```
+            #[inline]
+            pub fn get(&self) -> $crate::Pooled<'_, $object, $recycler> {
+                self.pool.get()
+            }
+
+            /// An idle object, if the pool has one; never makes one (see
+            /// [`LocalPool::try_get`](crate::LocalPool::try_get)).
+            ///
+            /// # Examples
+            ///
+            /// ```
+            #[doc = concat!("let pool = ", $example, ";")]
+            /// assert!(pool.try_get().is_none()); // nothing made yet
+            /// drop(pool.get());
+            /// assert!(pool.try_get().is_some());
+            /// ```
+            #[inline]
+            pub fn try_get(&self) -> Option<$crate::Pooled<'_, $object, $recycler>> {
+                self.pool.try_get()
+            }
+
+            /// [`get`](Self::get) for a pool in an `Arc`: the guard keeps
+            /// the pool alive, so it is `'static` and can move to another
+            /// thread (see [`LocalPool::get_owned`](crate::LocalPool::get_owned)).
+            ///
+            /// # Examples
+            ///
+            /// ```
+            #[doc = concat!("let pool = std::sync::Arc::new(", $example, ");")]
+            /// let object = pool.get_owned();
+            /// std::thread::spawn(move || drop(object)).join().unwrap();
+            /// assert_eq!(pool.stats().returned, 1);
+            /// ```
+            #[inline]
+            pub fn get_owned(
+                self: &std::sync::Arc<Self>,
+            ) -> $crate::PooledOwned<$object, $recycler, Self> {
+                // SAFETY: `pool` is a field of the `Arc`'s value.
+                unsafe { self.pool.get_owned_by(std::sync::Arc::clone(self)) }
+            }
+
+            /// Runs `f` on an object (as from [`get`](Self::get)), which
+            /// goes back to the pool after `f` returns, or is dropped if
+            /// `f` panics (see [`LocalPool::with`](crate::LocalPool::with)).
+            ///
+            /// # Examples
+            ///
+            /// ```
+            #[doc = concat!("let pool = ", $example, ";")]
+            /// pool.with(|object| drop(object));
+            /// assert_eq!(pool.stats().returned, 1);
+            /// ```
+            #[inline]
+            pub fn with<U>(&self, f: impl FnOnce(&mut $object) -> U) -> U {
+                self.pool.with(f)
+            }
+
+            /// Gives an object to the pool, as Go's `Put` does: it is reset
+            /// as a returned one is, and dropped if it does not fit the
+            /// pool (counted in [`Stats::discarded`](crate::Stats::discarded))
+            /// (see [`LocalPool::put`](crate::LocalPool::put)).
+            ///
+            /// # Examples
+            ///
+            /// ```
+            #[doc = concat!("let pool = ", $example, ";")]
+            /// let object = stashpool::Pooled::into_inner(pool.get());
+            /// pool.put(object);
+            /// assert_eq!(pool.stats().idle, 1);
+            /// ```
+            #[inline]
+            pub fn put(&self, object: $object) {
+                self.pool.put(object)
+            }
+        }
+    };
+}
+
+pub(crate) use object_pool;

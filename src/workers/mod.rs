@@ -58,7 +58,7 @@
 //!    most recently parked worker off the idle stack and wake it.
 //! 2. else, `running < max_workers`: count a new worker and start a thread
 //!    with the task as its first.
-//! 3. else, `queued < free + queue_capacity`: queue the task for the next
+//! 3. else, `queued < free + max_queued`: queue the task for the next
 //!    busy worker to finish.
 //! 4. else the pool is full: `try_submit` gives the task back; `submit`
 //!    spins, retrying, for a few microseconds, then marks the word and
@@ -136,7 +136,7 @@
 //! fed slower than it works keeps one or two threads. Sleepers are reused
 //! newest first, so when the load drops the oldest stay parked until their
 //! idle timeout and exit: an idle pool holds no threads. Admission bounds
-//! `running` by `max_workers` and the queue by `queue_capacity` (tasks that
+//! `running` by `max_workers` and the queue by `max_queued` (tasks that
 //! free workers have not taken yet do not count against it). The default
 //! capacity (`DEFAULT_QUEUE_CAPACITY`, or a few tasks per worker in large
 //! pools) is runway: a submitter that finds the queue full sleeps, and the

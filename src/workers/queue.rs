@@ -7,7 +7,7 @@
 //! same on the head); a push to Vyukov's bounded ring
 //! (`crossbeam_queue::ArrayQueue`) is one compare-and-swap on the tail and a
 //! plain release store of the slot's stamp. So tasks go to the ring, sized
-//! for what admission lets queue (`queue_capacity` plus a task for each free
+//! for what admission lets queue (`max_queued` plus a task for each free
 //! worker, up to `FREE_WORKER_SLOTS` of those), and only those that find it
 //! full go to the `Injector`, made on the first of them: tasks that workers
 //! submit past the capacity, tasks admitted after `set_max_workers` raised
@@ -42,7 +42,7 @@ use crate::sync::{AtomicUsize, Ordering, Ring};
 /// workers, and from then on every push and pop pays for both parts until
 /// the overflow drains. But its slots (a task's words and a stamp each) are
 /// allocated when the pool is made, so a pool configured with a huge
-/// `queue_capacity` gets this many, and the overflow past them. Under loom,
+/// `max_queued` gets this many, and the overflow past them. Under loom,
 /// one slot, so that the models send tasks through the overflow too.
 const MAX_RING_SLOTS: usize = if cfg!(stashpool_loom) { 1 } else { 1 << 13 };
 

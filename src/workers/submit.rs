@@ -47,7 +47,7 @@ pub(crate) type Hook<F> = Option<std::sync::Arc<F>>;
 pub(crate) struct Config {
     pub(crate) max_workers: usize,
     /// `None`: the default, which follows `max_workers`.
-    pub(crate) queue_capacity: Option<usize>,
+    pub(crate) max_queued: Option<usize>,
     /// `None`: idle workers never exit.
     pub(crate) idle_timeout: Option<Duration>,
     pub(crate) stack_size: Option<usize>,
@@ -91,7 +91,7 @@ const BLOCKING: Mode = Mode {
 #[inline]
 fn capacity(config: &Config, max: usize) -> usize {
     config
-        .queue_capacity
+        .max_queued
         .unwrap_or_else(|| super::DEFAULT_QUEUE_CAPACITY.max(max * super::DEFAULT_QUEUE_PER_WORKER))
 }
 
@@ -245,7 +245,7 @@ impl Shared {
             return Some((s.start(), Admission::Start));
         }
         // Bounded admissions never find `queued` at its limit: the builder
-        // keeps `max_workers + queue_capacity` below it.
+        // keeps `max_workers + max_queued` below it.
         if countable && (!mode.bounded || s.queued() < s.free() + self.capacity(max)) {
             return Some((s.queue(), Admission::Queued));
         }
@@ -973,7 +973,7 @@ mod tests {
     fn shared(max_workers: usize) -> Shared {
         Shared::new(Config {
             max_workers,
-            queue_capacity: None,
+            max_queued: None,
             idle_timeout: None,
             stack_size: None,
             thread_name: None,

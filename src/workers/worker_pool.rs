@@ -16,7 +16,7 @@ use crate::sync::{thread, Arc, NEVER};
 /// runs well; the limit comes from the width of the pool's state word.
 pub const MAX_WORKERS: usize = state::MAX_WORKERS;
 
-/// The largest [`queue_capacity`](WorkerPoolBuilder::queue_capacity).
+/// The largest [`max_queued`](WorkerPoolBuilder::max_queued).
 pub const MAX_QUEUE_CAPACITY: usize = 1 << 23;
 
 /// How long an idle worker waits for a task before it exits, by default.
@@ -28,7 +28,7 @@ pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(10);
 /// How many tasks may wait for busy workers, by default, before `submit`
 /// waits too: the queue holds the larger of `DEFAULT_QUEUE_CAPACITY` and
 /// [`DEFAULT_QUEUE_PER_WORKER`] per worker, unless
-/// [`queue_capacity`](WorkerPoolBuilder::queue_capacity) says otherwise.
+/// [`max_queued`](WorkerPoolBuilder::max_queued) says otherwise.
 ///
 /// Why this many: a submitter that outruns the workers fills the queue and
 /// then waits for room, one freed slot at a time, while it shares the cores
@@ -36,7 +36,7 @@ pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(10);
 /// or preempted on a busy machine) leaves the workers only what is queued.
 /// A few hundred tasks of runway run out within the time a wake or a
 /// preemption takes, and small tasks then pay for the waiting on both sides.
-/// A few thousand cover it, and the `queue_capacity` group of
+/// A few thousand cover it, and the `max_queued` group of
 /// `benches/workers.rs` shows the gain flattening out past this size, while
 /// `benches/workers_rss.rs` shows the cost: a full queue holds each task's
 /// few words (and its box, for a closure too large to store inline), far
@@ -57,7 +57,7 @@ pub const DEFAULT_QUEUE_PER_WORKER: usize = 4;
 /// [`submit`](Self::submit) runs a task on a free worker if there is one,
 /// else on a new worker while fewer than `max_workers` run, else queues it
 /// for the next busy worker to finish (up to
-/// [`queue_capacity`](WorkerPoolBuilder::queue_capacity) tasks), else waits
+/// [`max_queued`](WorkerPoolBuilder::max_queued) tasks), else waits
 /// until there is room. So at most `max_workers` tasks run at once, and threads
 /// are started only when every worker is busy: the pool grows with the load.
 /// A worker that finds nothing to do spins for a few microseconds, then
@@ -152,7 +152,7 @@ impl WorkerPool {
     ///
     /// let pool = WorkerPool::builder(16)
     ///     .idle_timeout(Duration::from_secs(1))
-    ///     .queue_capacity(256)
+    ///     .max_queued(256)
     ///     .build();
     /// pool.submit(|| println!("hello from a worker"));
     /// ```
@@ -161,7 +161,7 @@ impl WorkerPool {
         WorkerPoolBuilder {
             config: Config {
                 max_workers,
-                queue_capacity: None,
+                max_queued: None,
                 idle_timeout: Some(DEFAULT_IDLE_TIMEOUT),
                 stack_size: None,
                 thread_name: None,
@@ -226,7 +226,7 @@ impl WorkerPool {
     /// use std::sync::mpsc;
     /// use stashpool::workers::WorkerPool;
     ///
-    /// let pool = WorkerPool::builder(1).queue_capacity(0).build();
+    /// let pool = WorkerPool::builder(1).max_queued(0).build();
     /// let (release, blocked) = mpsc::channel::<()>();
     /// let (started, running) = mpsc::channel();
     /// pool.submit(move || {
@@ -541,7 +541,7 @@ impl fmt::Debug for WorkerPool {
 ///
 /// let pool = WorkerPool::builder(4)
 ///     .idle_timeout(Duration::from_millis(500))
-///     .queue_capacity(0) // submit waits for a free worker
+///     .max_queued(0) // submit waits for a free worker
 ///     .stack_size(256 * 1024)
 ///     .build();
 /// assert_eq!(pool.max_workers(), 4);
@@ -557,7 +557,7 @@ impl fmt::Debug for WorkerPoolBuilder {
         let c = &self.config;
         f.debug_struct("WorkerPoolBuilder")
             .field("max_workers", &c.max_workers)
-            .field("queue_capacity", &c.queue_capacity)
+            .field("max_queued", &c.max_queued)
             .field("idle_timeout", &c.idle_timeout)
             .field("stack_size", &c.stack_size)
             .field("thread_name", &c.thread_name.is_some())
@@ -596,7 +596,7 @@ impl WorkerPoolBuilder {
     /// and waits otherwise; `try_submit` gives the task back. With 0,
     /// `submit` waits until a worker is free, as Go's `itogami` does, and
     /// every task is a hand-off; a queue lets a submitter run ahead of the
-    /// workers (the `queue_capacity` group of `benches/workers.rs`
+    /// workers (the `max_queued` group of `benches/workers.rs`
     /// measures what that buys). Room for the queue (six words a task, up
     /// to 8192 tasks; tasks past that go to a queue that grows as needed)
     /// is allocated when the pool is built.
@@ -610,18 +610,18 @@ impl WorkerPoolBuilder {
     /// ```
     /// use stashpool::workers::WorkerPool;
     ///
-    /// let pool = WorkerPool::builder(2).queue_capacity(1000).build();
+    /// let pool = WorkerPool::builder(2).max_queued(1000).build();
     /// for _ in 0..1000 {
     ///     pool.submit(|| {});
     /// }
     /// pool.wait();
     /// ```
-    pub fn queue_capacity(mut self, capacity: usize) -> Self {
+    pub fn max_queued(mut self, capacity: usize) -> Self {
         assert!(
             capacity <= MAX_QUEUE_CAPACITY,
             "stashpool: a WorkerPool queue holds at most {MAX_QUEUE_CAPACITY} tasks (got {capacity})"
         );
-        self.config.queue_capacity = Some(capacity);
+        self.config.max_queued = Some(capacity);
         self
     }
 

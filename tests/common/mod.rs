@@ -67,7 +67,7 @@ impl IdMarker {
         // A stash of one, with room for one whatever the number of stashes
         // (up to four threads use it), beside an overflow of four.
         let pool = stashpool::LocalPool::builder((|| 0) as fn() -> usize)
-            .local_capacity(1)
+            .max_stashed(1)
             .max_idle(4)
             .manual_sweep()
             .build();

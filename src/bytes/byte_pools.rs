@@ -1,0 +1,151 @@
+//! `BytePools`: byte buffers in power-of-two size classes, one pool per
+//! class, for callers whose buffer sizes vary.
+
+use std::fmt;
+
+use super::BufferRecycler;
+use crate::resource::classes::{class_pool, SizeClasses};
+use crate::resource::fallible;
+use crate::resource::sealed::{Knobs, Resource};
+use crate::resource::ResourceBuilder;
+use crate::Reset;
+
+/// The largest class a [`BytePools`] may have: the largest power of two
+/// a `Vec<u8>` can hold (2<sup>62</sup> bytes on 64-bit targets).
+pub const MAX_CLASS: usize = crate::resource::classes::MAX_CLASS;
+
+const BAD_CLASSES: &str = "stashpool: BytePools: the smallest class must be non-zero, \
+     at most the largest, and the largest at most MAX_CLASS bytes";
+
+/// Byte buffers for requests of varying size, pooled in power-of-two size
+/// classes (Go's `bp.MultiBytePool`): one [`BytePool`](super::BytePool)
+/// per size.
+///
+/// `get(len)` takes a buffer from the smallest class that holds `len`
+/// bytes, so a buffer never has less than `len` nor much more than twice
+/// `len` bytes of room. Each class is a [`LocalPool`](crate::LocalPool) of
+/// its own, made on first use; a guard returns its buffer to the class it
+/// came from. A buffer that grew into a larger class, or shrank below its
+/// own, is dropped on return rather than kept in a class where it does not
+/// belong. Requests larger than [`max_capacity`](Self::max_capacity) get a
+/// plain allocation that is dropped, not pooled, when the guard drops.
+///
+/// Returned buffers are cleared, as in a [`BytePool`](super::BytePool).
+///
+/// # Examples
+///
+/// ```
+/// use stashpool::bytes::BytePools;
+///
+/// static BUFFERS: BytePools = BytePools::new(512, 64 * 1024);
+///
+/// let small = BUFFERS.get(100); // from the 512-byte class
+/// assert!(small.capacity() >= 512);
+/// let medium = BUFFERS.get(3000); // from the 4096-byte class
+/// assert!((3000..8192).contains(&medium.capacity()));
+/// let huge = BUFFERS.get(1 << 20); // larger than the largest class: not pooled
+/// assert!(huge.capacity() >= 1 << 20);
+/// ```
+pub struct BytePools {
+    classes: SizeClasses<Vec<u8>, BufferRecycler>,
+}
+
+impl BytePools {
+    /// A pool with a class for every power of two from `min` to `max`
+    /// bytes (each rounded up to a power of two); requests above `max` are
+    /// not pooled.
+    ///
+    /// `const`, so a pool can be a `static`; the classes are made on first
+    /// use.
+    ///
+    /// # Panics
+    ///
+    /// If `min` is zero, `min > max`, or `max > MAX_CLASS`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use stashpool::bytes::BytePools;
+    ///
+    /// let pool = BytePools::new(100, 1000); // classes 128 to 1024
+    /// assert_eq!(pool.classes().collect::<Vec<_>>(), [128, 256, 512, 1024]);
+    /// ```
+    pub const fn new(min: usize, max: usize) -> Self {
+        Self::with_knobs((min, max), Knobs::DEFAULT)
+    }
+
+    /// A builder, to set the core knobs (they apply to every class).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use stashpool::bytes::BytePools;
+    ///
+    /// let pool = BytePools::builder(64, 4096).max_stashed(8).build();
+    /// pool.with(10, |buf| buf.push(1));
+    /// ```
+    pub fn builder(min: usize, max: usize) -> ResourceBuilder<Self> {
+        ResourceBuilder::new((min, max))
+    }
+
+    const fn with_knobs((min, max): (usize, usize), knobs: Knobs) -> Self {
+        Self {
+            classes: SizeClasses::new(min, max, knobs, class_recycler, BAD_CLASSES),
+        }
+    }
+}
+
+/// The recycler of a class: a buffer that grew into the next class is
+/// dropped (it would waste half its memory here); one that shrank below
+/// its class can no longer serve its requests.
+fn class_recycler(size: usize, _: Reset) -> BufferRecycler {
+    BufferRecycler::new(size, 2 * size - 1)
+}
+
+class_pool!(
+    BytePools,
+    Vec<u8>,
+    BufferRecycler,
+    fallible::with_capacity,
+    Vec::capacity,
+    "stashpool::bytes::BytePools::new(64, 1 << 20)"
+);
+
+impl fmt::Debug for BytePools {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BytePools")
+            .field("classes", &self.classes().collect::<Vec<_>>())
+            .field("max_capacity", &self.max_capacity())
+            .field("stats", &self.stats())
+            .finish()
+    }
+}
+
+impl Resource for BytePools {
+    type Params = (usize, usize);
+
+    fn build(params: (usize, usize), knobs: Knobs) -> Self {
+        Self::with_knobs(params, knobs)
+    }
+}
+
+/// A buffer from a [`BytePools`]: goes back to its size class, cleared,
+/// when dropped, unless it was too large to be pooled.
+///
+/// Dereferences to `Vec<u8>`.
+///
+/// # Examples
+///
+/// ```
+/// use std::io::Write;
+/// use stashpool::bytes::BytePools;
+/// use stashpool::SizedGuard;
+///
+/// let pool = BytePools::new(64, 1024);
+/// let mut buf = pool.get(100);
+/// write!(buf, "{}", 42).unwrap();
+/// assert!(SizedGuard::is_pooled(&buf));
+/// let kept: Vec<u8> = SizedGuard::into_inner(buf); // leaves the pool
+/// assert_eq!(kept, b"42");
+/// ```
+pub type SizedBuffer<'a> = crate::SizedGuard<super::PooledBuffer<'a>>;
