@@ -732,7 +732,11 @@ fn a_blocked_threads_slot_goes_to_a_newcomer() {
         newcomer.join().unwrap();
         assert!(pool.loom_slots_held() <= 1);
         let stats = pool.stats();
-        assert_eq!((stats.returned, stats.rejected), (4, 0), "{stats:?}");
+        assert_eq!(
+            (stats.returned, stats.discarded, stats.rejected),
+            (4, 0, 0),
+            "{stats:?}"
+        );
         let pool = Arc::try_unwrap(pool).ok().unwrap();
         drop_and_check(pool, &ledger);
     });

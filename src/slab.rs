@@ -69,7 +69,7 @@ const ALIGN: usize = 8;
 /// has dropped.
 ///
 /// [`stats`](crate::Pool::stats) counts slabs: `created` slabs were allocated,
-/// `reused` pieces were cut from a slab already started, `rejected` slabs
+/// `reused` pieces were cut from a slab already started, `discarded` slabs
 /// were given up, used up while pieces of them were still alive.
 ///
 /// What slabs save is allocator calls and per-allocation overhead: one

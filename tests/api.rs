@@ -47,14 +47,15 @@ fn core() {
         created,
         reused,
         returned,
+        discarded,
         rejected,
         trimmed,
         idle,
         ..
     } = stats;
     assert_eq!(
-        (created, reused, returned, rejected, trimmed, idle),
-        (1, 1, 2, 0, 0, 1)
+        (created, reused, returned, discarded, rejected, trimmed, idle),
+        (1, 1, 2, 0, 0, 0, 1)
     );
 
     let shared = Arc::new(LocalPool::new(Zeroed));

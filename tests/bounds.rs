@@ -138,7 +138,10 @@ fn max_idle_zero_keeps_nothing() {
     }
     pool.put(ledger.make());
     let stats = pool.stats();
-    assert_eq!((stats.created, stats.rejected, stats.idle), (3, 4, 0));
+    assert_eq!(
+        (stats.created, stats.rejected, stats.discarded, stats.idle),
+        (3, 4, 0, 0)
+    );
     assert_eq!(ledger.live(), 0, "every return was dropped");
     assert!(pool.try_get().is_none());
 }

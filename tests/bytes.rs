@@ -37,7 +37,7 @@ fn a_returned_byte_buffer_is_reused_and_cleared() {
     assert_eq!(buf.as_ptr(), ptr, "the same allocation comes back");
     assert!(buf.is_empty(), "what the last user wrote is not readable");
     let stats = pool.stats();
-    assert_eq!((stats.created, stats.reused, stats.rejected), (1, 1, 0));
+    assert_eq!((stats.created, stats.reused, stats.discarded), (1, 1, 0));
 }
 
 #[test]
@@ -77,7 +77,7 @@ fn a_buffer_that_grew_past_max_capacity_is_dropped() {
     drop(buf);
 
     let stats = pool.stats();
-    assert_eq!((stats.rejected, stats.idle), (1, 0));
+    assert_eq!((stats.discarded, stats.idle), (1, 0));
     let buf = pool.get();
     assert!(buf.capacity() <= 256, "a new buffer, not the grown one");
     assert_eq!((pool.stats().created, pool.stats().reused), (2, 0));
@@ -89,7 +89,7 @@ fn a_buffer_that_shrank_below_capacity_is_dropped() {
     let mut buf = pool.get();
     let _taken: Vec<u8> = std::mem::take(&mut *buf); // leaves an empty Vec behind
     drop(buf);
-    assert_eq!(pool.stats().rejected, 1);
+    assert_eq!(pool.stats().discarded, 1);
     assert!(pool.get().capacity() >= 512, "the promise still holds");
 }
 
@@ -291,7 +291,7 @@ fn a_buffer_that_grew_into_another_class_is_dropped() {
     let mut buf = pool.get(100);
     buf.resize(1000, 1); // now as large as the 1024 class
     drop(buf);
-    assert_eq!(pool.class_stats(128).unwrap().rejected, 1);
+    assert_eq!(pool.class_stats(128).unwrap().discarded, 1);
     assert_eq!(pool.stats().idle, 0);
 }
 

@@ -412,7 +412,7 @@ fn read_all_drops_vectors_that_grew_too_large() {
     let pool = CopyPool::builder(8).manual_sweep().build();
     drop(pool.read_all(&mut &[1u8; 1000][..]).unwrap());
     let stats = pool.stats();
-    assert_eq!((stats.rejected, stats.idle), (1, 0));
+    assert_eq!((stats.discarded, stats.idle), (1, 0));
 }
 
 #[test]

@@ -58,9 +58,9 @@ fn create_failing_the_first_calls() {
     assert_eq!(ledger.live(), 0);
 }
 
-struct RejectAll;
+struct RefuseAll;
 
-impl Recycle<u32> for RejectAll {
+impl Recycle<u32> for RefuseAll {
     fn create(&self) -> u32 {
         1
     }
@@ -71,8 +71,8 @@ impl Recycle<u32> for RejectAll {
 }
 
 #[test]
-fn a_recycler_that_rejects_everything() {
-    let pool = LocalPool::builder(RejectAll).manual_sweep().build();
+fn a_recycler_that_refuses_everything() {
+    let pool = LocalPool::builder(RefuseAll).manual_sweep().build();
     for _ in 0..10 {
         pool.with(|n| *n += 1);
         drop(pool.get());
@@ -80,7 +80,10 @@ fn a_recycler_that_rejects_everything() {
     }
     let stats = pool.stats();
     assert_eq!((stats.created, stats.reused), (20, 0));
-    assert_eq!((stats.returned, stats.rejected, stats.idle), (0, 30, 0));
+    assert_eq!(
+        (stats.returned, stats.discarded, stats.rejected, stats.idle),
+        (0, 30, 0, 0)
+    );
 }
 
 /// Panics in `recycle` on the calls whose number `panics_on` says.
@@ -125,8 +128,9 @@ fn recycle_panics_at_random_points() {
     assert_eq!(panics, 10);
     let stats = pool.stats();
     assert_eq!(
-        stats.rejected, 10,
-        "each panicking return counted: {stats:?}"
+        (stats.discarded, stats.rejected),
+        (10, 0),
+        "each panicking return counted discarded: {stats:?}"
     );
     assert_eq!(
         stats.idle,
@@ -170,11 +174,18 @@ fn closure_and_guard_panics_on_many_threads() {
     });
     let stats = pool.stats();
     assert_eq!(stats.idle, ledger.live());
+    let panics = (0..4u64)
+        .flat_map(|t| (0..200).map(move |i| i + t))
+        .filter(|n| n % 7 == 0 || n % 11 == 0)
+        .count() as u64;
+    // Every object a panic unwound through was discarded; the pool, with no
+    // `max_idle`, refused nothing.
+    assert_eq!((stats.discarded, stats.rejected), (panics, 0), "{stats:?}");
     // The books balance: every object taken came back, as accepted or as
-    // rejected (those a panic unwound through).
+    // discarded.
     assert_eq!(
         stats.created + stats.reused,
-        stats.returned + stats.rejected,
+        stats.returned + stats.discarded,
         "{stats:?}"
     );
     drop(pool);

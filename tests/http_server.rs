@@ -865,7 +865,7 @@ fn the_pooled_server_reuses_its_buffers() {
 /// neither idle in the pool nor dropped by it.
 fn out_of(stats: &HashMap<String, u64>, pool: &str) -> u64 {
     let count = |what: &str| stats[&format!("{pool}.{what}")];
-    count("created") - count("idle") - count("rejected") - count("trimmed")
+    count("created") - count("idle") - count("discarded") - count("rejected") - count("trimmed")
 }
 
 #[test]

@@ -56,7 +56,7 @@ fn an_rgba_frame_swapped_for_another_size_is_dropped() {
     *frame = RgbaImage::from_raw(16, 16, vec![9; 16 * 16 * 4 + 1]).unwrap();
     drop(frame);
     let stats = pool.stats();
-    assert_eq!((stats.rejected, stats.idle), (2, 0));
+    assert_eq!((stats.discarded, stats.idle), (2, 0));
     assert_eq!(pool.get().dimensions(), (16, 16));
 }
 
@@ -66,7 +66,7 @@ fn an_rgba_frame_with_another_color_space_is_dropped() {
 
     let pool = RgbaPool::builder(4, 4).manual_sweep().build();
     pool.with(|frame| frame.set_color_space(Cicp::SRGB_LINEAR).unwrap());
-    assert_eq!(pool.stats().rejected, 1);
+    assert_eq!(pool.stats().discarded, 1);
     assert_eq!(pool.get().color_space(), Cicp::SRGB);
 }
 
@@ -144,7 +144,7 @@ fn a_ycbcr_frame_with_a_replaced_plane_is_dropped() {
         .build();
     pool.with(|frame| frame.cr = vec![7; 3]);
     pool.with(|frame| frame.y.truncate(10));
-    assert_eq!(pool.stats().rejected, 2);
+    assert_eq!(pool.stats().discarded, 2);
     assert_eq!(pool.stats().idle, 0);
     assert_eq!(pool.get().cr.len(), 64);
 }
@@ -156,7 +156,7 @@ fn a_ycbcr_frame_swapped_for_another_shape_with_the_same_plane_sizes_is_dropped(
         .build();
     // A transposed frame has planes of the same lengths.
     pool.with(|frame| *frame = YCbCrFrame::new(8, 16, Subsampling::S420));
-    assert_eq!(pool.stats().rejected, 1);
+    assert_eq!(pool.stats().discarded, 1);
     let frame = pool.get();
     assert_eq!((frame.width(), frame.height()), (16, 8));
     assert_eq!(frame.y_stride, 16);
@@ -240,7 +240,7 @@ fn under_reset_zero_a_large_written_frame_is_replaced_by_a_zeroed_one() {
     frame.fill(0xAB);
     drop(frame);
     let stats = pool.stats();
-    assert_eq!((stats.rejected, stats.idle), (1, 0), "dropped, not zeroed");
+    assert_eq!((stats.discarded, stats.idle), (1, 0), "dropped, not zeroed");
 
     let mut frame = pool.get();
     assert!(frame.iter().all(|&b| b == 0), "the picture leaked");
@@ -275,7 +275,7 @@ fn under_reset_zero_a_written_frame_just_under_1_mib_is_zeroed_in_place() {
     let frame = pool.get();
     assert_eq!(frame.as_raw().as_ptr(), ptr, "the same frame comes back");
     assert!(frame.iter().all(|&b| b == 0), "the picture leaked");
-    assert_eq!(pool.stats().rejected, 0);
+    assert_eq!(pool.stats().discarded, 0);
 }
 
 #[test]
@@ -287,7 +287,7 @@ fn under_reset_keep_a_large_written_frame_is_reused_as_it_was_left() {
     pool.with(|frame| frame.fill(0x5A));
     let frame = pool.get();
     assert!(frame.iter().all(|&b| b == 0x5A), "kept, as in Go's bp");
-    assert_eq!((pool.stats().reused, pool.stats().rejected), (1, 0));
+    assert_eq!((pool.stats().reused, pool.stats().discarded), (1, 0));
 }
 
 #[test]
@@ -312,7 +312,7 @@ fn under_reset_zero_a_large_written_ycbcr_frame_comes_back_zeroed() {
         );
         assert_eq!((frame.y_stride, frame.c_stride), (1024, 512));
     }
-    assert_eq!(pool.stats().rejected, 3);
+    assert_eq!(pool.stats().discarded, 3);
 
     // Read only: the frame stays in the pool.
     let before = pool.stats();
@@ -333,7 +333,7 @@ fn rgba_pools_of_large_shapes_in_turn_hand_out_zeroed_frames() {
         frame.fill(i as u8 + 1);
     }
     assert!(pools.get(LARGE.0, LARGE.1).iter().all(|&b| b == 0));
-    assert_eq!(pools.stats().rejected, 3);
+    assert_eq!(pools.stats().discarded, 3);
 }
 
 #[test]

@@ -43,7 +43,7 @@ fn a_map_swapped_for_another_length_is_dropped() {
     let pool = pool(8192);
     pool.with(|map| *map = MmapMut::map_anon(4096).unwrap());
     let stats = pool.stats();
-    assert_eq!((stats.rejected, stats.idle), (1, 0));
+    assert_eq!((stats.discarded, stats.idle), (1, 0));
     assert_eq!(pool.get().len(), 8192);
 }
 

@@ -142,13 +142,14 @@ impl Recycle<Vec<u8>> for Resetting {
 }
 
 #[test]
-fn recycle_resets_and_rejects() {
+fn recycle_resets_and_discards() {
     let pool = LocalPool::builder(Resetting).manual_sweep().build();
     pool.with(|buf| buf.extend_from_slice(b"secret"));
     pool.with(|buf| assert!(buf.is_empty(), "reset on return"));
     pool.with(|buf| buf.extend_from_slice(&[0; 1000])); // grows past 64
     let stats = pool.stats();
-    assert_eq!(stats.rejected, 1);
+    // Dropped by the recycler's rule, not for want of room.
+    assert_eq!((stats.discarded, stats.rejected), (1, 0));
     assert_eq!(stats.returned, 2);
     assert_eq!(stats.idle, 0);
     assert!(pool.get().capacity() <= 64, "the big buffer was not kept");
@@ -160,7 +161,8 @@ fn put_passes_through_recycle() {
     pool.put(b"left over".to_vec());
     assert!(pool.get().is_empty());
     pool.put(vec![1; 100]);
-    assert_eq!(pool.stats().rejected, 1);
+    let stats = pool.stats();
+    assert_eq!((stats.discarded, stats.rejected), (1, 0));
 }
 
 #[test]
@@ -209,7 +211,11 @@ fn local_capacity_bounds_the_stash_and_spills_to_the_overflow() {
     let stats = pool.stats();
     assert_eq!(stats.idle, 10, "4 in the stash + 6 in the overflow");
     assert_eq!(stats.returned, 10);
-    assert_eq!(stats.rejected, 3);
+    assert_eq!(
+        (stats.rejected, stats.discarded),
+        (3, 0),
+        "refused for room"
+    );
     let mut got: Vec<u32> = (0..10).map(|_| Pooled::into_inner(pool.get())).collect();
     got.sort_unstable();
     assert_eq!(pool.stats().created, 0);
@@ -255,7 +261,7 @@ fn zero_max_idle_keeps_nothing() {
         pool.put(i);
     }
     let stats = pool.stats();
-    assert_eq!((stats.idle, stats.rejected), (0, 5));
+    assert_eq!((stats.idle, stats.rejected, stats.discarded), (0, 5, 0));
 }
 
 #[test]
@@ -270,7 +276,10 @@ fn zero_capacity_everywhere_rejects_every_return() {
     pool.with(|_| ());
     pool.with(|_| ());
     let stats = pool.stats();
-    assert_eq!((stats.created, stats.rejected, stats.idle), (2, 2, 0));
+    assert_eq!(
+        (stats.created, stats.rejected, stats.discarded, stats.idle),
+        (2, 2, 0, 0)
+    );
     assert_eq!(ledger.dropped(), 2);
 }
 
@@ -441,7 +450,7 @@ impl Recycle<common::Tracked> for PanicsOnRecycle {
 }
 
 #[test]
-fn recycle_panic_drops_the_object_and_counts_it_rejected() {
+fn recycle_panic_drops_the_object_and_counts_it_discarded() {
     let ledger = Ledger::new();
     let pool = LocalPool::builder(PanicsOnRecycle).manual_sweep().build();
     let even = ledger.make();
@@ -450,7 +459,10 @@ fn recycle_panic_drops_the_object_and_counts_it_rejected() {
     assert_eq!(ledger.dropped(), 1);
     pool.put(odd);
     let stats = pool.stats();
-    assert_eq!((stats.rejected, stats.returned, stats.idle), (1, 1, 1));
+    assert_eq!(
+        (stats.discarded, stats.rejected, stats.returned, stats.idle),
+        (1, 0, 1, 1)
+    );
     drop(pool);
     assert_eq!(ledger.live(), 0);
 }
@@ -466,7 +478,8 @@ fn with_panic_drops_the_object_and_keeps_the_pool_usable() {
     }));
     assert!(result.is_err());
     assert_eq!(ledger.dropped(), 1, "the object in use was dropped");
-    assert_eq!(pool.stats().idle, 0);
+    let stats = pool.stats();
+    assert_eq!((stats.discarded, stats.rejected, stats.idle), (1, 0, 0));
     pool.with(|_| ());
     assert_eq!(pool.stats().idle, 1);
 }
@@ -482,7 +495,71 @@ fn guard_dropped_while_panicking_is_not_pooled() {
     }));
     assert!(result.is_err());
     assert_eq!(ledger.dropped(), 1);
-    assert_eq!(pool.stats().idle, 0);
+    let stats = pool.stats();
+    assert_eq!(
+        (stats.discarded, stats.rejected, stats.returned, stats.idle),
+        (1, 0, 0, 0)
+    );
+}
+
+/// Keeps odd numbers, refuses even ones.
+struct KeepsOdd;
+
+impl Recycle<u32> for KeepsOdd {
+    fn create(&self) -> u32 {
+        1
+    }
+
+    fn recycle(&self, value: &mut u32) -> bool {
+        *value % 2 == 1
+    }
+}
+
+#[test]
+fn a_refusal_by_recycle_is_discarded_and_a_full_pool_rejects() {
+    let pool = LocalPool::builder(KeepsOdd)
+        .local_capacity(1)
+        .max_idle(1)
+        .manual_sweep()
+        .build();
+    pool.put(2); // refused by `recycle` while there is room
+    assert_eq!((pool.stats().discarded, pool.stats().rejected), (1, 0));
+    pool.put(1); // the stash
+    pool.put(3); // spilled to the overflow
+    pool.put(5); // neither has room
+    let stats = pool.stats();
+    assert_eq!(
+        (stats.returned, stats.discarded, stats.rejected, stats.idle),
+        (2, 1, 1, 2),
+        "{stats:?}"
+    );
+    pool.put(4); // refused by `recycle` while the pool is full
+    let stats = pool.stats();
+    assert_eq!((stats.discarded, stats.rejected), (2, 1), "{stats:?}");
+}
+
+#[test]
+fn a_thread_without_a_slot_counts_refusals_and_a_full_pool_apart() {
+    // `max_idle(1)`: one slot, taken by this thread; the other thread
+    // returns straight to the overflow, which has room for one.
+    let pool = LocalPool::builder(KeepsOdd)
+        .max_idle(1)
+        .manual_sweep()
+        .build();
+    pool.put(1);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            pool.put(2); // refused by `recycle`
+            pool.put(3); // into the overflow
+            pool.put(5); // no room
+        });
+    });
+    let stats = pool.stats();
+    assert_eq!(
+        (stats.returned, stats.discarded, stats.rejected),
+        (2, 1, 1),
+        "{stats:?}"
+    );
 }
 
 #[test]
@@ -501,6 +578,7 @@ fn stats_add_up() {
     assert_eq!(s.created, 8);
     assert_eq!(s.reused, 1);
     assert_eq!(s.returned + s.rejected, 9);
+    assert_eq!(s.discarded, 0, "every drop was for want of room");
     assert_eq!(s.idle, 0);
     assert!((s.hit_rate() - 1.0 / 9.0).abs() < 1e-9);
 }

@@ -79,17 +79,23 @@ pub fn usage_error(message: &str) -> ! {
 /// came back, and each one the pool made is idle in it or was dropped and
 /// counted. (A guard dropped by a panic's unwinding drops its object rather
 /// than pool what the panic may have left half-written, and counts it
-/// rejected.)
+/// discarded.)
 ///
 /// # Panics
 ///
 /// If an object is unaccounted for.
 pub fn account(name: &str, stats: stashpool::Stats) {
     let handed_out = stats.created + stats.reused;
-    let came_back = stats.returned + stats.rejected;
+    let dropped = stats.discarded + stats.rejected;
+    let came_back = stats.returned + dropped;
     println!(
-        "  {name:<12} created {:>6}  reused {:>8}  rejected {:>3}  trimmed {:>3}  idle {:>3}",
-        stats.created, stats.reused, stats.rejected, stats.trimmed, stats.idle
+        "  {name:<12} created {:>6}  reused {:>8}  discarded {:>3}  rejected {:>3}  trimmed {:>3}  idle {:>3}",
+        stats.created,
+        stats.reused,
+        stats.discarded,
+        stats.rejected,
+        stats.trimmed,
+        stats.idle
     );
     assert_eq!(
         handed_out, came_back,
@@ -97,7 +103,7 @@ pub fn account(name: &str, stats: stashpool::Stats) {
     );
     assert_eq!(
         stats.created,
-        stats.idle as u64 + stats.rejected + stats.trimmed,
+        stats.idle as u64 + dropped + stats.trimmed,
         "{name}: every object made is idle or was dropped and counted"
     );
 }

@@ -139,7 +139,7 @@ fn main() {
     // Every stage has finished: the counters are exact.
     println!("pools after the run:");
     // Each panicked task held a frame and a thumbnail: the unwinding
-    // dropped both, and their pools counted them rejected.
+    // dropped both, and their pools counted them discarded.
     let pools: [(&str, &dyn Pool); 3] = [
         ("frames", &pooled.frames),
         ("thumbnails", &pooled.thumbnails),

@@ -837,8 +837,13 @@ pub fn write_stats(out: &mut impl Write) -> io::Result<()> {
         let stats = pool.stats();
         write!(
             out,
-            " {name}.created={} {name}.reused={} {name}.rejected={} {name}.trimmed={} {name}.idle={}",
-            stats.created, stats.reused, stats.rejected, stats.trimmed, stats.idle
+            " {name}.created={} {name}.reused={} {name}.discarded={} {name}.rejected={} {name}.trimmed={} {name}.idle={}",
+            stats.created,
+            stats.reused,
+            stats.discarded,
+            stats.rejected,
+            stats.trimmed,
+            stats.idle
         )?;
     }
     Ok(())

@@ -257,7 +257,7 @@ pub type StringPool = BufferPool<String>;
 /// assert!(pool.get().is_empty()); // the same buffer, cleared
 ///
 /// pool.with(|buf| buf.resize(10_000, 0)); // grew past max_capacity...
-/// assert_eq!(pool.stats().rejected, 1); // ...so it was dropped
+/// assert_eq!(pool.stats().discarded, 1); // ...so it was dropped
 /// ```
 pub struct BufferPool<B: Buffer> {
     pool: LocalPool<B, BufferRecycler>,

@@ -306,7 +306,7 @@ impl ResourceBuilder<CopyPool> {
     ///
     /// let pool = CopyPool::builder(4096).max_capacity(1 << 20).build();
     /// drop(pool.read_all(&mut &[1u8; 100_000][..]).unwrap());
-    /// assert_eq!(pool.stats().rejected, 0);
+    /// assert_eq!(pool.stats().discarded, 0);
     /// ```
     pub fn max_capacity(mut self, n: usize) -> Self {
         self.params.max_capacity = Some(n);

@@ -274,7 +274,7 @@ impl<T: Send + 'static, R: Recycle<T>, P> Drop for PooledOwned<T, R, P> {
 #[inline(always)]
 fn release<T: Send + 'static, R: Recycle<T>>(pool: &LocalPool<T, R>, node: Box<Node<T>>) {
     if thread::panicking() {
-        pool.reject_unwound(node);
+        pool.discard_unwound(node);
     } else {
         // SAFETY: a guard's node was lent by its pool (`LocalPool::get`
         // and `get_owned` make guards only from `lend`).

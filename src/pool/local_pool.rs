@@ -237,8 +237,8 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
         };
         let mut node = self.take_from(&shared, stash);
         // If `f` unwinds, `node` is dropped with this frame, not pooled (the
-        // object may be half-modified), and counted rejected.
-        let unwinding = RejectOnUnwind(&stash.counters);
+        // object may be half-modified), and counted discarded.
+        let unwinding = DiscardOnUnwind(&stash.counters);
         node.written = true;
         let out = f(&mut node.value);
         mem::forget(unwinding);
@@ -493,7 +493,7 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
     }
 
     /// Passes a returned object through `recycle`: the node, if kept; else
-    /// `None`, the object dropped and counted rejected (also if `recycle`
+    /// `None`, the object dropped and counted discarded (also if `recycle`
     /// panics: the node then drops as the panic unwinds).
     #[inline(always)]
     fn recycle<const S: bool>(
@@ -501,7 +501,7 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
         counters: &Counters<S>,
         mut node: Box<Node<T>>,
     ) -> Option<Box<Node<T>>> {
-        let unwinding = RejectOnUnwind(counters);
+        let unwinding = DiscardOnUnwind(counters);
         let keep = if mem::replace(&mut node.written, false) {
             self.recycler.recycle(&mut node.value)
         } else {
@@ -511,7 +511,7 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
         if keep {
             Some(node)
         } else {
-            counters.rejected.bump();
+            counters.discarded.bump();
             None
         }
     }
@@ -545,7 +545,7 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
     #[cold]
     fn with_stashless<U>(&self, shared: &Shared<T>, f: impl FnOnce(&mut T) -> U) -> U {
         let mut node = self.take_stashless(shared);
-        let unwinding = RejectOnUnwind(&shared.orphans);
+        let unwinding = DiscardOnUnwind(&shared.orphans);
         node.written = true;
         let out = f(&mut node.value);
         mem::forget(unwinding);
@@ -554,11 +554,11 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
     }
 
     /// Drops a lent object whose guard is dropped while its thread panics
-    /// (the panic may have left it half-modified), counting it rejected.
+    /// (the panic may have left it half-modified), counting it discarded.
     /// On whatever thread the guard is, so in the shared counts.
     #[cold]
-    pub(crate) fn reject_unwound(&self, node: Box<Node<T>>) {
-        self.shared().orphans.rejected.bump();
+    pub(crate) fn discard_unwound(&self, node: Box<Node<T>>) {
+        self.shared().orphans.discarded.bump();
         drop(node);
     }
 }
@@ -570,13 +570,13 @@ fn outlined<U>(f: impl FnOnce() -> U) -> U {
     f()
 }
 
-/// Counts an object rejected if `recycle`, or the closure it is lent to,
+/// Counts an object discarded if `recycle`, or the closure it is lent to,
 /// panics on it.
-struct RejectOnUnwind<'a, const S: bool>(&'a Counters<S>);
+struct DiscardOnUnwind<'a, const S: bool>(&'a Counters<S>);
 
-impl<const S: bool> Drop for RejectOnUnwind<'_, S> {
+impl<const S: bool> Drop for DiscardOnUnwind<'_, S> {
     fn drop(&mut self) {
-        self.0.rejected.bump();
+        self.0.discarded.bump();
     }
 }
 

@@ -41,7 +41,7 @@ pub trait Recycle<T> {
     /// Called on every returned object before it is pooled again.
     ///
     /// Return `false` to drop the object instead (counted in
-    /// [`Stats::rejected`](crate::Stats::rejected)). The default keeps every
+    /// [`Stats::discarded`](crate::Stats::discarded)). The default keeps every
     /// object as it is.
     fn recycle(&self, value: &mut T) -> bool {
         let _ = value;

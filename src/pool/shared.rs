@@ -556,10 +556,11 @@ impl<T: Send> Shared<T> {
                 *sum += n;
             }
         });
-        let [created, reused, returned, rejected] = sums;
+        let [created, reused, returned, discarded, rejected] = sums;
         stats.created = created;
         stats.reused = reused;
         stats.returned = returned;
+        stats.discarded = discarded;
         stats.rejected = rejected;
         stats.trimmed = self.trimmed.load(Ordering::Relaxed);
         // Exact at quiescence; a snapshot of moving counters otherwise, so

@@ -468,6 +468,7 @@ pub(crate) struct Counters<const SHARED: bool = false> {
     pub(crate) created: Counter<SHARED>,
     pub(crate) reused: Counter<SHARED>,
     pub(crate) returned: Counter<SHARED>,
+    pub(crate) discarded: Counter<SHARED>,
     pub(crate) rejected: Counter<SHARED>,
 }
 
@@ -479,9 +480,16 @@ pub(crate) struct Counters<const SHARED: bool = false> {
 pub(crate) struct Counter<const SHARED: bool>(AtomicCount);
 
 impl<const SHARED: bool> Counters<SHARED> {
-    /// `[created, reused, returned, rejected]` now.
-    pub(crate) fn snapshot(&self) -> [u64; 4] {
-        [&self.created, &self.reused, &self.returned, &self.rejected].map(Counter::get)
+    /// `[created, reused, returned, discarded, rejected]` now.
+    pub(crate) fn snapshot(&self) -> [u64; 5] {
+        [
+            &self.created,
+            &self.reused,
+            &self.returned,
+            &self.discarded,
+            &self.rejected,
+        ]
+        .map(Counter::get)
     }
 
     /// Every get and return counted so far: it moves whenever the owner

@@ -20,8 +20,11 @@ use std::ops::{Add, AddAssign};
 ///
 /// The counters obey `idle == returned - reused - trimmed`: an object enters
 /// the pool when it is returned and leaves it when a `get` reuses it or a
-/// sweep trims it. Objects never accepted (`rejected`) are not counted as
-/// returned.
+/// sweep trims it. Objects dropped on return, whether by the pool's rules
+/// (`discarded`) or for want of room (`rejected`), are not counted as
+/// returned: each object handed out (`created + reused`) comes back as one
+/// of `returned`, `discarded` or `rejected`, unless it is still lent out
+/// or was kept for good (`into_inner`).
 ///
 /// # Examples
 ///
@@ -44,9 +47,13 @@ pub struct Stats {
     pub reused: u64,
     /// Objects accepted back (guard drop, `with`, `put`).
     pub returned: u64,
-    /// Objects dropped on return: `recycle` said no, the stash and the
-    /// overflow were both full, or a panic unwound through the guard or
-    /// the `with` closure that held the object.
+    /// Objects dropped on return by the pool's rules, as intended: `recycle`
+    /// said no (or panicked), or a panic unwound through the guard or the
+    /// `with` closure that held the object (it may be half-modified).
+    pub discarded: u64,
+    /// Objects dropped on return because the pool had no room: the stash
+    /// and the overflow were both full (see
+    /// [`max_idle`](crate::LocalPoolBuilder::max_idle), `max_idle(0)` included).
     pub rejected: u64,
     /// Objects dropped by sweeps and by `clear`.
     pub trimmed: u64,
@@ -75,6 +82,7 @@ impl Stats {
             created: self.created + other.created,
             reused: self.reused + other.reused,
             returned: self.returned + other.returned,
+            discarded: self.discarded + other.discarded,
             rejected: self.rejected + other.rejected,
             trimmed: self.trimmed + other.trimmed,
             idle: self.idle + other.idle,
