@@ -518,7 +518,7 @@ impl Recycle<u32> for KeepsOdd {
 #[test]
 fn a_refusal_by_recycle_is_discarded_and_a_full_pool_rejects() {
     let pool = LocalPool::builder(KeepsOdd)
-        .local_capacity(1)
+        .max_stashed(1)
         .max_idle(1)
         .manual_sweep()
         .build();
