@@ -9,6 +9,8 @@
 //! reference-counted by `bytes`, and its memory is freed when the last
 //! piece cut from it, and its unused remainder, have dropped.
 //!
+//! [`bytes::BytesMut`]: https://docs.rs/bytes/1/bytes/struct.BytesMut.html
+//!
 //! Each thread carves from its own current slab: the remainder of a slab
 //! is the object this pool keeps in a [`LocalPool`], so carving takes no
 //! lock and slabs idle since the previous sweep are let go by the next one,
@@ -67,6 +69,9 @@ const ALIGN: usize = 8;
 /// outright: it can grow it, freeze it into [`Bytes`], or send it to
 /// another thread, and the slab's memory is freed once every piece of it
 /// has dropped.
+///
+/// [`BytesMut`]: https://docs.rs/bytes/1/bytes/struct.BytesMut.html
+/// [`Bytes`]: https://docs.rs/bytes/1/bytes/struct.Bytes.html
 ///
 /// [`stats`](crate::Pool::stats) counts slabs: `created` slabs were allocated,
 /// `reused` pieces were cut from a slab already started, `discarded` slabs

@@ -14,6 +14,8 @@ use crate::{LocalPool, Pooled, PooledOwned, Recycle, Reset};
 /// A kind of frame a [`FramePool`] can pool: [`RgbaImage`] or
 /// [`YCbCrFrame`].
 ///
+/// [`RgbaImage`]: https://docs.rs/image/0.25/image/type.RgbaImage.html
+///
 /// Sealed: each kind comes with the recycler that checks and zeroes it.
 pub trait Frame: private::Sealed + Sized + Send + 'static {
     /// Makes frames of one shape, zeroes returned ones, and drops those
@@ -76,6 +78,9 @@ pub type PooledFrame<'a, F> = Pooled<'a, F, <F as Frame>::Recycler>;
 
 /// A pool of frames of one shape: [`RgbaPool`](super::RgbaPool) of
 /// [`RgbaImage`]s, [`YCbCrPool`](super::YCbCrPool) of [`YCbCrFrame`]s.
+///
+/// [`RgbaImage`]: https://docs.rs/image/0.25/image/type.RgbaImage.html
+/// [`RgbaImage::new`]: https://docs.rs/image/0.25/image/struct.ImageBuffer.html#method.new
 ///
 /// Rendering, decoding and scaling code that needs a frame per image can
 /// reuse frames instead of allocating megabytes each time. A frame whose

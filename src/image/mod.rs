@@ -5,6 +5,8 @@
 //! [`YCbCrPools`], frames of any size ([`FramePools`], Go's
 //! `bp.MultiImageRGBAPool` and `bp.MultiImageYCbCrPool`).
 //!
+//! [`image::RgbaImage`]: https://docs.rs/image/0.25/image/type.RgbaImage.html
+//!
 //! A frame is megabytes of memory. A pool keeps a few frames and reuses
 //! them, so a program that handles image after image does not hand that
 //! memory back and forth to the allocator and the kernel.

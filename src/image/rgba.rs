@@ -17,6 +17,9 @@ pub type PooledRgba<'a> = PooledFrame<'a, RgbaImage>;
 /// A pool of [`RgbaImage`] frames of one size (Go's `bp.ImageRGBAPool`):
 /// see [`FramePool`].
 ///
+/// [`RgbaImage`]: https://docs.rs/image/0.25/image/type.RgbaImage.html
+/// [`RgbaImage::new`]: https://docs.rs/image/0.25/image/struct.ImageBuffer.html#method.new
+///
 /// Under [`Reset::Zero`](crate::Reset::Zero), the default, a frame comes
 /// out with every pixel zero (transparent black): a frame only read costs
 /// nothing to return, a written one under 1 MiB (fewer pixels than
@@ -106,6 +109,8 @@ impl Resource for FramePool<RgbaImage> {
 /// serve every size from one block) and one only read costs nothing; under
 /// [`Reset::Keep`](crate::Reset::Keep) contents are kept and any frame
 /// costs a get and a return.
+///
+/// [`RgbaImage::new`]: https://docs.rs/image/0.25/image/struct.ImageBuffer.html#method.new
 ///
 /// # Examples
 ///

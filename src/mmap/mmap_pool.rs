@@ -23,6 +23,8 @@ pub type PooledMmap<'a> = Pooled<'a, MmapMut, MmapRecycler>;
 /// `[u8]`); the map goes back to the pool when the guard drops. Sweeps
 /// unmap maps that stayed idle, as for any [`LocalPool`].
 ///
+/// [`MmapMut`]: https://docs.rs/memmap2/0.9/memmap2/struct.MmapMut.html
+///
 /// # Contents
 ///
 /// * [`Reset::Zero`] (the default): a map comes out zeroed. The guard
