@@ -14,7 +14,8 @@ use std::time::Duration;
 /// what it keeps, and `max_idle` bounds it.
 pub const DEFAULT_MAX_STASHED: usize = 128;
 
-/// How often the background sweeper sweeps a pool by default.
+/// How often the background sweeper sweeps a pool by default: every 5
+/// seconds.
 ///
 /// An idle object is dropped by the second sweep after its last use, so
 /// between 5 and 10 seconds after a burst ends the memory it used is freed.

@@ -19,7 +19,8 @@ pub const MAX_WORKERS: usize = state::MAX_WORKERS;
 /// The largest [`max_queued`](WorkerPoolBuilder::max_queued).
 pub const MAX_QUEUE_CAPACITY: usize = 1 << 23;
 
-/// How long an idle worker waits for a task before it exits, by default.
+/// How long an idle worker waits for a task before it exits, by default:
+/// 10 seconds.
 ///
 /// Long enough that a program submitting work every few seconds keeps its
 /// threads; short enough that a burst's threads are gone soon after it ends.
