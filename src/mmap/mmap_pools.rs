@@ -18,6 +18,8 @@ const BAD_CLASSES: &str = "stashpool: MmapPools: the smallest class must be non-
 /// (see [`PooledMmap`]), unless it was too large to be pooled.
 ///
 /// Dereferences to [`MmapMut`].
+///
+/// [`MmapMut`]: https://docs.rs/memmap2/0.9/memmap2/struct.MmapMut.html
 pub type SizedMmap<'a> = crate::SizedGuard<PooledMmap<'a>>;
 
 /// Anonymous maps for requests of varying length, pooled in power-of-two
