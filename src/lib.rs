@@ -185,4 +185,6 @@ pub use resource::classes::{Guard, SizedGuard};
 #[cfg(not(stashpool_loom))]
 pub use resource::reset::Reset;
 #[cfg(not(stashpool_loom))]
+pub use resource::sealed::{Contents, Resource};
+#[cfg(not(stashpool_loom))]
 pub use resource::ResourceBuilder;

@@ -1,15 +1,18 @@
-//! Every resource pool is a `Pool`: one list sweeps, clears and reports
-//! them all, whatever they hold.
+//! Every ready-made pool answers the same calls: `get`, `try_get`,
+//! `get_owned` on an `Arc`, `with` and `put` (the multi-size pools with the
+//! size first), and, as a `Pool`, `sweep`, `clear` and `stats`, so one list
+//! sweeps, clears and reports them all, whatever they hold.
 #![cfg(all(feature = "image", feature = "mmap", feature = "bytes"))]
 
-use std::io;
+use std::io::{self, BufRead, Write};
+use std::sync::Arc;
 
 use stashpool::bytes::{BytePool, BytePools, StringPool};
 use stashpool::image::{RgbaPool, RgbaPools, Subsampling, YCbCrPool, YCbCrPools};
 use stashpool::io::{BufReaderPool, BufWriterPool, CopyPool};
 use stashpool::mmap::{MmapPool, MmapPools};
 use stashpool::slab::SlabPool;
-use stashpool::{Pool, Stats};
+use stashpool::{Pool, Pooled, SizedGuard, Stats};
 
 #[test]
 fn every_resource_pool_sweeps_clears_and_reports_through_the_trait() {
@@ -73,4 +76,122 @@ fn every_resource_pool_sweeps_clears_and_reports_through_the_trait() {
     assert_eq!(total.idle, 0, "clear drops every idle object");
     // The inherent methods are the trait's.
     assert_eq!(rgba_shapes.stats(), Pool::stats(&rgba_shapes));
+}
+
+/// One program over a pool, the same for every kind: each call once, with
+/// the books checked after each step. `$pool` must be made with manual
+/// sweeps (so that only this program's calls move the counters), `$into`
+/// is the guard's `into_inner`, and `$($size),*` the size arguments of a
+/// multi-size pool (none for a pool of one size).
+macro_rules! same_calls {
+    ($pool:expr, $into:path $(, $size:expr)*) => {{
+        let pool = Arc::new($pool);
+        assert!(pool.try_get($($size),*).is_none(), "try_get never makes one");
+        drop(pool.get($($size),*));
+        let stats = pool.stats();
+        assert_eq!((stats.created, stats.returned, stats.idle), (1, 1, 1));
+
+        let object = $into(pool.try_get($($size),*).expect("the object just returned"));
+        assert_eq!(pool.stats().idle, 0);
+        pool.put(object);
+        assert_eq!(pool.stats().idle, 1, "put takes it back");
+
+        let owned = pool.get_owned($($size),*);
+        std::thread::spawn(move || drop(owned)).join().unwrap();
+        pool.with($($size,)* |object| {
+            let _ = &*object;
+        });
+        let stats = pool.stats();
+        assert_eq!(
+            (stats.created, stats.reused, stats.returned, stats.discarded),
+            (1, 3, 4, 0),
+            "one object served every call"
+        );
+
+        pool.sweep();
+        assert_eq!(pool.stats().idle, 1, "one sweep keeps it");
+        pool.clear();
+        assert_eq!(pool.stats().idle, 0);
+        let as_pool: &dyn Pool = &*pool;
+        assert_eq!(as_pool.stats(), pool.stats());
+    }};
+}
+
+#[test]
+fn every_object_pool_answers_the_same_calls() {
+    same_calls!(BytePool::builder(64).manual_sweep().build(), Pooled::into_inner);
+    same_calls!(StringPool::builder(64).manual_sweep().build(), Pooled::into_inner);
+    same_calls!(RgbaPool::builder(4, 4).manual_sweep().build(), Pooled::into_inner);
+    same_calls!(
+        YCbCrPool::builder(4, 4, Subsampling::S420).manual_sweep().build(),
+        Pooled::into_inner
+    );
+    same_calls!(MmapPool::builder(4096).manual_sweep().build(), Pooled::into_inner);
+    same_calls!(
+        BytePools::builder(64, 1024).manual_sweep().build(),
+        SizedGuard::into_inner,
+        100
+    );
+    same_calls!(
+        MmapPools::builder(4096, 1 << 16).manual_sweep().build(),
+        SizedGuard::into_inner,
+        5000
+    );
+    same_calls!(RgbaPools::builder().manual_sweep().build(), Pooled::into_inner, 4, 3);
+    same_calls!(
+        YCbCrPools::builder(Subsampling::S444).manual_sweep().build(),
+        Pooled::into_inner,
+        4,
+        3
+    );
+}
+
+/// A `static` pool's guard has a name a function can return.
+fn scratch() -> Pooled<'static, Vec<u8>> {
+    static SCRATCH: stashpool::LocalPool<Vec<u8>> = stashpool::LocalPool::new(Vec::new);
+    SCRATCH.get()
+}
+
+#[test]
+fn the_io_pools_lend_through_get_and_with() {
+    assert!(scratch().is_empty());
+
+    let readers = BufReaderPool::builder(64).manual_sweep().build();
+    let lines = readers.with(&b"a\nb\n"[..], |reader| reader.lines().count());
+    assert_eq!(lines, 2);
+    let mut line = String::new();
+    readers.get(&b"c\n"[..]).read_line(&mut line).unwrap();
+    assert_eq!(line, "c\n");
+
+    let writers = BufWriterPool::builder(64).manual_sweep().build();
+    let mut out = Vec::new();
+    writers.with(&mut out, |w| w.write_all(b"x")).unwrap();
+    writers.get(&mut out).write_all(b"y").unwrap();
+    assert_eq!(out, b"xy");
+
+    for stats in [readers.stats(), writers.stats()] {
+        assert_eq!((stats.created, stats.reused, stats.returned), (1, 1, 2));
+    }
+}
+
+#[test]
+fn a_written_object_goes_back_through_recycle_and_a_read_one_does_not() {
+    let maps = MmapPool::builder(4096).manual_sweep().build();
+    let mut map = maps.get();
+    assert_eq!(map[0], 0); // a read
+    assert!(!Pooled::is_written(&map));
+    map[0] = 7;
+    assert!(Pooled::is_written(&map));
+    drop(map);
+    let map = maps.get();
+    assert_eq!(map[0], 0, "zeroed on return: it was written");
+    assert!(!Pooled::is_written(&map), "a returned map starts unwritten");
+
+    // Under `Keep` nothing is zeroed, written or not.
+    let kept = MmapPool::builder(4096)
+        .reset(stashpool::Reset::Keep)
+        .manual_sweep()
+        .build();
+    kept.with(|map| map[0] = 7);
+    assert_eq!(kept.get()[0], 7);
 }

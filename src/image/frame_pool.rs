@@ -90,10 +90,9 @@ pub type PooledFrame<'a, F> = Pooled<'a, F, <F as Frame>::Recycler>;
 /// # Contents
 ///
 /// * [`Reset::Zero`] (the default): a frame comes out zeroed. The guard
-///   marks its frame dirty the first time it hands out `&mut` access (what
-///   is written through a `&mut RgbaImage` cannot be followed further), and
-///   a frame that was only read goes back as it is, at no cost. A dirty
-///   frame:
+///   records when it first hands out `&mut` access (what is written
+///   through a `&mut RgbaImage` cannot be followed further), and a frame
+///   that was only read goes back as it is, at no cost. A written frame:
 ///   - under 1 MiB is zeroed in place when it comes back (a `memset`),
 ///     which costs less than allocating a zeroed frame and keeps the
 ///     allocator out;

@@ -28,8 +28,8 @@ pub type PooledMmap<'a> = Pooled<'a, MmapMut, MmapRecycler>;
 /// # Contents
 ///
 /// * [`Reset::Zero`] (the default): a map comes out zeroed. The guard
-///   marks its map dirty the first time it hands out `&mut` access, and a
-///   dirty map is zeroed when it comes back (a `memset` of the map, on
+///   records when it first hands out `&mut` access, and a written map is
+///   zeroed when it comes back (a `memset` of the map, on
 ///   pages that stay resident); a map that was only read costs nothing.
 /// * [`Reset::Keep`]: nothing is zeroed; a map comes out holding what its
 ///   last user left, as with Go's `bp`. For code that overwrites what it

@@ -194,22 +194,31 @@ where
     }
 }
 
-/// Not nameable outside the crate: which pools a `ResourceBuilder` builds
-/// is for the crate to decide.
+/// What only the crate can name: `Resource::build` takes `Knobs`, so only
+/// the crate implements `Resource` (re-exported for users to read), and
+/// which pools a `ResourceBuilder` builds is for the crate to decide.
 pub(crate) mod sealed {
     use super::*;
 
-    /// A pool a [`ResourceBuilder`] can build.
+    /// A ready-made pool: what a [`ResourceBuilder`] builds.
+    ///
+    /// Sealed: implemented by the crate's ready-made pools only, whose
+    /// `builder` functions make their builders.
     pub trait Resource: Sized {
         /// The pool's own parameters.
+        #[doc(hidden)]
         type Params;
 
         /// Makes the pool from its parameters and the core knobs.
+        #[doc(hidden)]
         fn build(params: Self::Params, knobs: Knobs) -> Self;
     }
 
-    /// A pool whose objects hold contents a user can read: its builder
-    /// has [`ResourceBuilder::reset`].
+    /// A ready-made pool whose objects hold contents a user can read: its
+    /// builder has [`reset`](ResourceBuilder::reset), and the pool's docs
+    /// say what each [`Reset`] policy costs there.
+    ///
+    /// Sealed: implemented by the crate's pools only.
     pub trait Contents {}
 
     /// How the pool sweeps.
