@@ -53,6 +53,29 @@
 //! feature `image`), `mmap` (anonymous memory maps, feature `mmap`) and
 //! `slab` (slab-carved `BytesMut`, feature `bytes`).
 //!
+//! # One surface
+//!
+//! Every pool of objects, `LocalPool` and the ready-made ones alike,
+//! answers the same calls: `get` (a guard), `try_get` (an idle object or
+//! `None`, never a new one), `get_owned` on an `Arc` (a `'static` guard),
+//! `with` (scoped use), `put` (Go's `Put`), and [`Pool`]'s `sweep`, `clear`
+//! and `stats`. A multi-size pool (`BytePools`, `MmapPools`, `RgbaPools`,
+//! `YCbCrPools`: the plural of its one-size pool) takes the size first:
+//! `get(len)`, `with(width, height, f)`. The reader and writer pools lend a
+//! reader or writer over a stream: `get(inner)` and `with(inner, f)`;
+//! `CopyPool` copies (`copy`, `read_all`) and `SlabPool` carves
+//! (`alloc(len)`) through objects they keep to themselves.
+//!
+//! Guards that dereference to their object ([`Pooled`], [`PooledOwned`],
+//! [`SizedGuard`]) give it up with an associated function,
+//! `Pooled::into_inner(guard)`, which cannot shadow a method of the object;
+//! the reader and writer guards, which are the reader or writer rather
+//! than dereference to one, have std's `into_inner` method.
+//!
+//! In names, "capacity" is a size in bytes (`BytePool::capacity`,
+//! `MmapPool::capacity`, `max_capacity`), and counts of objects are
+//! `max_*` (`max_stashed`, `max_idle`).
+
 //! # Configured statics and pools in structs
 //!
 //! A pool's type names its recycler: `LocalPool<T>` is `LocalPool<T, fn() -> T>`.

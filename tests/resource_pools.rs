@@ -119,14 +119,28 @@ macro_rules! same_calls {
 
 #[test]
 fn every_object_pool_answers_the_same_calls() {
-    same_calls!(BytePool::builder(64).manual_sweep().build(), Pooled::into_inner);
-    same_calls!(StringPool::builder(64).manual_sweep().build(), Pooled::into_inner);
-    same_calls!(RgbaPool::builder(4, 4).manual_sweep().build(), Pooled::into_inner);
     same_calls!(
-        YCbCrPool::builder(4, 4, Subsampling::S420).manual_sweep().build(),
+        BytePool::builder(64).manual_sweep().build(),
         Pooled::into_inner
     );
-    same_calls!(MmapPool::builder(4096).manual_sweep().build(), Pooled::into_inner);
+    same_calls!(
+        StringPool::builder(64).manual_sweep().build(),
+        Pooled::into_inner
+    );
+    same_calls!(
+        RgbaPool::builder(4, 4).manual_sweep().build(),
+        Pooled::into_inner
+    );
+    same_calls!(
+        YCbCrPool::builder(4, 4, Subsampling::S420)
+            .manual_sweep()
+            .build(),
+        Pooled::into_inner
+    );
+    same_calls!(
+        MmapPool::builder(4096).manual_sweep().build(),
+        Pooled::into_inner
+    );
     same_calls!(
         BytePools::builder(64, 1024).manual_sweep().build(),
         SizedGuard::into_inner,
@@ -137,9 +151,16 @@ fn every_object_pool_answers_the_same_calls() {
         SizedGuard::into_inner,
         5000
     );
-    same_calls!(RgbaPools::builder().manual_sweep().build(), Pooled::into_inner, 4, 3);
     same_calls!(
-        YCbCrPools::builder(Subsampling::S444).manual_sweep().build(),
+        RgbaPools::builder().manual_sweep().build(),
+        Pooled::into_inner,
+        4,
+        3
+    );
+    same_calls!(
+        YCbCrPools::builder(Subsampling::S444)
+            .manual_sweep()
+            .build(),
         Pooled::into_inner,
         4,
         3

@@ -62,15 +62,22 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPoolBuilder<T, R> {
     ///   the number of stashes (and at most
     ///   [`max_stashed`](Self::max_stashed)); shares are recut when a
     ///   thread makes its stash and at every sweep. A return past the share
-    ///   spills to the overflow, which holds at most `n`; one that finds the
-    ///   overflow full too is dropped and counted in
+    ///   spills to the overflow, which takes it while it holds fewer than
+    ///   `n`; one that finds the overflow full too is dropped and counted in
     ///   [`Stats::rejected`](crate::Stats::rejected).
     /// * `0` keeps nothing: every return is dropped (and counted rejected).
     ///
+    /// So between sweeps `idle` can exceed `n`: by the stashes' shares
+    /// (`max_idle(2)` on one thread keeps 2 in its stash and 2 in the
+    /// overflow), and by the objects a recut of the shares moves from a
+    /// stash to an overflow already full; the next sweep brings it back to
+    /// `n`. It is not a hard cap at every instant,
+    /// which would take a count shared by every thread on every get and
+    /// return: the write the per-thread stashes exist to avoid.
+    ///
     /// Shares are cut for the threads that keep a stash now (see
     /// [`max_stashed`](Self::max_stashed)), at most `n` of them, since
-    /// more would have a share of zero; an exiting thread's objects move to
-    /// the overflow.
+    /// more would have a share of zero.
     ///
     /// # Examples
     ///

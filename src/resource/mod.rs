@@ -13,12 +13,13 @@
 //! once.
 //!
 //! Every resource pool answers `new` and `builder` with the pool's
-//! parameters, an accessor named for each parameter (`capacity`,
-//! `buf_size`, `len`, `slab_capacity`, `dimensions`), a call that hands out an
-//! object (`get`, or `reader`, `writer`, `alloc`), and
-//! [`Pool`](crate::Pool)'s `sweep`, `clear` and `stats` as inherent methods
-//! too, so the common calls need no import ([`resource_pool!`] writes the
-//! latter once).
+//! parameters and an accessor for each of them. A pool of objects answers
+//! `get`, `try_get`, `get_owned`, `with` and `put` ([`object_pool!`], or
+//! `classes::class_pool!` for the multi-size pools, which take the size
+//! first); every pool answers [`Pool`](crate::Pool)'s `sweep`, `clear` and
+//! `stats` as inherent methods too, so the common calls need no import
+//! ([`resource_pool!`]). Sizes in bytes are `capacity` (and
+//! `max_capacity`), counts of objects `max_*`.
 
 use std::fmt;
 use std::time::Duration;
@@ -83,8 +84,10 @@ impl<P: sealed::Resource> ResourceBuilder<P> {
         self
     }
 
-    /// Most objects kept in the shared overflow (see
-    /// [`LocalPoolBuilder::max_idle`](crate::LocalPoolBuilder::max_idle)).
+    /// Most idle objects each of the pool's `LocalPool`s keeps, all
+    /// threads' stashes and the overflow together, after every sweep (see
+    /// [`LocalPoolBuilder::max_idle`](crate::LocalPoolBuilder::max_idle)
+    /// for between sweeps). A multi-size pool applies it to each size.
     ///
     /// # Examples
     ///
