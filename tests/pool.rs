@@ -655,3 +655,32 @@ fn a_pool_without_stashes_shrinks_under_light_traffic() {
     let stats = pool.stats();
     assert_eq!((stats.idle, stats.created), (1, 5), "{stats:?}");
 }
+
+#[test]
+fn a_ready_made_pool_in_an_arc_lends_owned_guards_that_keep_it_alive() {
+    use stashpool::bytes::{BytePool, BytePools};
+    use stashpool::SizedGuard;
+
+    let pool = Arc::new(BytePool::builder(64).manual_sweep().build());
+    let mut guard = pool.get_owned();
+    let weak = Arc::downgrade(&pool);
+    drop(pool);
+    assert!(weak.upgrade().is_some(), "the guard keeps its pool alive");
+    guard.extend_from_slice(b"from another thread");
+    let pool = Arc::clone(PooledOwned::pool(&guard));
+    std::thread::spawn(move || drop(guard)).join().unwrap();
+    let stats = pool.stats();
+    assert_eq!((stats.returned, stats.idle), (1, 1));
+    assert!(pool.get().is_empty(), "cleared on its way back");
+    drop(pool);
+    assert!(weak.upgrade().is_none(), "no guard left: the pool is gone");
+
+    let classes = Arc::new(BytePools::builder(64, 1024).manual_sweep().build());
+    let sized = classes.get_owned(100);
+    assert!(SizedGuard::is_pooled(&sized));
+    std::thread::spawn(move || drop(sized)).join().unwrap();
+    assert_eq!(classes.class_stats(100).unwrap().idle, 1);
+    let kept: Vec<u8> = SizedGuard::into_inner(classes.get_owned(100));
+    assert_eq!(kept.capacity(), 128);
+    assert_eq!(classes.stats().idle, 0);
+}
