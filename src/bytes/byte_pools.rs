@@ -1,21 +1,14 @@
 //! `BytePools`: byte buffers in power-of-two size classes, one pool per
 //! class, for callers whose buffer sizes vary.
 
-use std::fmt;
-
 use super::BufferRecycler;
 use crate::resource::classes::{class_pool, SizeClasses};
 use crate::resource::fallible;
-use crate::resource::sealed::{Knobs, Resource};
-use crate::resource::ResourceBuilder;
 use crate::Reset;
 
 /// The largest class a [`BytePools`] may have: the largest power of two
 /// a `Vec<u8>` can hold (2<sup>62</sup> bytes on 64-bit targets).
 pub const MAX_CLASS: usize = crate::resource::classes::MAX_CLASS;
-
-const BAD_CLASSES: &str = "stashpool: BytePools: the smallest class must be non-zero, \
-     at most the largest, and the largest at most MAX_CLASS bytes";
 
 /// Byte buffers for requests of varying size, pooled in power-of-two size
 /// classes (Go's `bp.MultiBytePool`): one [`BytePool`](super::BytePool)
@@ -50,51 +43,6 @@ pub struct BytePools {
     classes: SizeClasses<Vec<u8>, BufferRecycler>,
 }
 
-impl BytePools {
-    /// A pool with a class for every power of two from `min` to `max`
-    /// bytes (each rounded up to a power of two); requests above `max` are
-    /// not pooled.
-    ///
-    /// `const`, so a pool can be a `static`; the classes are made on first
-    /// use.
-    ///
-    /// # Panics
-    ///
-    /// If `min` is zero, `min > max`, or `max > MAX_CLASS`.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use stashpool::bytes::BytePools;
-    ///
-    /// let pool = BytePools::new(100, 1000); // classes 128 to 1024
-    /// assert_eq!(pool.classes().collect::<Vec<_>>(), [128, 256, 512, 1024]);
-    /// ```
-    pub const fn new(min: usize, max: usize) -> Self {
-        Self::with_knobs((min, max), Knobs::DEFAULT)
-    }
-
-    /// A builder, to set the core knobs (they apply to every class).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use stashpool::bytes::BytePools;
-    ///
-    /// let pool = BytePools::builder(64, 4096).max_stashed(8).build();
-    /// pool.with(10, |buf| buf.push(1));
-    /// ```
-    pub fn builder(min: usize, max: usize) -> ResourceBuilder<Self> {
-        ResourceBuilder::new((min, max))
-    }
-
-    const fn with_knobs((min, max): (usize, usize), knobs: Knobs) -> Self {
-        Self {
-            classes: SizeClasses::new(min, max, knobs, class_recycler, BAD_CLASSES),
-        }
-    }
-}
-
 /// The recycler of a class: a buffer that grew into the next class is
 /// dropped (it would waste half its memory here); one that shrank below
 /// its class can no longer serve its requests.
@@ -106,28 +54,13 @@ class_pool!(
     BytePools,
     Vec<u8>,
     BufferRecycler,
+    class_recycler,
+    "stashpool: BytePools: the smallest class must be non-zero, \
+     at most the largest, and the largest at most MAX_CLASS bytes",
     fallible::with_capacity,
     Vec::capacity,
-    "stashpool::bytes::BytePools::new(64, 1 << 20)"
+    "stashpool::bytes::BytePools"
 );
-
-impl fmt::Debug for BytePools {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("BytePools")
-            .field("classes", &self.classes().collect::<Vec<_>>())
-            .field("max_capacity", &self.max_capacity())
-            .field("stats", &self.stats())
-            .finish()
-    }
-}
-
-impl Resource for BytePools {
-    type Params = (usize, usize);
-
-    fn build(params: (usize, usize), knobs: Knobs) -> Self {
-        Self::with_knobs(params, knobs)
-    }
-}
 
 /// A buffer from a [`BytePools`]: goes back to its size class, cleared,
 /// when dropped, unless it was too large to be pooled.

@@ -122,16 +122,83 @@ impl<T: Send + 'static, R: Recycle<T>> SizeClasses<T, R> {
     pub(crate) fn max(&self) -> usize {
         self.max
     }
+
+    /// The classes' contents policy.
+    pub(crate) fn reset(&self) -> Reset {
+        self.knobs.reset
+    }
 }
 
-/// The calls of a multi-size pool of byte-sized objects whose classes are
-/// a field `classes: SizeClasses<$object, $recycler>`: `get`, `try_get`,
-/// `get_owned`, `with` and `put` by length, and its classes' sizes and
-/// counters. `$alone(len)` makes an object for a request above the largest
-/// class; `$size(&object)` is the size `put` files an object under.
+/// A multi-size pool of byte-sized objects, `struct $ty { classes:
+/// SizeClasses<$object, $recycler> }`: its `new` and `builder`, the calls
+/// `get`, `try_get`, `get_owned`, `with` and `put` by length, its classes'
+/// sizes and counters, `Debug`, and `Pool`. `$class_recycler(size, reset)`
+/// is a class's recycler, `$bad` the panic message for bad bounds,
+/// `$alone(len)` makes an object for a request above the largest class,
+/// `$size(&object)` is the size `put` files an object under, and `$path`
+/// the type's path, for the doctests.
 macro_rules! class_pool {
-    ($ty:ty, $object:ty, $recycler:ty, $alone:expr, $size:expr, $example:literal) => {
+    (
+        $ty:ident,
+        $object:ty,
+        $recycler:ty,
+        $class_recycler:expr,
+        $bad:expr,
+        $alone:expr,
+        $size:expr,
+        $path:literal
+    ) => {
         impl $ty {
+            /// A pool with a class for every power of two from `min` to
+            /// `max` bytes (each rounded up to a power of two); requests
+            /// above `max` are not pooled.
+            ///
+            /// `const`, so a pool can be a `static`; the classes are made
+            /// on first use.
+            ///
+            /// # Panics
+            ///
+            /// If `min` is zero, `min > max`, or `max` is larger than
+            /// 2<sup>62</sup> bytes on 64-bit targets.
+            ///
+            /// # Examples
+            ///
+            /// ```
+            #[doc = concat!("let pool = ", $path, "::new(4096, 1 << 20);")]
+            /// assert_eq!(pool.classes().next(), Some(4096));
+            /// ```
+            pub const fn new(min: usize, max: usize) -> Self {
+                Self::with_knobs((min, max), $crate::resource::sealed::Knobs::DEFAULT)
+            }
+
+            /// A builder, to set the core knobs (they apply to every
+            /// class, `max_idle` to each class).
+            ///
+            /// # Examples
+            ///
+            /// ```
+            #[doc = concat!("let pool = ", $path, "::builder(4096, 1 << 20).max_idle(8).build();")]
+            /// pool.with(10, |object| drop(object));
+            /// ```
+            pub fn builder(min: usize, max: usize) -> $crate::ResourceBuilder<Self> {
+                $crate::ResourceBuilder::new((min, max))
+            }
+
+            const fn with_knobs(
+                (min, max): (usize, usize),
+                knobs: $crate::resource::sealed::Knobs,
+            ) -> Self {
+                Self {
+                    classes: $crate::resource::classes::SizeClasses::new(
+                        min,
+                        max,
+                        knobs,
+                        $class_recycler,
+                        $bad,
+                    ),
+                }
+            }
+
             /// An object of at least `len` bytes from the smallest class
             /// that holds `len`, reset as the pool's docs say; or, when
             /// `len` is above the largest class, one made alone and
@@ -147,7 +214,7 @@ macro_rules! class_pool {
             /// ```
             /// use stashpool::SizedGuard;
             ///
-            #[doc = concat!("let pool = ", $example, ";")]
+            #[doc = concat!("let pool = ", $path, "::new(4096, 1 << 20);")]
             /// let object = pool.get(100);
             /// assert!(SizedGuard::is_pooled(&object));
             /// assert!(!SizedGuard::is_pooled(&pool.get(1 << 21)));
@@ -167,7 +234,7 @@ macro_rules! class_pool {
             /// # Examples
             ///
             /// ```
-            #[doc = concat!("let pool = ", $example, ";")]
+            #[doc = concat!("let pool = ", $path, "::new(4096, 1 << 20);")]
             /// assert!(pool.try_get(100).is_none()); // nothing made yet
             /// drop(pool.get(100));
             /// assert!(pool.try_get(100).is_some());
@@ -187,7 +254,7 @@ macro_rules! class_pool {
             /// # Examples
             ///
             /// ```
-            #[doc = concat!("let pool = std::sync::Arc::new(", $example, ");")]
+            #[doc = concat!("let pool = std::sync::Arc::new(", $path, "::new(4096, 1 << 20));")]
             /// let object = pool.get_owned(100);
             /// std::thread::spawn(move || drop(object)).join().unwrap();
             /// assert_eq!(pool.stats().returned, 1);
@@ -215,7 +282,7 @@ macro_rules! class_pool {
             /// # Examples
             ///
             /// ```
-            #[doc = concat!("let pool = ", $example, ";")]
+            #[doc = concat!("let pool = ", $path, "::new(4096, 1 << 20);")]
             /// let size = pool.with(100, |object| object.len());
             /// assert_eq!(pool.stats().returned, 1);
             /// # let _ = size;
@@ -239,7 +306,7 @@ macro_rules! class_pool {
             /// ```
             /// use stashpool::SizedGuard;
             ///
-            #[doc = concat!("let pool = ", $example, ";")]
+            #[doc = concat!("let pool = ", $path, "::new(4096, 1 << 20);")]
             /// let object = SizedGuard::into_inner(pool.get(100));
             /// pool.put(object);
             /// assert_eq!(pool.stats().idle, 1);
@@ -254,7 +321,7 @@ macro_rules! class_pool {
             /// # Examples
             ///
             /// ```
-            #[doc = concat!("let pool = ", $example, ";")]
+            #[doc = concat!("let pool = ", $path, "::new(4096, 1 << 20);")]
             /// drop(pool.get(100));
             /// assert_eq!(pool.class_stats(100).unwrap().idle, 1);
             /// assert!(pool.class_stats(1 << 21).is_none());
@@ -268,7 +335,7 @@ macro_rules! class_pool {
             /// # Examples
             ///
             /// ```
-            #[doc = concat!("let pool = ", $example, ";")]
+            #[doc = concat!("let pool = ", $path, "::new(4096, 1 << 20);")]
             /// let classes: Vec<usize> = pool.classes().collect();
             /// assert!(classes.windows(2).all(|pair| pair[1] == 2 * pair[0]));
             /// ```
@@ -282,7 +349,7 @@ macro_rules! class_pool {
             /// # Examples
             ///
             /// ```
-            #[doc = concat!("let pool = ", $example, ";")]
+            #[doc = concat!("let pool = ", $path, "::new(4096, 1 << 20);")]
             /// assert_eq!(pool.max_capacity(), 1 << 20);
             /// ```
             pub fn max_capacity(&self) -> usize {
@@ -290,10 +357,29 @@ macro_rules! class_pool {
             }
         }
 
+        impl $crate::resource::sealed::Resource for $ty {
+            type Params = (usize, usize);
+
+            fn build(params: (usize, usize), knobs: $crate::resource::sealed::Knobs) -> Self {
+                Self::with_knobs(params, knobs)
+            }
+        }
+
+        impl std::fmt::Debug for $ty {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.debug_struct(stringify!($ty))
+                    .field("classes", &self.classes().collect::<Vec<_>>())
+                    .field("max_capacity", &self.max_capacity())
+                    .field("reset", &self.classes.reset())
+                    .field("stats", &self.stats())
+                    .finish()
+            }
+        }
+
         $crate::resource::resource_pool!(
             [] $ty,
             |this| this.classes.made().iter().map(|pool| pool as &dyn $crate::Pool),
-            $example
+            concat!($path, "::new(4096, 1 << 20)")
         );
     };
 }

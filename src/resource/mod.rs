@@ -289,7 +289,7 @@ pub(crate) mod sealed {
 /// iterator of `&dyn Pool`, given `$this: &Self`; `$example` makes a pool
 /// of this type in the generated doctests.
 macro_rules! resource_pool {
-    ([$($generics:tt)*] $ty:ty, |$this:ident| $pools:expr, $example:literal) => {
+    ([$($generics:tt)*] $ty:ty, |$this:ident| $pools:expr, $($example:tt)+) => {
         impl<$($generics)*> $crate::Pool for $ty {
             fn sweep(&self) {
                 let $this = self;
@@ -314,7 +314,7 @@ macro_rules! resource_pool {
             /// # Examples
             ///
             /// ```
-            #[doc = concat!("let pool = ", $example, ";")]
+            #[doc = concat!("let pool = ", $($example)+, ";")]
             /// pool.sweep();
             /// ```
             pub fn sweep(&self) {
@@ -327,7 +327,7 @@ macro_rules! resource_pool {
             /// # Examples
             ///
             /// ```
-            #[doc = concat!("let pool = ", $example, ";")]
+            #[doc = concat!("let pool = ", $($example)+, ";")]
             /// pool.clear();
             /// assert_eq!(pool.stats().idle, 0);
             /// ```
@@ -341,7 +341,7 @@ macro_rules! resource_pool {
             /// # Examples
             ///
             /// ```
-            #[doc = concat!("let pool = ", $example, ";")]
+            #[doc = concat!("let pool = ", $($example)+, ";")]
             /// assert_eq!(pool.stats().created, 0);
             /// ```
             pub fn stats(&self) -> $crate::Stats {
