@@ -260,9 +260,12 @@ impl<T: Send + 'static, R: Recycle<T>, P> PooledOwned<T, R, P> {
 impl<T: Send + 'static, R: Recycle<T>, P> Drop for PooledOwned<T, R, P> {
     #[inline(always)]
     fn drop(&mut self) {
+        // Read through the node before the box is rebuilt (which makes the
+        // box the node's one owner).
+        let pool = self.lender();
         // SAFETY: the node came from `Box::leak`; this is its one rebuild.
         let node = unsafe { Box::from_raw(self.node.as_ptr()) };
-        release(self.lender(), node);
+        release(pool, node);
         // The pool goes only after the object is back in it.
         // SAFETY: taken once, here; `self` is not used again.
         drop(unsafe { ManuallyDrop::take(&mut self.owner) });
