@@ -239,10 +239,9 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
         // If `f` unwinds, `node` is dropped with this frame, not pooled (the
         // object may be half-modified), and counted discarded.
         let unwinding = DiscardOnUnwind(&stash.counters);
-        node.written = true;
         let out = f(&mut node.value);
         mem::forget(unwinding);
-        self.recycle_into_stash(&shared, stash, node);
+        self.recycle_into_stash(&shared, stash, node, true);
         out
     }
 
@@ -261,10 +260,8 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
     /// ```
     #[inline(always)]
     pub fn put(&self, value: T) {
-        let mut node = Node::boxed(value);
         // Whatever the caller did to it, the pool has not recycled it.
-        node.written = true;
-        self.return_node(node);
+        self.return_node(Node::boxed(value), true);
     }
 
     /// One sweep now: the analogue of one Go GC cycle for this pool.
@@ -445,7 +442,10 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
     // `return_lent`: a guard's node, which records the stash it came from;
     // `return_node`: any other object (`put`, a guard dropped on another
     // thread), whose stash is looked up. Both end in `recycle_into_stash`, or in
-    // `recycle_into_overflow` on a thread without a stash.
+    // `recycle_into_overflow` on a thread without a stash. Each says whether
+    // the object may have been written, which picks `recycle` or
+    // `recycle_unwritten`: a guard's node records it, `with` and `put` lend
+    // or take `&mut` access, so theirs always was.
 
     /// Returns a node lent by `lend` (from a dropped guard) through
     /// `recycle`: straight to the stash it came from when this thread took
@@ -455,7 +455,8 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
     ///
     /// `node` must have been lent by this pool's `lend`.
     #[inline(always)]
-    pub(crate) unsafe fn return_lent(&self, node: Box<Node<T>>) {
+    pub(crate) unsafe fn return_lent(&self, mut node: Box<Node<T>>) {
+        let written = node.take_written();
         match node.home.owned() {
             Some(stash) => {
                 // SAFETY: `owned` found this thread's own stash in the pool
@@ -465,44 +466,52 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
                 // the pool alive for this call.
                 let stash = unsafe { &*stash.cast::<Stash<T>>() };
                 // `lend` made the shared state, so it is there.
-                self.recycle_into_stash(&self.shared(), stash, node)
+                self.recycle_into_stash(&self.shared(), stash, node, written)
             }
             // Out of line, so that the common case stays small enough to
             // inline into the guard's drop.
-            None => outlined(|| self.return_node(node)),
+            None => outlined(|| self.return_node(node, written)),
         }
     }
 
     /// Returns an object to the pool through `recycle`, into this thread's
     /// stash.
     #[inline(always)]
-    pub(crate) fn return_node(&self, node: Box<Node<T>>) {
+    pub(crate) fn return_node(&self, node: Box<Node<T>>, written: bool) {
         let shared = self.shared();
         match Shared::stash(shared) {
-            Some(stash) => self.recycle_into_stash(&shared, stash, node),
-            None => self.recycle_into_overflow(&shared, node),
+            Some(stash) => self.recycle_into_stash(&shared, stash, node, written),
+            None => self.recycle_into_overflow(&shared, node, written),
         }
     }
 
     /// Recycles `node` into `stash`, this thread's.
     #[inline(always)]
-    fn recycle_into_stash(&self, shared: &Shared<T>, stash: &Stash<T>, node: Box<Node<T>>) {
-        if let Some(node) = self.recycle(&stash.counters, node) {
+    fn recycle_into_stash(
+        &self,
+        shared: &Shared<T>,
+        stash: &Stash<T>,
+        node: Box<Node<T>>,
+        written: bool,
+    ) {
+        if let Some(node) = self.recycle(&stash.counters, node, written) {
             shared.push(stash, node);
         }
     }
 
-    /// Passes a returned object through `recycle`: the node, if kept; else
-    /// `None`, the object dropped and counted discarded (also if `recycle`
-    /// panics: the node then drops as the panic unwinds).
+    /// Passes a returned object through `recycle` (`recycle_unwritten` if
+    /// nobody could have written it): the node, if kept; else `None`, the
+    /// object dropped and counted discarded (also if the recycler panics:
+    /// the node then drops as the panic unwinds).
     #[inline(always)]
     fn recycle<const S: bool>(
         &self,
         counters: &Counters<S>,
         mut node: Box<Node<T>>,
+        written: bool,
     ) -> Option<Box<Node<T>>> {
         let unwinding = DiscardOnUnwind(counters);
-        let keep = if mem::replace(&mut node.written, false) {
+        let keep = if written {
             self.recycler.recycle(&mut node.value)
         } else {
             self.recycler.recycle_unwritten(&mut node.value)
@@ -526,8 +535,8 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
 
     /// Recycles `node` straight into the overflow (no stash on this thread).
     #[cold]
-    fn recycle_into_overflow(&self, shared: &Shared<T>, node: Box<Node<T>>) {
-        if let Some(node) = self.recycle(&shared.orphans, node) {
+    fn recycle_into_overflow(&self, shared: &Shared<T>, node: Box<Node<T>>, written: bool) {
+        if let Some(node) = self.recycle(&shared.orphans, node, written) {
             shared.push_single(&shared.orphans, node);
         }
     }
@@ -546,10 +555,9 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
     fn with_stashless<U>(&self, shared: &Shared<T>, f: impl FnOnce(&mut T) -> U) -> U {
         let mut node = self.take_stashless(shared);
         let unwinding = DiscardOnUnwind(&shared.orphans);
-        node.written = true;
         let out = f(&mut node.value);
         mem::forget(unwinding);
-        self.recycle_into_overflow(shared, node);
+        self.recycle_into_overflow(shared, node, true);
         out
     }
 

@@ -25,10 +25,9 @@ pub(crate) struct Node<T> {
     pub(crate) lender: *const (),
     /// The stash this node was lent from, set on each loan.
     pub(crate) home: Home,
-    /// Whether `value` may have changed since the pool last recycled it:
-    /// set when a guard hands out `&mut` access, by `with`, and for an
-    /// object given with `put`; cleared when the node is pooled again. It
-    /// picks `Recycle::recycle` or `Recycle::recycle_unwritten` on return.
+    /// Whether a guard has handed out `&mut` access to `value` during this
+    /// loan; false while the node is pooled. On return it picks
+    /// `Recycle::recycle` or `Recycle::recycle_unwritten`.
     pub(crate) written: bool,
     pub(crate) value: T,
 }
@@ -50,6 +49,17 @@ impl<T> Node<T> {
             written: false,
             value,
         })
+    }
+
+    /// Whether the loan ending now wrote `value`, leaving the flag false
+    /// for the next (a store only if it was set).
+    #[inline(always)]
+    pub(crate) fn take_written(&mut self) -> bool {
+        let written = self.written;
+        if written {
+            self.written = false;
+        }
+        written
     }
 }
 
