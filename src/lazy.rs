@@ -22,13 +22,25 @@ pub(crate) struct Lazy<T> {
     value: AtomicPtr<T>,
     /// Gives `Lazy<T>` the `Send` and `Sync` of the box it owns (an
     /// `AtomicPtr` alone would be both for any `T`). The values kept here
-    /// (queues) change only through atomic operations that leave them whole
-    /// if a caller unwinds, hence `AssertUnwindSafe`: pools stay
-    /// `UnwindSafe` and `RefUnwindSafe` as with the value held directly.
+    /// (queues, a multi-size pool's `LocalPool`s) change only through
+    /// atomic operations that leave them whole if a caller unwinds, hence
+    /// `AssertUnwindSafe`: pools stay `UnwindSafe` and `RefUnwindSafe` as
+    /// with the value held directly.
     _owns: PhantomData<AssertUnwindSafe<Box<T>>>,
 }
 
 impl<T> Lazy<T> {
+    /// `const`, so that a pool holding one can be made in a `static`.
+    #[cfg(not(stashpool_loom))]
+    pub(crate) const fn new() -> Self {
+        Self {
+            value: AtomicPtr::new(ptr::null_mut()),
+            _owns: PhantomData,
+        }
+    }
+
+    /// Not `const` under loom, whose atomics are not.
+    #[cfg(stashpool_loom)]
     pub(crate) fn new() -> Self {
         Self {
             value: AtomicPtr::new(ptr::null_mut()),

@@ -19,8 +19,10 @@
 
 use std::fmt;
 use std::ops::{Deref, DerefMut};
+#[cfg(feature = "image")]
 use std::sync::OnceLock;
 
+use crate::lazy::Lazy;
 use crate::resource::sealed::Knobs;
 use crate::{LocalPool, Pooled, PooledOwned, Recycle, Reset};
 
@@ -28,13 +30,14 @@ use crate::{LocalPool, Pooled, PooledOwned, Recycle, Reset};
 /// rounded up), made on first use so that a multi-size pool can be made
 /// in a `const` context.
 ///
-/// The pools are made under the `OnceLock`'s lock, which a `fork()` can
-/// catch half made ([`implementation`](crate::implementation), section 7a);
-/// once made they stay where they are until the multi-size pool drops, so
-/// guards can borrow them.
+/// The pools are made without a lock (`Lazy`: racing first users each make
+/// a set, one is kept), so that a `fork()` cannot catch them half made
+/// ([`implementation`](crate::implementation), section 7a); once made they
+/// stay where they are until the multi-size pool drops, so guards can
+/// borrow them.
 pub(crate) struct SizeClasses<T: Send + 'static, R: Recycle<T>> {
     /// `pools[i]` serves requests of up to `min_class << i` bytes.
-    pools: OnceLock<Box<[LocalPool<T, R>]>>,
+    pools: Lazy<Box<[LocalPool<T, R>]>>,
     min_class: usize,
     max: usize,
     knobs: Knobs,
@@ -64,7 +67,7 @@ impl<T: Send + 'static, R: Recycle<T>> SizeClasses<T, R> {
             panic!("{}", message);
         }
         Self {
-            pools: OnceLock::new(),
+            pools: Lazy::new(),
             min_class: min.next_power_of_two(),
             max,
             knobs,
@@ -74,7 +77,7 @@ impl<T: Send + 'static, R: Recycle<T>> SizeClasses<T, R> {
 
     /// Every class's pool, smallest first, made now if need be.
     fn pools(&self) -> &[LocalPool<T, R>] {
-        self.pools.get_or_init(|| {
+        self.pools.get_or_make(|| {
             self.sizes()
                 .map(|size| self.knobs.pool((self.recycler)(size, self.knobs.reset)))
                 .collect()
@@ -644,6 +647,57 @@ mod tests {
         assert_eq!(class(1000), Some(1024));
         assert_eq!(class(1001), None);
         assert_eq!(classes.made().len(), 4);
+    }
+
+    /// Making the classes takes no lock: a thread caught making them holds
+    /// up no other, as a `fork()` child would be held up for ever by a
+    /// parent's thread caught making them at the fork
+    /// ([`implementation`](crate::implementation), section 7a).
+    #[test]
+    fn no_thread_waits_for_another_to_make_the_classes() {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        use std::sync::mpsc;
+        use std::time::Duration;
+
+        static INSIDE: AtomicBool = AtomicBool::new(false);
+        static RELEASE: AtomicBool = AtomicBool::new(false);
+        thread_local! {
+            static HOLD: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+        }
+        /// `sized`, but held on a thread marked `HOLD` until `RELEASE`.
+        fn held(size: usize, reset: Reset) -> impl Fn() -> usize + Send + Sync {
+            if HOLD.get() {
+                INSIDE.store(true, Ordering::Release);
+                while !RELEASE.load(Ordering::Acquire) {
+                    std::thread::yield_now();
+                }
+            }
+            sized(size, reset)
+        }
+
+        let classes = SizeClasses::new(1, 4, Knobs::DEFAULT, held, "test pool");
+        let classes = &classes;
+        std::thread::scope(|s| {
+            let holder = s.spawn(|| {
+                HOLD.set(true);
+                classes.get(1).map(|pool| *pool.get())
+            });
+            while !INSIDE.load(Ordering::Acquire) {
+                std::thread::yield_now();
+            }
+            let (tx, rx) = mpsc::channel();
+            s.spawn(move || tx.send(classes.get(4).map(|pool| *pool.get())));
+            // A deadline only so that a thread that waits fails the test
+            // rather than hanging it; a passing run does not wait on it.
+            let got = rx.recv_timeout(Duration::from_secs(30));
+            RELEASE.store(true, Ordering::Release);
+            assert_eq!(
+                got,
+                Ok(Some(4)),
+                "a thread waited for another to make the classes"
+            );
+            assert_eq!(holder.join().unwrap(), Some(1));
+        });
     }
 
     #[test]
