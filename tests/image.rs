@@ -452,3 +452,23 @@ fn bad_shapes_panic_in_pools_of_any_shape_and_leave_them_usable() {
     assert_eq!(pools.shapes().count(), 1);
     assert!(format!("{pools:?}").contains("FramePools"));
 }
+
+#[test]
+fn put_files_a_frame_under_its_shape_and_drops_one_of_a_shape_never_asked_for() {
+    let pools = RgbaPools::builder().manual_sweep().build();
+    pools.put(RgbaImage::new(0, 0)); // a shape no pool could hold: no panic
+    pools.put(RgbaImage::new(3, 3));
+    assert_eq!(pools.shapes().count(), 0, "put makes no pool");
+    assert_eq!(pools.stats().idle, 0);
+
+    drop(pools.get(3, 3));
+    let mut frame = RgbaImage::new(3, 3);
+    frame.put_pixel(1, 1, Rgba([9, 9, 9, 9]));
+    pools.put(frame);
+    assert_eq!(pools.stats().idle, 2);
+    let (first, second) = (pools.get(3, 3), pools.get(3, 3));
+    assert!(
+        first.iter().chain(second.iter()).all(|&b| b == 0),
+        "a frame put is zeroed as a returned one is"
+    );
+}

@@ -197,7 +197,7 @@ fn owned_guard_is_static_and_send() {
 }
 
 #[test]
-fn local_capacity_bounds_the_stash_and_spills_to_the_overflow() {
+fn max_stashed_bounds_the_stash_and_spills_to_the_overflow() {
     // `max_idle` larger than `max_stashed`: the stash keeps 4, the
     // overflow takes at most 6, the rest are refused.
     let pool = LocalPool::builder(|| 0u32)
@@ -225,7 +225,7 @@ fn local_capacity_bounds_the_stash_and_spills_to_the_overflow() {
 }
 
 #[test]
-fn zero_local_capacity_shares_everything() {
+fn zero_max_stashed_shares_everything() {
     let pool = LocalPool::builder(|| 7u8)
         .max_stashed(0)
         .manual_sweep()

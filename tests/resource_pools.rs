@@ -216,3 +216,22 @@ fn a_written_object_goes_back_through_recycle_and_a_read_one_does_not() {
     kept.with(|map| map[0] = 7);
     assert_eq!(kept.get()[0], 7);
 }
+
+#[test]
+fn a_multi_size_pool_keeps_what_it_is_put_where_it_fits_and_discards_the_rest() {
+    let bytes = BytePools::builder(64, 1024).manual_sweep().build();
+    for capacity in [0, 10, 100, 200, 5000] {
+        bytes.put(Vec::with_capacity(capacity));
+    }
+    // 100 fits the 64-byte class (64..128), 200 the 128-byte class; 0 and
+    // 10 are below the smallest class, 5000 above the largest.
+    assert_eq!((bytes.stats().idle, bytes.stats().discarded), (2, 3));
+    assert_eq!(bytes.class_stats(64).unwrap().idle, 1);
+    assert_eq!(bytes.class_stats(128).unwrap().idle, 1);
+
+    let maps = MmapPools::builder(4096, 1 << 14).manual_sweep().build();
+    let exact = SizedGuard::into_inner(maps.get(8192));
+    maps.put(exact);
+    maps.put(memmap2::MmapMut::map_anon(5000).unwrap()); // no class is 5000 bytes
+    assert_eq!((maps.stats().idle, maps.stats().discarded), (1, 1));
+}

@@ -356,11 +356,7 @@ impl<F: Frame> FramePools<F> {
     /// ```
     #[inline]
     pub fn try_get(&self, width: u32, height: u32) -> Option<PooledFrame<'_, F>> {
-        let (_, pool) = self
-            .shapes
-            .iter()
-            .find(|&(shape, _)| shape == (width, height))?;
-        pool.try_get()
+        self.made(width, height)?.try_get()
     }
 
     /// [`get`](Self::get) for pools in an `Arc`: the guard keeps the pools
@@ -399,25 +395,38 @@ impl<F: Frame> FramePools<F> {
     }
 
     /// Gives a frame to the pool of its shape, as Go's `Put` does; it is
-    /// reset as a returned frame is.
-    ///
-    /// # Panics
-    ///
-    /// As [`pool`](Self::pool), for a frame of a shape not seen before.
+    /// reset as a returned frame is. A frame of a shape no `get` has asked
+    /// for is dropped: the pools are made for the shapes the program asks
+    /// for, not for whatever frames it hands in.
     ///
     /// # Examples
     ///
     /// ```
     /// use stashpool::image::RgbaPools;
+    /// use stashpool::Pooled;
     ///
     /// let pools = RgbaPools::new();
-    /// pools.put(image::RgbaImage::new(4, 3));
-    /// assert_eq!(pools.shapes().collect::<Vec<_>>(), [(4, 3)]);
+    /// let frame = Pooled::into_inner(pools.get(4, 3));
+    /// pools.put(frame);
     /// assert_eq!(pools.stats().idle, 1);
+    /// pools.put(image::RgbaImage::new(5, 5)); // no pool of that shape
+    /// assert_eq!(pools.stats().idle, 1);
+    /// assert_eq!(pools.shapes().count(), 1);
     /// ```
     pub fn put(&self, frame: F) {
         let (width, height) = frame.shape();
-        self.pool(width, height).put(frame)
+        if let Some(pool) = self.made(width, height) {
+            pool.put(frame)
+        }
+    }
+
+    /// The pool of `width` x `height` frames, if a request made it.
+    fn made(&self, width: u32, height: u32) -> Option<&FramePool<F>> {
+        let (_, pool) = self
+            .shapes
+            .iter()
+            .find(|&(shape, _)| shape == (width, height))?;
+        Some(pool)
     }
 
     /// The shapes requested so far, `(width, height)`, oldest first.

@@ -201,6 +201,7 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
     ///
     /// `self` must live as long as `*owner` and not move: a field of it,
     /// or in an allocation it owns and frees only when it drops.
+    #[cfg(not(stashpool_loom))]
     #[inline(always)]
     pub(crate) unsafe fn get_owned_by<P>(&self, owner: std::sync::Arc<P>) -> PooledOwned<T, R, P> {
         // SAFETY: the caller's word.

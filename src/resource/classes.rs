@@ -130,6 +130,11 @@ impl<T: Send + 'static, R: Recycle<T>> SizeClasses<T, R> {
     pub(crate) fn reset(&self) -> Reset {
         self.knobs.reset
     }
+
+    /// The knobs each class is made with.
+    pub(crate) fn knobs(&self) -> &Knobs {
+        &self.knobs
+    }
 }
 
 /// A multi-size pool of byte-sized objects, `struct $ty { classes:
@@ -181,7 +186,8 @@ macro_rules! class_pool {
             ///
             /// ```
             #[doc = concat!("let pool = ", $path, "::builder(4096, 1 << 20).max_idle(8).build();")]
-            /// pool.with(10, |object| drop(object));
+            /// let bytes = pool.with(10, |object| object.capacity());
+            /// assert_eq!(bytes, 4096);
             /// ```
             pub fn builder(min: usize, max: usize) -> $crate::ResourceBuilder<Self> {
                 $crate::ResourceBuilder::new((min, max))
@@ -299,10 +305,10 @@ macro_rules! class_pool {
             }
 
             /// Gives an object to the pool, as Go's `Put` does: to the
-            /// largest class it can serve, reset as a returned one is; an
-            /// object no class can keep (smaller than the smallest class,
-            /// or too large for the largest) is dropped and counted in
-            /// [`Stats::discarded`](crate::Stats::discarded).
+            /// class of the largest size it can serve, which resets it as
+            /// a returned object and keeps it if it fits there (see the
+            /// pool's docs); one that fits no class is dropped and counted
+            /// in [`Stats::discarded`](crate::Stats::discarded).
             ///
             /// # Examples
             ///
@@ -373,7 +379,7 @@ macro_rules! class_pool {
                 f.debug_struct(stringify!($ty))
                     .field("classes", &self.classes().collect::<Vec<_>>())
                     .field("max_capacity", &self.max_capacity())
-                    .field("reset", &self.classes.reset())
+                    .field("knobs", &self.classes.knobs())
                     .field("stats", &self.stats())
                     .finish()
             }
@@ -625,6 +631,62 @@ where
 {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt::Debug::fmt(&**self, f)
+    }
+}
+
+impl<G: DerefMut> AsRef<G::Target> for SizedGuard<G>
+where
+    G::Target: Sized,
+{
+    fn as_ref(&self) -> &G::Target {
+        self
+    }
+}
+
+impl<G: DerefMut> AsMut<G::Target> for SizedGuard<G>
+where
+    G::Target: Sized,
+{
+    fn as_mut(&mut self) -> &mut G::Target {
+        self
+    }
+}
+
+/// A sized guard is whatever its object is for I/O, as [`Pooled`] is: a
+/// pooled `Vec<u8>` is an `io::Write`.
+///
+/// ```
+/// use stashpool::bytes::BytePools;
+///
+/// let pool = BytePools::new(64, 1024);
+/// let mut buf = pool.get(100);
+/// std::io::copy(&mut &b"copied"[..], &mut buf).unwrap();
+/// assert_eq!(&buf[..], b"copied");
+/// ```
+impl<G: DerefMut> std::io::Write for SizedGuard<G>
+where
+    G::Target: std::io::Write + Sized,
+{
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        (**self).write(buf)
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
+        (**self).write_all(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        (**self).flush()
+    }
+}
+
+/// A sized guard of a reader is a reader.
+impl<G: DerefMut> std::io::Read for SizedGuard<G>
+where
+    G::Target: std::io::Read + Sized,
+{
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        (**self).read(buf)
     }
 }
 

@@ -422,7 +422,7 @@ macro_rules! object_pool {
             ///
             /// ```
             #[doc = concat!("let pool = ", $example, ";")]
-            /// pool.with(|object| drop(object));
+            /// pool.with(|_object| { /* use it */ });
             /// assert_eq!(pool.stats().returned, 1);
             /// ```
             #[inline]
