@@ -132,7 +132,8 @@
 //! future that borrows the pool, and a `static` pool's guard,
 //! `Pooled<'static, T>`, is `Send` when `T` is, so it can travel in a
 //! spawned task. A pool that is not `static` lends `'static` guards through
-//! [`LocalPool::get_owned`] on an `Arc`. A guard may be dropped on another
+//! `get_owned` on an `Arc` ([`LocalPool::get_owned`], and the same call of
+//! every ready-made pool). A guard may be dropped on another
 //! thread than the one that took it (a task that moved between an
 //! executor's threads): its object then goes to that thread's stash, or to
 //! the overflow, and nothing is lost.
