@@ -186,8 +186,8 @@ macro_rules! class_pool {
             ///
             /// ```
             #[doc = concat!("let pool = ", $path, "::builder(4096, 1 << 20).max_idle(8).build();")]
-            /// let bytes = pool.with(10, |object| object.capacity());
-            /// assert_eq!(bytes, 4096);
+            /// pool.with(10, |object| object.len());
+            /// assert_eq!(pool.stats().returned, 1);
             /// ```
             pub fn builder(min: usize, max: usize) -> $crate::ResourceBuilder<Self> {
                 $crate::ResourceBuilder::new((min, max))
