@@ -20,12 +20,12 @@ pub type PooledRgba<'a> = PooledFrame<'a, RgbaImage>;
 /// [`RgbaImage`]: https://docs.rs/image/0.25/image/type.RgbaImage.html
 /// [`RgbaImage::new`]: https://docs.rs/image/0.25/image/struct.ImageBuffer.html#method.new
 ///
-/// Under [`Reset::Zero`](crate::Reset::Zero), the default, a frame comes
+/// Under [`Reset::Zero`], the default, a frame comes
 /// out with every pixel zero (transparent black): a frame only read costs
 /// nothing to return, a written one under 1 MiB (fewer pixels than
 /// 512 x 512) is zeroed in place, and a larger written one is replaced by
 /// a fresh zeroed allocation, which costs what [`RgbaImage::new`] costs.
-/// Under [`Reset::Keep`](crate::Reset::Keep) a frame holds what its last
+/// Under [`Reset::Keep`] a frame holds what its last
 /// user left, and costs a get and a return whatever its size: the policy
 /// for code that writes every pixel it uses. See [`FramePool`] for why. A
 /// frame whose size or color space changed while it was out is dropped on
@@ -103,11 +103,11 @@ impl Resource for FramePool<RgbaImage> {
 /// (Go's `bp.MultiImageRGBAPool`): see [`FramePools`].
 ///
 /// Each size's pool costs what an [`RgbaPool`] of that size costs under
-/// the policy set on the builder: under [`Reset::Zero`](crate::Reset::Zero),
+/// the policy set on the builder: under [`Reset::Zero`],
 /// the default, a written frame of 1 MiB or more costs what
 /// [`RgbaImage::new`] costs (it goes back to the allocator, which can
 /// serve every size from one block) and one only read costs nothing; under
-/// [`Reset::Keep`](crate::Reset::Keep) contents are kept and any frame
+/// [`Reset::Keep`] contents are kept and any frame
 /// costs a get and a return.
 ///
 /// [`RgbaImage::new`]: https://docs.rs/image/0.25/image/struct.ImageBuffer.html#method.new

@@ -247,13 +247,13 @@ pub type PooledYCbCr<'a> = PooledFrame<'a, YCbCrFrame>;
 /// A pool of planar [`YCbCrFrame`]s of one size and subsampling (Go's
 /// `bp.ImageYCbCrPool`), for video and JPEG pipelines: see [`FramePool`].
 ///
-/// Under [`Reset::Zero`](crate::Reset::Zero), the default, a frame comes
+/// Under [`Reset::Zero`], the default, a frame comes
 /// out zeroed: a frame only read costs nothing to return, a written one
 /// whose planes add up to under 1 MiB is zeroed in place, and a larger
 /// written one (at 4:2:0, from about 700 000 pixels: 1280 x 720 and up)
 /// is replaced by a fresh zeroed allocation, which costs what
 /// [`YCbCrFrame::new`] costs.
-/// Under [`Reset::Keep`](crate::Reset::Keep) a frame holds what its last
+/// Under [`Reset::Keep`] a frame holds what its last
 /// user left, and costs a get and a return whatever its size: the policy
 /// for a decoder that writes every sample. See [`FramePool`] for why.
 /// Either way its strides are restored on return, and one whose planes
@@ -351,10 +351,10 @@ impl Resource for FramePool<YCbCrFrame> {
 /// `bp.MultiImageYCbCrPool`): see [`FramePools`].
 ///
 /// Each size's pool costs what a [`YCbCrPool`] of that size costs under
-/// the policy set on the builder: under [`Reset::Zero`](crate::Reset::Zero),
+/// the policy set on the builder: under [`Reset::Zero`],
 /// the default, a written frame of 1 MiB or more costs what
 /// [`YCbCrFrame::new`] costs and one only read costs nothing; under
-/// [`Reset::Keep`](crate::Reset::Keep) contents are kept and any frame
+/// [`Reset::Keep`] contents are kept and any frame
 /// costs a get and a return.
 ///
 /// # Examples
