@@ -4,7 +4,7 @@
 use std::fmt;
 
 use crate::resource::fallible;
-use crate::resource::sealed::{Knobs, Resource};
+use crate::resource::sealed::{Knobs, Resource, Token};
 use crate::resource::{object_pool, resource_pool, ResourceBuilder};
 use crate::{LocalPool, Pooled, Recycle};
 
@@ -23,49 +23,43 @@ pub const DEFAULT_MAX_CAPACITY_FACTOR: usize = 8;
 ///
 /// Sealed: the pool relies on how these two types clear and report their
 /// capacity.
-pub trait Buffer: private::Sealed + Send + 'static {}
+pub trait Buffer: Sized + Send + 'static {
+    /// An empty buffer with room for at least `capacity` bytes; panics
+    /// (never aborts) if it cannot be allocated.
+    #[doc(hidden)]
+    fn alloc(capacity: usize, _: Token) -> Self;
+    #[doc(hidden)]
+    fn clear(&mut self, _: Token);
+    #[doc(hidden)]
+    fn capacity(&self, _: Token) -> usize;
+}
 
-impl Buffer for Vec<u8> {}
-impl Buffer for String {}
-
-mod private {
-    use crate::resource::fallible;
-
-    pub trait Sealed: Sized {
-        /// An empty buffer with room for at least `capacity` bytes; panics
-        /// (never aborts) if it cannot be allocated.
-        fn alloc(capacity: usize) -> Self;
-        fn clear(&mut self);
-        fn capacity(&self) -> usize;
+impl Buffer for Vec<u8> {
+    fn alloc(capacity: usize, _: Token) -> Self {
+        fallible::with_capacity(capacity)
     }
 
-    impl Sealed for Vec<u8> {
-        fn alloc(capacity: usize) -> Self {
-            fallible::with_capacity(capacity)
-        }
-
-        fn clear(&mut self) {
-            Vec::clear(self)
-        }
-
-        fn capacity(&self) -> usize {
-            Vec::capacity(self)
-        }
+    fn clear(&mut self, _: Token) {
+        Vec::clear(self)
     }
 
-    impl Sealed for String {
-        fn alloc(capacity: usize) -> Self {
-            // An empty byte vector is valid UTF-8.
-            String::from_utf8(fallible::with_capacity(capacity)).unwrap_or_default()
-        }
+    fn capacity(&self, _: Token) -> usize {
+        Vec::capacity(self)
+    }
+}
 
-        fn clear(&mut self) {
-            String::clear(self)
-        }
+impl Buffer for String {
+    fn alloc(capacity: usize, _: Token) -> Self {
+        // An empty byte vector is valid UTF-8.
+        String::from_utf8(fallible::with_capacity(capacity)).unwrap_or_default()
+    }
 
-        fn capacity(&self) -> usize {
-            String::capacity(self)
-        }
+    fn clear(&mut self, _: Token) {
+        String::clear(self)
+    }
+
+    fn capacity(&self, _: Token) -> usize {
+        String::capacity(self)
     }
 }
 
@@ -176,15 +170,15 @@ impl BufferRecycler {
 
 impl<B: Buffer> Recycle<B> for BufferRecycler {
     fn create(&self) -> B {
-        B::alloc(self.capacity)
+        B::alloc(self.capacity, Token)
     }
 
     fn recycle(&self, buf: &mut B) -> bool {
-        if !(self.capacity..=self.max_capacity).contains(&buf.capacity()) {
+        if !(self.capacity..=self.max_capacity).contains(&Buffer::capacity(buf, Token)) {
             return false;
         }
         // What a user wrote is now past `len`, out of reach of safe code.
-        buf.clear();
+        Buffer::clear(buf, Token);
         true
     }
 }

@@ -7,7 +7,7 @@ use ::image::RgbaImage;
 
 use super::{RgbaRecycler, Subsampling, YCbCrFrame, YCbCrRecycler};
 use crate::resource::classes::Shapes;
-use crate::resource::sealed::{Contents, Knobs, Resource};
+use crate::resource::sealed::{Contents, Knobs, Resource, Token};
 use crate::resource::{object_pool, resource_pool};
 use crate::{LocalPool, Pooled, PooledOwned, Recycle, Reset};
 
@@ -17,7 +17,7 @@ use crate::{LocalPool, Pooled, PooledOwned, Recycle, Reset};
 /// [`RgbaImage`]: https://docs.rs/image/0.25/image/type.RgbaImage.html
 ///
 /// Sealed: each kind comes with the recycler that checks and zeroes it.
-pub trait Frame: private::Sealed + Sized + Send + 'static {
+pub trait Frame: Sized + Send + 'static {
     /// Makes frames of one shape, zeroes returned ones, and drops those
     /// whose shape changed.
     type Recycler: Recycle<Self> + fmt::Debug + Send + Sync + 'static;
@@ -27,24 +27,30 @@ pub trait Frame: private::Sealed + Sized + Send + 'static {
 
     /// The recycler of `width` x `height` frames under `reset`.
     #[doc(hidden)]
-    fn recycler(width: u32, height: u32, params: Self::Params, reset: Reset) -> Self::Recycler;
+    fn recycler(
+        width: u32,
+        height: u32,
+        params: Self::Params,
+        reset: Reset,
+        _: Token,
+    ) -> Self::Recycler;
 
     /// The frame's width and height, in pixels.
     #[doc(hidden)]
-    fn shape(&self) -> (u32, u32);
+    fn shape(&self, _: Token) -> (u32, u32);
 }
 
 impl Frame for RgbaImage {
     type Recycler = RgbaRecycler;
     type Params = ();
 
-    fn recycler(width: u32, height: u32, (): (), reset: Reset) -> RgbaRecycler {
+    fn recycler(width: u32, height: u32, (): (), reset: Reset, _: Token) -> RgbaRecycler {
         let mut recycler = RgbaRecycler::new(width, height);
         recycler.reset = reset;
         recycler
     }
 
-    fn shape(&self) -> (u32, u32) {
+    fn shape(&self, _: Token) -> (u32, u32) {
         self.dimensions()
     }
 }
@@ -53,22 +59,21 @@ impl Frame for YCbCrFrame {
     type Recycler = YCbCrRecycler;
     type Params = Subsampling;
 
-    fn recycler(width: u32, height: u32, subsampling: Subsampling, reset: Reset) -> YCbCrRecycler {
+    fn recycler(
+        width: u32,
+        height: u32,
+        subsampling: Subsampling,
+        reset: Reset,
+        _: Token,
+    ) -> YCbCrRecycler {
         let mut recycler = YCbCrRecycler::new(width, height, subsampling);
         recycler.reset = reset;
         recycler
     }
 
-    fn shape(&self) -> (u32, u32) {
+    fn shape(&self, _: Token) -> (u32, u32) {
         (self.width(), self.height())
     }
-}
-
-mod private {
-    pub trait Sealed {}
-
-    impl Sealed for image::RgbaImage {}
-    impl Sealed for super::YCbCrFrame {}
 }
 
 /// A pooled frame: goes back to its [`FramePool`] when dropped, zeroed (or
@@ -158,7 +163,7 @@ impl<F: Frame> FramePool<F> {
     /// As the `new` of each kind of frame pool.
     pub(crate) fn with_knobs(width: u32, height: u32, params: F::Params, knobs: Knobs) -> Self {
         Self {
-            pool: knobs.pool(F::recycler(width, height, params, knobs.reset)),
+            pool: knobs.pool(F::recycler(width, height, params, knobs.reset, Token)),
             width,
             height,
             reset: knobs.reset,
@@ -414,7 +419,7 @@ impl<F: Frame> FramePools<F> {
     /// assert_eq!(pools.shapes().count(), 1);
     /// ```
     pub fn put(&self, frame: F) {
-        let (width, height) = frame.shape();
+        let (width, height) = frame.shape(Token);
         if let Some(pool) = self.made(width, height) {
             pool.put(frame)
         }

@@ -23,7 +23,7 @@ use std::ops::{Deref, DerefMut};
 use std::sync::OnceLock;
 
 use crate::lazy::Lazy;
-use crate::resource::sealed::Knobs;
+use crate::resource::sealed::{Knobs, Token};
 use crate::{LocalPool, Pooled, PooledOwned, Recycle, Reset};
 
 /// One `LocalPool` per power-of-two class from `min` to `max` bytes (both
@@ -541,31 +541,23 @@ where
 /// [`SizedGuard`] can hold.
 ///
 /// Sealed: implemented by the crate's two guards only.
-pub trait Guard: DerefMut + private::Sealed
+pub trait Guard: DerefMut
 where
     Self::Target: Sized,
 {
     /// Keeps the object; it will not go back to the pool.
     #[doc(hidden)]
-    fn into_object(this: Self) -> Self::Target;
+    fn into_object(this: Self, _: Token) -> Self::Target;
 }
-
-mod private {
-    pub trait Sealed {}
-}
-
-impl<T: Send + 'static, R: Recycle<T>> private::Sealed for Pooled<'_, T, R> {}
 
 impl<T: Send + 'static, R: Recycle<T>> Guard for Pooled<'_, T, R> {
-    fn into_object(this: Self) -> T {
+    fn into_object(this: Self, _: Token) -> T {
         Pooled::into_inner(this)
     }
 }
 
-impl<T: Send + 'static, R: Recycle<T>, P> private::Sealed for PooledOwned<T, R, P> {}
-
 impl<T: Send + 'static, R: Recycle<T>, P> Guard for PooledOwned<T, R, P> {
-    fn into_object(this: Self) -> T {
+    fn into_object(this: Self, _: Token) -> T {
         PooledOwned::into_inner(this)
     }
 }
@@ -591,7 +583,7 @@ where
     /// ```
     pub fn into_inner(this: Self) -> G::Target {
         match this.repr {
-            Repr::Pooled(guard) => G::into_object(guard),
+            Repr::Pooled(guard) => G::into_object(guard, Token),
             Repr::Alone(object) => object,
         }
     }

@@ -203,6 +203,13 @@ where
 pub(crate) mod sealed {
     use super::*;
 
+    /// What the hidden methods of the crate's public sealed traits
+    /// (`Buffer`, `Frame`, `Guard`) take: no one outside the crate can name
+    /// it, so no one else can implement them, and their rendered
+    /// declarations name no trait a user cannot find.
+    #[derive(Clone, Copy, Debug)]
+    pub struct Token;
+
     /// A ready-made pool: what a [`ResourceBuilder`] builds.
     ///
     /// Sealed: implemented by the crate's ready-made pools only, whose
