@@ -185,10 +185,7 @@ impl<P: sealed::Resource + sealed::Contents> ResourceBuilder<P> {
     }
 }
 
-impl<P: sealed::Resource> fmt::Debug for ResourceBuilder<P>
-where
-    P::Params: fmt::Debug,
-{
+impl<P: sealed::Resource> fmt::Debug for ResourceBuilder<P> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ResourceBuilder")
             .field("params", &self.params)
@@ -217,7 +214,7 @@ pub(crate) mod sealed {
     pub trait Resource: Sized {
         /// The pool's own parameters.
         #[doc(hidden)]
-        type Params;
+        type Params: fmt::Debug;
 
         /// Makes the pool from its parameters and the core knobs.
         #[doc(hidden)]
