@@ -12,9 +12,11 @@
 /// What a resource pool does to a returned object's contents.
 ///
 /// Set with `.reset(Reset)` on the builder of every pool whose objects
-/// hold readable contents (`io::BufReaderPool`, `io::CopyPool`,
-/// `image::RgbaPool`, `image::YCbCrPool`, `mmap::MmapPool` and the
-/// multi-size pools); each pool's docs say what either policy costs there.
+/// hold readable contents (those that implement [`Contents`]:
+/// `io::BufReaderPool`, `io::CopyPool`, the frame pools and the map
+/// pools); each pool's docs say what either policy costs there.
+///
+/// [`Contents`]: crate::Contents
 ///
 /// # Examples
 ///
