@@ -39,6 +39,14 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPoolBuilder<T, R> {
     /// overflow and every get comes from it, a shared pool with no thread
     /// affinity (and one overflow operation per get and per put).
     ///
+    /// Objects that flow one way, taken on one thread and returned on
+    /// another (a producer handing frames to a consumer), gather in the
+    /// returning thread's stash until it is full, while the taking thread
+    /// finds its own stash empty and makes new ones. A pool of large
+    /// objects used that way keeps up to this many per returning thread:
+    /// bound it with a small `max_stashed` (or `0`) or with
+    /// [`max_idle`](Self::max_idle).
+    ///
     /// At most 8 threads per core (`available_parallelism`) keep a stash in
     /// a pool at once: the threads that use *this* pool, first come first
     /// served. A thread's exit frees its place for the next thread, and so
