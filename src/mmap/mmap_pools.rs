@@ -61,7 +61,7 @@ impl MmapPools {
     /// assert_eq!(MmapPools::new(4096, 8192).reset(), Reset::Zero);
     /// ```
     pub fn reset(&self) -> Reset {
-        self.classes.reset()
+        self.classes.knobs().reset
     }
 }
 

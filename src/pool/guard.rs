@@ -126,9 +126,7 @@ impl<'a, T: Send + 'static, R: Recycle<T>> Pooled<'a, T, R> {
     #[inline(always)]
     fn value_mut(&mut self) -> &mut T {
         // SAFETY: the guard owns the node, and `&mut self` is unique.
-        let node = unsafe { self.node.as_mut() };
-        node.written = true;
-        &mut node.value
+        unsafe { self.node.as_mut() }.write()
     }
 }
 
@@ -251,9 +249,7 @@ impl<T: Send + 'static, R: Recycle<T>, P> PooledOwned<T, R, P> {
     #[inline(always)]
     fn value_mut(&mut self) -> &mut T {
         // SAFETY: the guard owns the node, and `&mut self` is unique.
-        let node = unsafe { self.node.as_mut() };
-        node.written = true;
-        &mut node.value
+        unsafe { self.node.as_mut() }.write()
     }
 }
 

@@ -190,7 +190,7 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
     #[inline(always)]
     pub fn get_owned(self: &std::sync::Arc<Self>) -> PooledOwned<T, R> {
         // SAFETY: the pool is the `Arc`'s own value.
-        unsafe { PooledOwned::new(std::sync::Arc::clone(self), self, self.lend()) }
+        unsafe { self.get_owned_by(std::sync::Arc::clone(self)) }
     }
 
     /// [`get_owned`](Self::get_owned) for a pool that lives inside
@@ -201,7 +201,6 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
     ///
     /// `self` must live as long as `*owner` and not move: a field of it,
     /// or in an allocation it owns and frees only when it drops.
-    #[cfg(not(stashpool_loom))]
     #[inline(always)]
     pub(crate) unsafe fn get_owned_by<P>(&self, owner: std::sync::Arc<P>) -> PooledOwned<T, R, P> {
         // SAFETY: the caller's word.

@@ -51,6 +51,13 @@ impl<T> Node<T> {
         })
     }
 
+    /// The value, for writing: marks this loan as one that wrote it.
+    #[inline(always)]
+    pub(crate) fn write(&mut self) -> &mut T {
+        self.written = true;
+        &mut self.value
+    }
+
     /// Whether the loan ending now wrote `value`, leaving the flag false
     /// for the next (a store only if it was set).
     #[inline(always)]

@@ -126,11 +126,6 @@ impl<T: Send + 'static, R: Recycle<T>> SizeClasses<T, R> {
         self.max
     }
 
-    /// The classes' contents policy.
-    pub(crate) fn reset(&self) -> Reset {
-        self.knobs.reset
-    }
-
     /// The knobs each class is made with.
     pub(crate) fn knobs(&self) -> &Knobs {
         &self.knobs
