@@ -1,0 +1,570 @@
+//! Objects taken on one thread and returned on another, on default
+//! configurations: stashpool against the pools a user would write
+//! instead, and against Go's `sync.Pool` on the same program.
+//!
+//! ```text
+//! cargo bench --bench flows                      # the table, into benches/results/flows.md
+//! cargo bench --bench flows -- "pipe 1 MiB" stashpool   # one run
+//! ```
+//!
+//! The workloads:
+//!
+//! * `pipe 64 KiB`, `pipe 1 MiB`, `pipe 8 MiB`: one producer takes a
+//!   buffer, fills it, and sends it through a bounded channel of 16 to two
+//!   consumers, which read it and drop it: every buffer goes back on
+//!   another thread than took it. The buffers are `BytePool`'s (length 0,
+//!   filled by `resize`).
+//! * `sftp 32 KiB`: pkg/sftp's concurrent download: 16 threads read a
+//!   file in 32 KiB chunks into full-length pooled buffers (`read_at`) and
+//!   send them to one writer thread, which writes them out and returns
+//!   them.
+//!
+//! The peers, each made as its users make it, on its defaults:
+//!
+//! * `stashpool`: `BytePool::builder(size).build()` (pipes), a
+//!   `LocalPool` of `vec![0; 32 KiB]` (sftp);
+//! * `stashpool, max_stashed(0)`: the same without per-thread stashes;
+//! * `Mutex<Vec>`: the twenty-line pool, a `Vec` of idle buffers under a
+//!   `Mutex`, unbounded;
+//! * `channel of 64`: pkg/sftp's own pool, a bounded channel of idle
+//!   buffers (a get takes one or allocates, a return sends one or drops it);
+//! * `plain`: a new buffer every time;
+//! * `Go sync.Pool`: `benches/go/flows`, the same program in Go (Get on
+//!   the producer or the readers, Put on the consumers or the writer), run
+//!   when `go` is installed.
+//!
+//! Each run is a fresh process, so its peak resident set (`VmHWM`) is its
+//! own; runs are interleaved (every peer once, then again), and the table
+//! gives each peer's best and median wall time, the objects it made (the
+//! median), and its median peak RSS. Linux only.
+
+#![cfg_attr(not(target_os = "linux"), allow(dead_code, unused_imports))]
+
+#[path = "../examples/common/measure.rs"]
+#[allow(dead_code)]
+mod measure;
+#[path = "common/sitting.rs"]
+mod sitting;
+
+use std::env;
+use std::fmt::Write as _;
+use std::hint::black_box;
+use std::ops::{Deref, DerefMut};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::Mutex;
+use std::thread;
+use std::time::Instant;
+
+use stashpool::bytes::BytePool;
+use stashpool::LocalPool;
+
+/// Processes per peer and workload.
+const RUNS: usize = 5;
+
+/// The channel between the producer and its consumers (`pipe`).
+const IN_FLIGHT: usize = 16;
+
+/// Consumers of a pipe.
+const CONSUMERS: usize = 2;
+
+/// Readers, chunk size and file size of `sftp`.
+const READERS: usize = 16;
+const CHUNK: usize = 32 << 10;
+const FILE_LEN: usize = 256 << 20;
+
+/// pkg/sftp's pool: a channel of this many idle buffers.
+const CHANNEL_POOL: usize = 64;
+
+/// Workloads: name, buffer size, messages.
+const WORKLOADS: [(&str, usize, usize); 4] = [
+    ("pipe 64 KiB", 64 << 10, 200_000),
+    ("pipe 1 MiB", 1 << 20, 20_000),
+    ("pipe 8 MiB", 8 << 20, 3_000),
+    ("sftp 32 KiB", CHUNK, FILE_LEN / CHUNK),
+];
+
+const PEERS: [&str; 6] = [
+    "stashpool",
+    "stashpool, max_stashed(0)",
+    "Mutex<Vec>",
+    "channel of 64",
+    "plain",
+    "Go sync.Pool",
+];
+
+// === the pools ===
+
+/// What a workload needs of a pool: a buffer it can send to another
+/// thread, which goes back to the pool when dropped there.
+trait Buffers: Sync + 'static {
+    type Buf: DerefMut<Target = Vec<u8>> + Send;
+    fn get(&'static self) -> Self::Buf;
+    /// Buffers made so far.
+    fn made(&self) -> u64;
+}
+
+struct Stash(BytePool);
+
+impl Buffers for Stash {
+    type Buf = stashpool::bytes::PooledBuffer<'static>;
+    fn get(&'static self) -> Self::Buf {
+        self.0.get()
+    }
+    fn made(&self) -> u64 {
+        self.0.stats().created
+    }
+}
+
+/// Full-length buffers that nothing resets, for reads (`sftp`).
+struct StashFull(LocalPool<Vec<u8>>);
+
+impl Buffers for StashFull {
+    type Buf = stashpool::Pooled<'static, Vec<u8>>;
+    fn get(&'static self) -> Self::Buf {
+        self.0.get()
+    }
+    fn made(&self) -> u64 {
+        self.0.stats().created
+    }
+}
+
+/// How the hand-written peers make a buffer and ready a returned one.
+struct Make {
+    size: usize,
+    /// Full length (for reads) or empty (for writes).
+    full: bool,
+    made: AtomicU64,
+}
+
+impl Make {
+    fn new(size: usize, full: bool) -> Self {
+        Self {
+            size,
+            full,
+            made: AtomicU64::new(0),
+        }
+    }
+
+    fn make(&self) -> Vec<u8> {
+        self.made.fetch_add(1, Ordering::Relaxed);
+        if self.full {
+            vec![0; self.size]
+        } else {
+            Vec::with_capacity(self.size)
+        }
+    }
+
+    fn ready(&self, buf: &mut Vec<u8>) {
+        if !self.full {
+            buf.clear();
+        }
+    }
+}
+
+/// A hand-written pool's buffer: back to `pool` on drop.
+struct Lent<P: Hand + 'static> {
+    buf: Option<Vec<u8>>,
+    pool: &'static P,
+}
+
+impl<P: Hand> Deref for Lent<P> {
+    type Target = Vec<u8>;
+    fn deref(&self) -> &Vec<u8> {
+        self.buf.as_ref().unwrap()
+    }
+}
+
+impl<P: Hand> DerefMut for Lent<P> {
+    fn deref_mut(&mut self) -> &mut Vec<u8> {
+        self.buf.as_mut().unwrap()
+    }
+}
+
+impl<P: Hand> Drop for Lent<P> {
+    fn drop(&mut self) {
+        self.pool.put(self.buf.take().unwrap());
+    }
+}
+
+/// A hand-written pool: takes and puts whole buffers.
+trait Hand: Sync + Sized + 'static {
+    fn take(&self) -> Vec<u8>;
+    fn put(&self, buf: Vec<u8>);
+    fn make(&self) -> &Make;
+}
+
+impl<P: Hand> Buffers for P {
+    type Buf = Lent<P>;
+    fn get(&'static self) -> Lent<P> {
+        Lent {
+            buf: Some(self.take()),
+            pool: self,
+        }
+    }
+    fn made(&self) -> u64 {
+        self.make().made.load(Ordering::Relaxed)
+    }
+}
+
+/// The twenty-line pool.
+struct MutexVec(Mutex<Vec<Vec<u8>>>, Make);
+
+impl Hand for MutexVec {
+    fn take(&self) -> Vec<u8> {
+        let idle = self.0.lock().unwrap().pop();
+        idle.unwrap_or_else(|| self.1.make())
+    }
+    fn put(&self, mut buf: Vec<u8>) {
+        self.1.ready(&mut buf);
+        self.0.lock().unwrap().push(buf);
+    }
+    fn make(&self) -> &Make {
+        &self.1
+    }
+}
+
+/// pkg/sftp's pool: a bounded channel of idle buffers.
+struct ChannelPool(SyncSender<Vec<u8>>, Mutex<Receiver<Vec<u8>>>, Make);
+
+impl Hand for ChannelPool {
+    fn take(&self) -> Vec<u8> {
+        let idle = self.1.lock().unwrap().try_recv().ok();
+        idle.unwrap_or_else(|| self.2.make())
+    }
+    fn put(&self, mut buf: Vec<u8>) {
+        self.2.ready(&mut buf);
+        let _ = self.0.try_send(buf);
+    }
+    fn make(&self) -> &Make {
+        &self.2
+    }
+}
+
+/// No pool.
+struct Plain(Make);
+
+impl Hand for Plain {
+    fn take(&self) -> Vec<u8> {
+        self.0.make()
+    }
+    fn put(&self, buf: Vec<u8>) {
+        drop(buf);
+    }
+    fn make(&self) -> &Make {
+        &self.0
+    }
+}
+
+// === the workloads ===
+
+/// One producer, `CONSUMERS` consumers, `messages` buffers of `size`.
+fn pipe<B: Buffers>(pool: &'static B, size: usize, messages: usize) -> f64 {
+    let (send, receive) = sync_channel::<(usize, B::Buf)>(IN_FLIGHT);
+    let receive = Mutex::new(receive);
+    let start = Instant::now();
+    thread::scope(|s| {
+        for _ in 0..CONSUMERS {
+            s.spawn(|| {
+                let mut sum = 0u64;
+                loop {
+                    let next = receive.lock().unwrap().recv();
+                    let Ok((i, buf)) = next else { break };
+                    assert_eq!(buf.len(), size);
+                    // Read it: a byte of every page, and its first and last.
+                    sum += buf.iter().step_by(4096).map(|&b| u64::from(b)).sum::<u64>();
+                    sum += u64::from(buf[0] ^ buf[size - 1]) + i as u64;
+                    drop(buf);
+                }
+                black_box(sum);
+            });
+        }
+        for i in 0..messages {
+            let mut buf = pool.get();
+            buf.resize(size, i as u8);
+            send.send((i, buf)).expect("consumers live");
+        }
+        drop(send);
+    });
+    start.elapsed().as_secs_f64() * 1e3
+}
+
+/// The file `sftp` reads, made once per machine.
+fn sftp_file() -> PathBuf {
+    let path = env::temp_dir().join(format!("stashpool-flows-{FILE_LEN}"));
+    let fits = std::fs::metadata(&path).is_ok_and(|m| m.len() == FILE_LEN as u64);
+    if !fits {
+        let data: Vec<u8> = (0..FILE_LEN).map(|i| (i * 7 + i / 4096) as u8).collect();
+        let tmp = path.with_extension("tmp");
+        std::fs::write(&tmp, data).expect("write the file sftp reads");
+        std::fs::rename(&tmp, &path).expect("rename it into place");
+    }
+    path
+}
+
+/// `READERS` threads read the file in chunks; one writer writes them out
+/// in order of arrival and returns them.
+fn sftp<B: Buffers>(pool: &'static B) -> f64 {
+    use std::io::Write;
+    use std::os::unix::fs::FileExt;
+    let file = std::fs::File::open(sftp_file()).expect("open the file");
+    let chunks = FILE_LEN / CHUNK;
+    let next = AtomicU64::new(0);
+    // pkg/sftp's results channel: as many in flight as readers, twice.
+    let (send, receive) = sync_channel::<(usize, B::Buf)>(2 * READERS);
+    let start = Instant::now();
+    thread::scope(|s| {
+        for _ in 0..READERS {
+            let (send, file, next) = (send.clone(), &file, &next);
+            s.spawn(move || loop {
+                let chunk = next.fetch_add(1, Ordering::Relaxed) as usize;
+                if chunk >= chunks {
+                    break;
+                }
+                let mut buf = pool.get();
+                if buf.len() != CHUNK {
+                    buf.resize(CHUNK, 0);
+                }
+                file.read_exact_at(&mut buf, (chunk * CHUNK) as u64)
+                    .expect("read a chunk");
+                send.send((chunk, buf)).expect("the writer lives");
+            });
+        }
+        drop(send);
+        let mut out = std::io::sink();
+        let mut sum = 0u64;
+        for (chunk, buf) in receive {
+            out.write_all(&buf).unwrap();
+            sum += u64::from(buf[chunk % CHUNK]);
+        }
+        black_box(sum);
+    });
+    start.elapsed().as_secs_f64() * 1e3
+}
+
+// === one run ===
+
+fn leak<T>(value: T) -> &'static T {
+    Box::leak(Box::new(value))
+}
+
+/// Runs `workload` on `pool`; wall time in ms and buffers made.
+fn on<B: Buffers>(pool: &'static B, workload: &str) -> (f64, u64) {
+    let (_, size, messages) = find(workload);
+    let millis = if workload.starts_with("sftp") {
+        sftp(pool)
+    } else {
+        pipe(pool, size, messages)
+    };
+    (millis, pool.made())
+}
+
+fn find(workload: &str) -> (&'static str, usize, usize) {
+    *WORKLOADS
+        .iter()
+        .find(|(name, _, _)| *name == workload)
+        .unwrap_or_else(|| panic!("unknown workload {workload:?}"))
+}
+
+/// Runs `workload` with `peer`'s buffers in this process; prints the wall
+/// time, the buffers made and the peak resident set in KiB.
+fn run_one(workload: &str, peer: &str) {
+    let (_, size, _) = find(workload);
+    let full = workload.starts_with("sftp");
+    let (millis, made) = match peer {
+        "stashpool" if full => on(leak(StashFull(LocalPool::new(|| vec![0; CHUNK]))), workload),
+        "stashpool" => on(leak(Stash(BytePool::builder(size).build())), workload),
+        "stashpool, max_stashed(0)" if full => {
+            let pool = LocalPool::builder((|| vec![0; CHUNK]) as fn() -> Vec<u8>)
+                .max_stashed(0)
+                .build();
+            on(leak(StashFull(pool)), workload)
+        }
+        "stashpool, max_stashed(0)" => {
+            let pool = BytePool::builder(size).max_stashed(0).build();
+            on(leak(Stash(pool)), workload)
+        }
+        "Mutex<Vec>" => on(
+            leak(MutexVec(Mutex::new(Vec::new()), Make::new(size, full))),
+            workload,
+        ),
+        "channel of 64" => {
+            let (send, receive) = sync_channel(CHANNEL_POOL);
+            let pool = ChannelPool(send, Mutex::new(receive), Make::new(size, full));
+            on(leak(pool), workload)
+        }
+        "plain" => on(leak(Plain(Make::new(size, full))), workload),
+        _ => panic!("unknown peer {peer:?}"),
+    };
+    let hwm = measure::peak_rss_kib().expect("Linux /proc");
+    println!("{millis:.3} {made} {hwm}");
+}
+
+// === the table ===
+
+/// One run: wall ms, objects made, peak RSS in KiB.
+type Run = (f64, u64, u64);
+
+/// The Go program, built into the target directory; `None` without `go`.
+fn go_program() -> Option<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/go");
+    let out = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/go-flows");
+    let built = Command::new("go")
+        .args(["build", "-o"])
+        .arg(&out)
+        .arg("./flows")
+        .current_dir(dir)
+        .status()
+        .ok()?;
+    assert!(built.success(), "go build ./flows failed");
+    Some(out)
+}
+
+fn go_version() -> String {
+    Command::new("go")
+        .arg("version")
+        .output()
+        .ok()
+        .map_or_else(String::new, |out| {
+            String::from_utf8_lossy(&out.stdout).trim().to_owned()
+        })
+}
+
+/// One run in a fresh process.
+fn measure(me: &Path, go: Option<&Path>, workload: &str, peer: &str) -> Option<Run> {
+    let out = if peer == "Go sync.Pool" {
+        let (name, size, messages) = find(workload);
+        let mut command = Command::new(go?);
+        if name.starts_with("sftp") {
+            command.args(["sftp", &sftp_file().to_string_lossy()]);
+            command.args([READERS, CHUNK, FILE_LEN].map(|n| n.to_string()));
+        } else {
+            command.arg("pipe");
+            command.args([size, messages, IN_FLIGHT, CONSUMERS].map(|n| n.to_string()));
+        }
+        command.output()
+    } else {
+        Command::new(me).args([workload, peer]).output()
+    }
+    .expect("run one peer");
+    assert!(
+        out.status.success(),
+        "{workload} {peer} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).expect("UTF-8 output");
+    let fields: Vec<&str> = text.split_whitespace().collect();
+    Some((
+        fields[0].parse().unwrap(),
+        fields[1].parse().unwrap(),
+        fields[2].parse().unwrap(),
+    ))
+}
+
+fn median<T: PartialOrd + Copy>(mut values: Vec<T>) -> T {
+    values.sort_by(|a, b| a.partial_cmp(b).expect("comparable"));
+    values[values.len() / 2]
+}
+
+fn table() {
+    let me = env::current_exe().expect("the bench's own path");
+    let go = go_program();
+    sftp_file();
+    let mut runs: Vec<Vec<Vec<Run>>> = WORKLOADS
+        .iter()
+        .map(|_| PEERS.iter().map(|_| Vec::new()).collect())
+        .collect();
+    for round in 0..RUNS {
+        eprintln!("round {} of {RUNS}", round + 1);
+        for ((workload, _, _), runs) in WORKLOADS.iter().zip(&mut runs) {
+            for (peer, runs) in PEERS.iter().zip(runs) {
+                runs.extend(measure(&me, go.as_deref(), workload, peer));
+            }
+        }
+    }
+
+    let mut text = String::new();
+    let out = &mut text;
+    writeln!(out, "## Flows: objects returned on another thread").unwrap();
+    writeln!(out).unwrap();
+    writeln!(
+        out,
+        "`cargo bench --bench flows`: `pipe`: one producer fills buffers and sends them through a \
+         bounded channel of {IN_FLIGHT} to {CONSUMERS} consumers, which return them; `sftp`: {READERS} \
+         threads read a {} MiB file in {} KiB chunks into pooled buffers, one writer returns them. Every \
+         pool on its defaults. {RUNS} runs per peer, interleaved, a fresh process each: the best and \
+         the median wall time, the median of the objects made and of the peak RSS. *÷ stashpool*: the \
+         peer's over stashpool's (above 1: stashpool is faster, or leaner).",
+        FILE_LEN >> 20,
+        CHUNK >> 10
+    )
+    .unwrap();
+    writeln!(out).unwrap();
+    writeln!(
+        out,
+        "| workload | peer | best (ms) | median (ms) | ÷ stashpool | objects made | peak RSS (MiB) | ÷ stashpool |"
+    )
+    .unwrap();
+    writeln!(
+        out,
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"
+    )
+    .unwrap();
+    for ((workload, _, _), runs) in WORKLOADS.iter().zip(&runs) {
+        let best = |runs: &[Run]| runs.iter().map(|r| r.0).fold(f64::INFINITY, f64::min);
+        let hwm = |runs: &[Run]| median(runs.iter().map(|r| r.2).collect()) as f64 / 1024.0;
+        let ours = &runs[0];
+        for (peer, runs) in PEERS.iter().zip(runs) {
+            if runs.is_empty() {
+                writeln!(out, "| {workload} | {peer} | not run (no `go`) | | | | | |").unwrap();
+                continue;
+            }
+            writeln!(
+                out,
+                "| {workload} | {peer} | {:.1} | {:.1} | {:.2} | {} | {:.1} | {:.2} |",
+                best(runs),
+                median(runs.iter().map(|r| r.0).collect()),
+                best(runs) / best(ours),
+                median(runs.iter().map(|r| r.1).collect()),
+                hwm(runs),
+                hwm(runs) / hwm(ours),
+            )
+            .unwrap();
+        }
+    }
+    writeln!(out).unwrap();
+    writeln!(
+        out,
+        "_{}; commit `{}`; {}; {}; `cargo bench --bench flows`._",
+        sitting::date(),
+        sitting::commit(),
+        sitting::machine(),
+        go_version(),
+    )
+    .unwrap();
+    print!("{text}");
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/results/flows.md");
+    std::fs::write(&path, text).expect("write benches/results/flows.md");
+    eprintln!("written to {}", path.display());
+}
+
+#[cfg(not(target_os = "linux"))]
+fn main() {
+    eprintln!("flows reads /proc/self/status: Linux only");
+}
+
+#[cfg(target_os = "linux")]
+fn main() {
+    // `cargo bench` passes `--bench`: ignore it.
+    let args: Vec<String> = env::args()
+        .skip(1)
+        .filter(|arg| !arg.starts_with("--"))
+        .collect();
+    match args.as_slice() {
+        [workload, peer] => run_one(workload, peer),
+        [] => table(),
+        _ => panic!("usage: flows [WORKLOAD PEER]; workloads {WORKLOADS:?}, peers {PEERS:?}"),
+    }
+}
