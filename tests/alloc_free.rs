@@ -35,8 +35,10 @@ fn warm_pools_allocate_nothing() {
     // a few at a time, as a server's requests take them.
     for (pool, hold) in [(&roomy, 300), (&stashless, 4)] {
         let round = |pool| round(pool, hold);
-        // Warm: the objects, the stash, the overflow's blocks, spare buffers.
-        for _ in 0..3 {
+        // Warm: the objects, the stash (which doubles what it keeps each
+        // round until it keeps `max_stashed`), the overflow's blocks, spare
+        // buffers.
+        for _ in 0..12 {
             round(pool);
         }
         let before = allocations();

@@ -96,7 +96,7 @@ fn a_first_use_in_a_pthread_key_destructor_leaves_nothing_behind() {
 
         // A new thread still gets a stash of its own in a new pool.
         let fresh: &'static LocalPool<Vec<u8>> = Box::leak(Box::new(pool()));
-        let release = on_a_live_thread(move || fresh.put(vec![1]));
+        let release = on_a_live_thread(move || fresh.with(|buf| buf.push(1)));
         assert_eq!(
             takeable(fresh),
             [] as [u8; 0],
@@ -131,7 +131,12 @@ fn a_bounded_pool_keeps_a_stash_for_its_current_user() {
             // lowest free thread id: the one the user gave back.
             long_lived.push(on_a_live_thread(move || other.put(vec![round])));
         }
-        let user = on_a_live_thread(move || bounded.put(vec![9]));
+        let user = on_a_live_thread(move || {
+            bounded.with(|buf| {
+                buf.clear();
+                buf.push(9);
+            })
+        });
         assert_eq!(takeable(bounded), [] as [u8; 0], "in its user's stash");
         drop((user, long_lived));
     });
@@ -186,7 +191,11 @@ fn back_to_back_scopes_keep_their_stashes() {
                         while EXITS.load(Ordering::Acquire) < round * threads {
                             thread::yield_now();
                         }
-                        scoped.put(vec![(round * threads + n) as u8]);
+                        // Taken and returned: what a stash keeps.
+                        scoped.with(|buf| {
+                            buf.clear();
+                            buf.push((round * threads + n) as u8);
+                        });
                         all_put.wait();
                         checked.wait();
                     });

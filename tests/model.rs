@@ -3,10 +3,13 @@
 //! checked step by step against a simple model of the pool.
 //!
 //! The model is the pool's specification written plainly: a LIFO stash per
-//! thread with at most `capacity` objects, which spills the older half of one
-//! age into a FIFO overflow of batches when full and takes a batch back when
-//! empty (with no stash at all, objects go one by one to a LIFO of singles); an exiting thread hands its stash to the overflow; a sweep drops
-//! every object already marked idle and marks the rest. After every step the
+//! thread that keeps at most its limit (which adapts, up to `capacity`, see
+//! `Stash`), spills the older half of one age into a FIFO overflow of
+//! batches when full (one object to a LIFO of singles if it keeps none, as
+//! a pool with no stash at all does), and takes a batch (else a single)
+//! when empty; an exiting thread hands its stash to the overflow; a sweep
+//! drops every object already marked idle, marks the rest, and sheds what
+//! a stash holds beyond its limit. After every step the
 //! pool's `Stats` and the set of live objects must agree with the model.
 
 mod common;
@@ -60,84 +63,140 @@ struct Obj {
     victim: bool,
 }
 
+/// One thread's stash: its objects, oldest first, and how many it keeps
+/// now (`limit`, at most the pool's `max_stashed`), which doubles when a get
+/// finds the stash empty after it spilled, and halves at a sweep when no
+/// get found it empty since the last one. A new stash keeps none until its
+/// thread's first get.
+#[derive(Debug)]
+struct Stash {
+    objs: Vec<Obj>,
+    limit: usize,
+    spilled: bool,
+    underflowed: bool,
+}
+
+impl Default for Stash {
+    fn default() -> Self {
+        Self {
+            objs: Vec::new(),
+            limit: 0,
+            spilled: true,
+            underflowed: false,
+        }
+    }
+}
+
 #[derive(Default)]
 struct Model {
     capacity: usize,
     overflow: VecDeque<Vec<Obj>>,
-    /// Single objects (a pool without stashes returns them one by one),
-    /// newest last: a get takes the newest, as from a stash.
+    /// Single objects (returned one by one: by a stash that keeps none, or
+    /// in a pool without stashes), newest last: a get takes the newest.
     singles: Vec<Obj>,
     stats: Stats,
     next_id: usize,
 }
 
 impl Model {
-    fn get(&mut self, stash: &mut Vec<Obj>) -> usize {
-        if let Some(obj) = stash.pop() {
+    fn get(&mut self, stash: &mut Stash) -> usize {
+        if let Some(obj) = stash.objs.pop() {
             self.stats.reused += 1;
             return obj.id;
         }
-        if let Some(obj) = self.singles.pop() {
-            self.stats.reused += 1;
-            return obj.id;
-        }
-        if let Some(mut batch) = self.overflow.pop_front() {
-            let obj = batch.pop().expect("batches are never empty");
-            stash.append(&mut batch);
-            self.stats.reused += 1;
-            return obj.id;
+        if self.capacity == 0 {
+            // No stash at all: the newest single.
+            if let Some(obj) = self.singles.pop() {
+                self.stats.reused += 1;
+                return obj.id;
+            }
+        } else {
+            if stash.spilled {
+                stash.spilled = false;
+                stash.limit = (stash.limit * 2).clamp(1, self.capacity);
+            }
+            stash.underflowed = true;
+            // A stash takes a whole batch, else the newest single.
+            if let Some(mut batch) = self.overflow.pop_front() {
+                let obj = batch.pop().expect("batches are never empty");
+                stash.objs.append(&mut batch);
+                self.stats.reused += 1;
+                return obj.id;
+            }
+            if let Some(obj) = self.singles.pop() {
+                self.stats.reused += 1;
+                return obj.id;
+            }
         }
         self.stats.created += 1;
         self.next_id += 1;
         self.next_id - 1
     }
 
-    fn put(&mut self, stash: &mut Vec<Obj>, id: usize) {
+    fn put(&mut self, stash: &mut Stash, id: usize) {
         self.stats.returned += 1;
         let fresh = Obj { id, victim: false };
-        if stash.len() < self.capacity {
-            return stash.push(fresh);
+        if stash.objs.len() < stash.limit.min(self.capacity) {
+            return stash.objs.push(fresh);
         }
-        if self.capacity == 0 {
+        stash.spilled = true;
+        if stash.limit == 0 || self.capacity == 0 {
             return self.singles.push(fresh);
         }
         // Spill the oldest objects of one age: victims first.
-        let victims = stash.iter().take_while(|obj| obj.victim).count();
-        let same_age = if victims > 0 { victims } else { stash.len() };
-        let n = (self.capacity - self.capacity / 2).min(same_age);
-        self.overflow.push_back(stash.drain(..n).collect());
-        stash.push(fresh);
+        let objs = &mut stash.objs;
+        let victims = objs.iter().take_while(|obj| obj.victim).count();
+        let same_age = if victims > 0 { victims } else { objs.len() };
+        let n = (stash.limit - stash.limit / 2).min(same_age);
+        self.overflow.push_back(objs.drain(..n).collect());
+        objs.push(fresh);
     }
 
-    fn exit(&mut self, stash: &mut Vec<Obj>) {
-        let victims = stash.iter().take_while(|obj| obj.victim).count();
-        let fresh = stash.split_off(victims);
-        for batch in [std::mem::take(stash), fresh] {
+    fn exit(&mut self, stash: &mut Stash) {
+        let objs = &mut stash.objs;
+        let victims = objs.iter().take_while(|obj| obj.victim).count();
+        let fresh = objs.split_off(victims);
+        for batch in [std::mem::take(objs), fresh] {
             if !batch.is_empty() {
                 self.overflow.push_back(batch);
             }
         }
     }
 
-    fn sweep(&mut self, stashes: &mut [&mut Vec<Obj>]) {
+    fn sweep(&mut self, stashes: &mut [&mut Stash]) {
+        let all: Vec<&Stash> = stashes.iter().map(|s| &**s).collect();
+        if self.idle(&all) == 0 {
+            return; // nothing idle: the sweep does nothing
+        }
         let mut age = |objs: &mut Vec<Obj>| {
             let before = objs.len();
             objs.retain(|obj| !obj.victim);
             self.stats.trimmed += (before - objs.len()) as u64;
             objs.iter_mut().for_each(|obj| obj.victim = true);
         };
+        let mut shed = Vec::new();
         for stash in stashes.iter_mut() {
-            age(stash);
+            age(&mut stash.objs);
+            if !stash.underflowed {
+                stash.limit /= 2;
+            }
+            stash.underflowed = false;
+            // What it holds beyond its limit goes to the overflow.
+            let excess = stash.objs.len().saturating_sub(stash.limit);
+            if excess > 0 {
+                shed.push(stash.objs.drain(..excess).collect::<Vec<_>>());
+            }
         }
         for batch in &mut self.overflow {
             age(batch);
         }
         age(&mut self.singles);
         self.overflow.retain(|batch| !batch.is_empty());
+        self.overflow.extend(shed);
     }
 
-    fn idle(&self, stashes: &[&Vec<Obj>]) -> usize {
-        stashes.iter().map(|s| s.len()).sum::<usize>()
+    fn idle(&self, stashes: &[&Stash]) -> usize {
+        stashes.iter().map(|s| s.objs.len()).sum::<usize>()
             + self.overflow.iter().map(Vec::len).sum::<usize>()
             + self.singles.len()
     }
@@ -150,8 +209,8 @@ type Pool = LocalPool<Tracked, Box<dyn Fn() -> Tracked + Send + Sync>>;
 fn run(
     pool: &Pool,
     model: &mut Model,
-    stash: &mut Vec<Obj>,
-    main_stash: Option<&mut Vec<Obj>>,
+    stash: &mut Stash,
+    main_stash: Option<&mut Stash>,
     ops: &[Op],
 ) -> Vec<Tracked> {
     let mut held: Vec<Pooled<'_, Tracked, _>> = Vec::new();
@@ -239,14 +298,14 @@ fn follows_the_model(capacity: usize, ops: &[Op]) -> Result<(), TestCaseError> {
         capacity,
         ..Model::default()
     };
-    let mut main = Vec::new();
+    let mut main = Stash::default();
     let mut kept = Vec::new();
 
     for op in ops {
         if let Op::Thread(thread_ops) = op {
             // A new thread starts with an empty stash (an exited
             // thread's stash was handed to the overflow).
-            let mut theirs = Vec::new();
+            let mut theirs = Stash::default();
             let (pool, model_ref, theirs_ref, main_ref) =
                 (&pool, &mut model, &mut theirs, &mut main);
             let their_kept = std::thread::scope(|s| {

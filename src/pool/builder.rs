@@ -32,20 +32,22 @@ pub struct LocalPoolBuilder<T, R> {
 
 impl<T: Send + 'static, R: Recycle<T>> LocalPoolBuilder<T, R> {
     /// Most objects one thread keeps in its private stash (default
-    /// [`DEFAULT_MAX_STASHED`](crate::DEFAULT_MAX_STASHED)). When a return finds the stash full, the
-    /// older half moves to the shared overflow.
+    /// [`DEFAULT_MAX_STASHED`](crate::DEFAULT_MAX_STASHED)).
+    ///
+    /// A stash keeps what its thread's own use calls for, up to `n`: none
+    /// at first, one after its thread's first get, and twice as many each
+    /// time a get finds it empty after it passed objects on (the rule by
+    /// which tcmalloc grows its per-CPU caches); a sweep that finds it was
+    /// not emptied since the previous one halves it again. So a thread that
+    /// only returns objects other threads took (the consumer of a channel)
+    /// keeps none: each return goes straight to the shared overflow, where
+    /// the taking thread finds it; and a thread that takes and returns (a
+    /// loop, a burst) soon keeps all it holds. A return that finds the
+    /// stash at its limit moves the older half to the overflow.
     ///
     /// `0` is allowed and means no private stash: every return goes to the
     /// overflow and every get comes from it, a shared pool with no thread
     /// affinity (and one overflow operation per get and per put).
-    ///
-    /// Objects that flow one way, taken on one thread and returned on
-    /// another (a producer handing frames to a consumer), gather in the
-    /// returning thread's stash until it is full, while the taking thread
-    /// finds its own stash empty and makes new ones. A pool of large
-    /// objects used that way keeps up to this many per returning thread:
-    /// bound it with a small `max_stashed` (or `0`) or with
-    /// [`max_idle`](Self::max_idle).
     ///
     /// At most 8 threads per core (`available_parallelism`) keep a stash in
     /// a pool at once: the threads that use *this* pool, first come first
@@ -94,8 +96,10 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPoolBuilder<T, R> {
     ///
     /// let pool = LocalPool::builder(|| vec![0u8; 1 << 16]).max_idle(2).manual_sweep().build();
     /// let bufs: Vec<_> = (0..5).map(|_| pool.get()).collect();
-    /// drop(bufs); // 2 kept in this thread's stash, 2 in the overflow, 1 dropped
-    /// assert_eq!(pool.stats().rejected, 1);
+    /// // 1 kept in this thread's stash (more, up to its share of 2, as its
+    /// // use calls for), 2 in the overflow, 2 dropped
+    /// drop(bufs);
+    /// assert_eq!(pool.stats().rejected, 2);
     /// pool.sweep();
     /// assert!(pool.stats().idle <= 2);
     /// ```

@@ -18,8 +18,10 @@ use crate::{Recycle, Stats};
 ///
 /// Each thread keeps up to [`max_stashed`](crate::LocalPoolBuilder::max_stashed)
 /// returned objects in a private stash, so a get and a return on the same
-/// thread touch no shared memory. (At most 8 threads per core keep a stash
-/// in a pool at once; see
+/// thread touch no shared memory: as many as its own use calls for, so
+/// that a thread that only returns what other threads took (a channel's
+/// consumer) keeps none and they find them at once. (At most 8 threads per
+/// core keep a stash in a pool at once; see
 /// [`max_stashed`](crate::LocalPoolBuilder::max_stashed).) A thread
 /// whose stash is empty takes a batch from a shared overflow before making
 /// a new object; a thread whose stash is full moves its oldest half there.

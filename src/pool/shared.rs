@@ -297,7 +297,7 @@ impl<T: Send> Shared<T> {
         // once; sweeps keep an unheld stash's epoch current too.
         stash.with_owner(self.strategy, |local| {
             local.held = true;
-            local.capacity = capacity;
+            local.set_capacity(capacity);
             local.seen = stash.counters.total();
         });
         if self.max_idle != usize::MAX {
@@ -434,9 +434,12 @@ impl<T: Send> Shared<T> {
     #[cold]
     pub(crate) fn pop_overflow(&self, stash: &Stash<T>) -> Option<Box<Node<T>>> {
         crate::pool::fork::after_fork();
-        if !stash.with_owner(self.strategy, |local| local.held) && !self.take_slot(stash) {
-            // No slot: one object, as for a thread without a stash.
-            return self.pop_single(&stash.counters);
+        if !stash.with_owner(self.strategy, Local::underflow) {
+            if !self.take_slot(stash) {
+                // No slot: one object, as for a thread without a stash.
+                return self.pop_single(&stash.counters);
+            }
+            stash.with_owner(self.strategy, Local::underflow);
         }
         let Some(mut batch) = self.overflow.pop() else {
             let node = self.overflow.pop_one()?;
@@ -459,7 +462,7 @@ impl<T: Send> Shared<T> {
     /// Pools a returned (already recycled) object in this thread's stash.
     #[inline(always)]
     pub(crate) fn push(&self, stash: &Stash<T>, node: Box<Node<T>>) {
-        match stash.with_owner(self.strategy, |local| local.push(node, local.capacity)) {
+        match stash.with_owner(self.strategy, |local| local.push(node, local.limit)) {
             Ok(()) => stash.counters.returned.bump(),
             Err(node) => self.push_full(stash, node),
         }
@@ -468,12 +471,11 @@ impl<T: Send> Shared<T> {
     #[cold]
     fn push_full(&self, stash: &Stash<T>, node: Box<Node<T>>) {
         crate::pool::fork::after_fork();
-        let spill = |local: &mut Local<T>, node| local.spill(node, local.capacity, &self.overflow);
         // `Err`: the stash holds no slot; the object goes to the overflow
         // unless this thread gets one back.
         let spilled = stash.with_owner(self.strategy, |local| {
             if local.held {
-                Ok(spill(local, node))
+                Ok(local.spill(node, &self.overflow))
             } else {
                 Err(node)
             }
@@ -481,7 +483,7 @@ impl<T: Send> Shared<T> {
         let spill = match spilled {
             Ok(spill) => spill,
             Err(node) if self.take_slot(stash) => {
-                stash.with_owner(self.strategy, |local| spill(local, node))
+                stash.with_owner(self.strategy, |local| local.spill(node, &self.overflow))
             }
             Err(node) => return self.push_single(&stash.counters, node),
         };
@@ -811,6 +813,11 @@ mod tests {
                     assert_eq!(pool.stats().idle, 1, "the victim rule is unchanged");
                     pool.put(vec![4]);
                     assert_eq!(holds_slot(&pool), Some(true), "the freed slot");
+                    // A new stash passes its first return on; once a get
+                    // then finds it empty, it keeps what its thread returns.
+                    let four = pool.try_get().map(Pooled::into_inner);
+                    assert_eq!(four, Some(vec![4]), "the newest single");
+                    pool.put(vec![4]);
                     b_used.wait();
                     a_again.wait();
                     let mine = pool.try_get().map(Pooled::into_inner);

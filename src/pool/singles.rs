@@ -30,6 +30,11 @@ use crate::sync::{backoff, AtomicBool, AtomicCount, Ordering, Ring, UnsafeCell};
 /// spill path.
 pub(crate) const RING_SLOTS: usize = if cfg!(stashpool_loom) { 1 } else { 64 };
 
+/// How many times a get tries the stack while another thread holds it
+/// (`Singles::pop`). Under loom, once: the model checks the one attempt, and
+/// more would only multiply its branches.
+const STACK_TRIES: u32 = if cfg!(stashpool_loom) { 1 } else { 6 };
+
 /// One object and its stamp: a batch of one without the `Vec`.
 pub(crate) struct Single<T> {
     pub(crate) node: Box<Node<T>>,
@@ -78,11 +83,38 @@ impl<T> Singles<T> {
 
     /// Takes a single: the newest on the stack, else the ring's oldest,
     /// else the spill queue's.
+    ///
+    /// A get that finds the stack held (by another thread's push or pop, a
+    /// few instructions long) and the queues empty tries the stack again,
+    /// a bounded number of times: giving up at once would make a new
+    /// object while idle ones wait on the stack, which in a flow of
+    /// returns on one thread and gets on another happens on every push
+    /// that a get meets. Bounded, so a get still never waits for a holder
+    /// that does not let go (a thread preempted there, or one a fork left
+    /// behind).
     #[inline]
     pub(crate) fn pop(&self) -> Option<Single<T>> {
-        if let Some(Some(single)) = self.stack.try_with(Vec::pop) {
-            return Some(single);
+        for attempt in 0..STACK_TRIES {
+            if attempt > 0 {
+                for _ in 0..1u32 << attempt {
+                    std::hint::spin_loop();
+                }
+            }
+            match self.stack.try_with(Vec::pop) {
+                Some(Some(single)) => return Some(single),
+                Some(None) => return self.pop_queue(),
+                None => {
+                    if let Some(single) = self.pop_queue() {
+                        return Some(single);
+                    }
+                }
+            }
         }
+        None
+    }
+
+    /// The ring's oldest single, else the spill queue's.
+    fn pop_queue(&self) -> Option<Single<T>> {
         match self.ring.get()?.pop() {
             Some(single) => Some(single),
             None => self.spill.pop(),

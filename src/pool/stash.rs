@@ -56,6 +56,13 @@ impl<T> Stash<T> {
                 victims: 0,
                 epoch,
                 capacity,
+                limit: 0,
+                // As if it had spilled: its owner's first get lets it keep
+                // one object, so a thread that takes and returns keeps what
+                // it uses from the start, and one that only returns never
+                // keeps any.
+                spilled: true,
+                underflowed: false,
                 spares: Vec::new(),
                 held: true,
                 seen: 0,
@@ -244,6 +251,16 @@ pub(crate) struct Local<T> {
     /// are rebalanced as stashes are made and at every sweep), so the owner
     /// reads it from its own cache line, with no shared write.
     pub(super) capacity: usize,
+    /// The most objects this stash keeps *now*, at most `capacity`: it
+    /// starts at zero and adapts to how the owner uses the pool (see
+    /// `underflow` and `adapt`), so a stash that only receives objects
+    /// (returned on this thread, taken on others) passes them on at once
+    /// instead of keeping them from the threads that take them.
+    pub(super) limit: usize,
+    /// Whether the stash spilled since its last underflow.
+    spilled: bool,
+    /// Whether the stash underflowed since the last sweep.
+    underflowed: bool,
     /// Empty buffers of batches installed here, for the next spills.
     spares: Vec<Vec<Box<Node<T>>>>,
     /// Whether this stash holds one of its pool's slots (`shared.rs`).
@@ -304,19 +321,17 @@ impl<T> Local<T> {
     }
 
     /// Keeps `value` in a full stash by moving its oldest objects (up to half
-    /// the capacity, all of one age) into a batch for the overflow.
+    /// the limit, all of one age) into a batch for the overflow.
     #[cold]
-    pub(crate) fn spill(
-        &mut self,
-        value: Box<Node<T>>,
-        capacity: usize,
-        overflow: &Overflow<T>,
-    ) -> Spill<T> {
-        if let Err(value) = self.push(value, capacity) {
-            if capacity == 0 {
-                // No private stash at all: the object itself goes over, as
-                // a single (a pool with no room in its stashes moves every
-                // object this way, and must not allocate for each).
+    pub(crate) fn spill(&mut self, value: Box<Node<T>>, overflow: &Overflow<T>) -> Spill<T> {
+        let limit = self.limit;
+        if let Err(value) = self.push(value, limit) {
+            self.spilled = true;
+            if limit == 0 {
+                // No room kept at all: the object itself goes over, as a
+                // single (a stash that only receives, or one without a
+                // slot, moves every object this way, and must not allocate
+                // for each).
                 return match overflow.reserve(1) {
                     0 => Spill::Rejected(value),
                     _ => Spill::One(value, self.epoch),
@@ -329,7 +344,7 @@ impl<T> Local<T> {
             } else {
                 (self.items.len(), self.epoch)
             };
-            let want = (capacity - capacity / 2).min(same_age);
+            let want = (limit - limit / 2).min(same_age);
             let granted = overflow.reserve(want);
             if granted == 0 {
                 return Spill::Rejected(value);
@@ -379,6 +394,33 @@ impl<T> Local<T> {
         }
     }
 
+    /// Notes that a get found this stash empty. If the stash spilled since
+    /// its last underflow, it gave away objects its owner then needed: it
+    /// may keep twice as many (up to `capacity`). tcmalloc grows its
+    /// per-CPU caches by the same rule, so a stash whose owner only returns
+    /// (it never underflows) or only takes (it never spills) stays empty,
+    /// and one whose owner does both grows to what the owner holds.
+    ///
+    /// `false` (and nothing noted) if the stash holds no slot: it keeps
+    /// nothing until it gets one.
+    pub(crate) fn underflow(&mut self) -> bool {
+        if !self.held {
+            return false;
+        }
+        if self.spilled {
+            self.spilled = false;
+            self.limit = self.limit.saturating_mul(2).max(1).min(self.capacity);
+        }
+        self.underflowed = true;
+        true
+    }
+
+    /// Sets `capacity`, and the limit within it.
+    pub(super) fn set_capacity(&mut self, capacity: usize) {
+        self.capacity = capacity;
+        self.limit = self.limit.min(capacity);
+    }
+
     /// Frees the allocations of an empty stash, so an idle pool holds no
     /// memory but its bookkeeping.
     pub(super) fn release_memory(&mut self) {
@@ -392,10 +434,10 @@ impl<T> Local<T> {
 // === impl Local: sweeps ===
 
 impl<T> Local<T> {
-    /// Moves the oldest objects beyond `capacity` into batches for the
+    /// Moves the oldest objects beyond the limit into batches for the
     /// overflow: victims and fresh objects apart, each with its stamp.
     pub(crate) fn shed(&mut self, batches: &mut Vec<Batch<T>>) {
-        let excess = self.items.len().saturating_sub(self.capacity);
+        let excess = self.items.len().saturating_sub(self.limit);
         let victims = excess.min(self.victims);
         if victims > 0 {
             batches.push(self.take_bottom(victims, self.epoch.saturating_sub(1)));
@@ -406,11 +448,18 @@ impl<T> Local<T> {
     }
 
     /// One sweep (Go's victim rule): drops the victims into `dead` and makes
-    /// every remaining object a victim.
+    /// every remaining object a victim. A stash that did not underflow
+    /// since the last sweep had all it needed: its limit halves, so a stash
+    /// whose owner stopped taking (it now only receives) shrinks back,
+    /// and what it holds beyond the limit is shed (`shed`).
     pub(crate) fn age(&mut self, epoch: u64, dead: &mut Vec<Box<Node<T>>>) {
         dead.extend(self.items.drain(..self.victims));
         self.victims = self.items.len();
         self.epoch = epoch;
+        if !self.underflowed {
+            self.limit /= 2;
+        }
+        self.underflowed = false;
         self.release_memory();
     }
 
@@ -439,7 +488,7 @@ impl<T> Local<T> {
     /// Sets this stash's share of the pool's `max_idle`: `share` if it holds
     /// a slot, nothing if it does not.
     pub(crate) fn set_share(&mut self, share: usize) {
-        self.capacity = if self.held { share } else { 0 };
+        self.set_capacity(if self.held { share } else { 0 });
     }
 
     /// Gives this stash's slot back (`shared.rs`): its objects go to the
@@ -447,7 +496,9 @@ impl<T> Local<T> {
     /// reserved), and from now on it keeps nothing.
     pub(crate) fn give_up(&mut self, overflow: &Overflow<T>) -> Vec<Batch<T>> {
         self.held = false;
-        self.capacity = 0;
+        self.set_capacity(0);
+        // When it gets a slot again, it starts over as a new stash does.
+        self.spilled = true;
         self.flush(overflow)
     }
 
@@ -535,9 +586,20 @@ mod tests {
             victims,
             epoch,
             capacity: usize::MAX,
+            limit: usize::MAX,
+            spilled: false,
+            underflowed: false,
             spares: Vec::new(),
             held: true,
             seen: 0,
+        }
+    }
+
+    /// `local` keeping at most `limit` objects.
+    fn limited(items: &[u32], victims: usize, epoch: u64, limit: usize) -> Local<u32> {
+        Local {
+            limit,
+            ..local(items, victims, epoch)
         }
     }
 
@@ -594,10 +656,10 @@ mod tests {
     #[test]
     fn spill_moves_victims_first_with_their_stamp() {
         let overflow = Overflow::new(usize::MAX);
-        let mut l = local(&[1, 2, 3, 4], 1, 7);
-        assert_eq!(spilled(l.spill(Node::boxed(5), 4, &overflow)), (vec![1], 6));
+        let mut l = limited(&[1, 2, 3, 4], 1, 7, 4);
+        assert_eq!(spilled(l.spill(Node::boxed(5), &overflow)), (vec![1], 6));
         assert_eq!((values(&l.items), l.victims), (vec![2, 3, 4, 5], 0));
-        let half_of_the_fresh = spilled(l.spill(Node::boxed(6), 4, &overflow));
+        let half_of_the_fresh = spilled(l.spill(Node::boxed(6), &overflow));
         assert_eq!(half_of_the_fresh, (vec![2, 3], 7));
         assert_eq!(values(&l.items), [4, 5, 6]);
     }
@@ -605,20 +667,21 @@ mod tests {
     #[test]
     fn spill_rejects_when_the_overflow_is_full() {
         let overflow = Overflow::new(0);
-        let mut l = local(&[1, 2], 0, 0);
-        match l.spill(Node::boxed(3), 2, &overflow) {
+        let mut l = limited(&[1, 2], 0, 0, 2);
+        match l.spill(Node::boxed(3), &overflow) {
             Spill::Rejected(node) => assert_eq!(node.value, 3),
             _ => panic!("expected a rejection"),
         }
         assert_eq!(values(&l.items), [1, 2]);
-        assert!(matches!(l.spill(Node::boxed(3), 5, &overflow), Spill::Kept));
+        l.limit = 5;
+        assert!(matches!(l.spill(Node::boxed(3), &overflow), Spill::Kept));
     }
 
     #[test]
     fn zero_capacity_spills_the_object_itself() {
         let overflow = Overflow::new(usize::MAX);
-        let mut l = local(&[], 0, 2);
-        match l.spill(Node::boxed(8), 0, &overflow) {
+        let mut l = limited(&[], 0, 2, 0);
+        match l.spill(Node::boxed(8), &overflow) {
             Spill::One(node, stamp) => assert_eq!((node.value, stamp), (8, 2)),
             _ => panic!("expected a single"),
         }

@@ -69,18 +69,25 @@ impl<T: Send> Shared<T> {
                             }
                             local.seen = ops;
                             if bounded {
-                                // Shares as of now; what a stash holds
-                                // beyond its share goes to the overflow.
+                                // Shares as of now.
                                 local.set_share(capacity);
-                                local.shed(&mut shed);
-                                kept += local.items.len();
                             }
+                            // What a stash holds beyond its limit (a share
+                            // cut, or a limit halved by `age`) goes to the
+                            // overflow.
+                            local.shed(&mut shed);
+                            kept += local.items.len();
                         });
                     });
                     let held = sweeping.held - given_up;
                     self.count_held(&mut sweeping, held);
                     self.overflow.trim(epoch, false, &mut dead);
-                    if bounded {
+                    if !bounded {
+                        // Victims all: the next sweep drops them if they
+                        // are still idle then.
+                        shed.into_iter()
+                            .for_each(|batch| self.overflow.put_back(batch));
+                    } else {
                         // The bound: stashes and overflow together keep at
                         // most `max_idle`. What was shed is victims only, so
                         // it goes first, then the overflow's oldest.

@@ -7,6 +7,22 @@ pub mod io;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// Lets this thread's stash in `pool` keep up to `n` objects, and leaves
+/// the pool empty: a stash keeps nothing until its thread first takes an
+/// object, and then doubles what it keeps each time a get finds it empty
+/// after it passed objects on, so rounds of holding `n` and returning them
+/// grow it. Costs `n` objects made, returned and cleared.
+pub fn grow_stash<T: Send + 'static, R: stashpool::Recycle<T>>(
+    pool: &stashpool::LocalPool<T, R>,
+    n: usize,
+) {
+    for _ in 0..=n.max(1).ilog2() + 1 {
+        let held: Vec<_> = (0..n.max(1)).map(|_| pool.get()).collect();
+        drop(held);
+    }
+    pool.clear();
+}
+
 /// Polls `cond` until it holds or `limit` passes, and returns its last
 /// answer: for waiting on a background thread (the sweeper, idle workers).
 /// Tests assert on the condition itself, never on how long it took.
@@ -81,7 +97,13 @@ impl IdMarker {
     /// Leaves `tag` (not 0) in this thread's stash, for good.
     pub fn mark(&self, tag: usize) {
         assert_ne!(tag, 0);
-        self.0.put(tag);
+        // Taken from the full overflow, so this thread's stash keeps one;
+        // the object put meanwhile fills the stash, and the tag's return
+        // spills that object to the overflow, which is full again.
+        let mut got = self.0.get();
+        *got = tag;
+        self.0.put(0);
+        drop(got);
     }
 
     /// Whether this thread owns the stash that the thread that called
