@@ -52,13 +52,11 @@ pub trait Alloc: Sync + 'static {
 ///
 /// Frames and thumbnails under `Reset::Keep`: each stage writes every
 /// pixel of what it takes, so zeroing them on return would be wasted.
-/// No per-thread stashes (`max_stashed(0)`): every object is returned
-/// on another thread than the one that takes it, and a stash only gives
-/// its objects to its own thread, so with the default stashes the
-/// returning threads' stashes fill up (to `DEFAULT_MAX_STASHED` frames
-/// each, megabytes apiece) before any frame flows back to the producer,
-/// which makes new ones meanwhile. Through the shared ring alone a pool
-/// holds as many objects as are in flight at once.
+/// Default stashes: most objects are returned on another thread than the
+/// one that takes it, and a stash keeps only what its own thread's use
+/// calls for (none, for a thread that only returns), so frames flow back
+/// to the threads that take them and a pool holds about as many objects
+/// as are in flight at once.
 /// Swept by the program (`manual_sweep`) once the stream ends.
 #[derive(Debug)]
 pub struct Pooled {
@@ -73,18 +71,13 @@ impl Pooled {
         Self {
             frames: RgbaPools::builder()
                 .reset(Reset::Keep)
-                .max_stashed(0)
                 .manual_sweep()
                 .build(),
             thumbnails: RgbaPool::builder(width, height)
                 .reset(Reset::Keep)
-                .max_stashed(0)
                 .manual_sweep()
                 .build(),
-            pngs: BytePool::builder(PNG_CAPACITY)
-                .max_stashed(0)
-                .manual_sweep()
-                .build(),
+            pngs: BytePool::builder(PNG_CAPACITY).manual_sweep().build(),
         }
     }
 }

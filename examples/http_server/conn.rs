@@ -47,7 +47,6 @@ pub const BUFFER: usize = 2 * 1024;
 /// Read buffers of the pooled server's connections.
 pub static READERS: LazyLock<BufReaderPool> = LazyLock::new(|| {
     BufReaderPool::builder(IO_BUFFER)
-        .max_stashed(0)
         .max_idle(max_idle())
         .manual_sweep()
         .build()
@@ -55,7 +54,6 @@ pub static READERS: LazyLock<BufReaderPool> = LazyLock::new(|| {
 /// Write buffers of the pooled server's connections.
 pub static WRITERS: LazyLock<BufWriterPool> = LazyLock::new(|| {
     BufWriterPool::builder(IO_BUFFER)
-        .max_stashed(0)
         .max_idle(max_idle())
         .manual_sweep()
         .build()
@@ -65,7 +63,6 @@ pub static WRITERS: LazyLock<BufWriterPool> = LazyLock::new(|| {
 /// upload does not pin its memory.
 pub static BUFFERS: LazyLock<BytePool> = LazyLock::new(|| {
     BytePool::builder(BUFFER)
-        .max_stashed(0)
         .max_idle(max_idle())
         .manual_sweep()
         .build()
@@ -76,15 +73,13 @@ pub static BUFFERS: LazyLock<BytePool> = LazyLock::new(|| {
 /// The pools are shaped for a worker per connection. A worker takes each
 /// pool's object once per burst of its connection's requests (a reader and
 /// a writer) or per request (a buffer), so about as many are in use at
-/// once as requests are in flight, and a stash per worker would keep an
-/// idle set for every open connection. With no stashes
-/// (`max_stashed(0)`), every return goes to the pool's shared ring,
-/// which allocates nothing once made, and any worker takes it from there:
-/// the pools hold about as many objects as requests were in flight at
-/// once. `max_idle` bounds what they keep beyond that: enough that a burst
-/// does not drop objects on return only to make them again (which churns
-/// the allocator's arenas), few enough that an idle server holds little.
-/// Sweeps give back the rest.
+/// once as requests are in flight. `max_idle` bounds what the pools keep
+/// beyond that, all stashes and the overflow together (a stash keeps at
+/// most its share, and the workers beyond the pool's slots share the
+/// overflow), so an idle set does not grow with the open connections:
+/// enough that a burst does not drop objects on return only to make them
+/// again (which churns the allocator's arenas), few enough that an idle
+/// server holds little. Sweeps give back the rest.
 pub const IDLE_PER_CORE: usize = 8;
 
 fn max_idle() -> usize {

@@ -33,11 +33,10 @@
 //! connection takes its reader and writer when a request begins to arrive
 //! and gives them back once it has answered every request that arrived
 //! with it, so a connection between requests holds none. The pools keep
-//! no per-thread stashes (`max_stashed(0)`: a worker per connection
-//! would keep an idle set per connection), so what one worker returns the
-//! next takes, and they hold about as many objects as requests are in
-//! flight, whatever the number of connections, and at most 8 idle per
-//! core. They are built before the first connection and swept from the
+//! at most 8 idle objects per core, all stashes and the shared overflow
+//! together (`max_idle`), so what one worker returns the next takes, and
+//! they hold about as many objects as requests are in flight, whatever the
+//! number of connections. They are built before the first connection and swept from the
 //! server's monitor thread rather than from stashpool's background
 //! sweeper.
 //!
