@@ -40,9 +40,10 @@ pub type PooledChunkOwned = PooledOwned<Box<[u8]>, ChunkRecycler, ChunkPool>;
 /// `Read::read` fills the slice it is given, up to the slice's length: a
 /// [`BytePool`](super::BytePool) buffer, which comes out empty for writing
 /// into, reads nothing. A chunk is a `Box<[u8]>` of
-/// [`capacity`](Self::capacity) bytes, zeroed once, when it is made (a
-/// zeroed allocation, whose pages the kernel zeroes as they are first
-/// touched), so a read loop passes it to `read` as it comes:
+/// [`capacity`](Self::capacity) bytes, zeroed once, when it is made (by
+/// the allocator's zeroed allocation, which for a large chunk hands out
+/// fresh pages that the kernel zeroes as they are first touched), so a
+/// read loop passes it to `read` as it comes:
 ///
 /// ```
 /// use std::io::Read;
