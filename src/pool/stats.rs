@@ -23,9 +23,10 @@ use std::ops::{Add, AddAssign};
 /// the pool when it is returned and leaves it when a `get` reuses it or a
 /// sweep trims it. Objects dropped on return, whether by the pool's rules
 /// (`discarded`) or for want of room (`rejected`), are not counted as
-/// returned: each object handed out (`gets`, which is `created + reused`) or given with
-/// `put` comes back as one of `returned`, `discarded` or `rejected`, unless
-/// it is still lent out or was kept for good (`into_inner`).
+/// returned: each object handed out (`gets`, which is `created + reused`)
+/// or given with `put` comes back as one of `returned`, `discarded` or
+/// `rejected`, unless it is still lent out or was kept for good
+/// (`into_inner`).
 ///
 /// # Examples
 ///
