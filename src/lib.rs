@@ -187,7 +187,9 @@
 //!         }
 //!     })
 //! };
-//! let bodies: Vec<PooledBufferOwned> = (0..3).map(|_| BODIES.1.lock().unwrap().recv().unwrap()).collect();
+//! let bodies: Vec<PooledBufferOwned> = (0..3)
+//!     .map(|_| BODIES.1.lock().unwrap().recv().unwrap())
+//!     .collect();
 //! producer.join().unwrap();
 //! assert_eq!(&bodies[2][..], b"body 2");
 //! drop(bodies); // back to the pool, from this thread
