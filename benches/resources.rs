@@ -21,7 +21,7 @@ use bytes::{BufMut, BytesMut};
 use criterion::{criterion_group, Criterion};
 use image::RgbaImage;
 use memmap2::MmapMut;
-use stashpool::bytes::{BytePool, BytePools, StringPool};
+use stashpool::bytes::{BytePool, BytePools, ChunkPool, StringPool};
 use stashpool::image::{RgbaPool, RgbaPools, Subsampling, YCbCrFrame, YCbCrPool, YCbCrPools};
 use stashpool::io::{BufReaderPool, BufWriterPool, CopyPool};
 use stashpool::mmap::{MmapPool, MmapPools};
@@ -251,6 +251,48 @@ fn io(g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>) {
         b.iter(|| {
             file.seek(SeekFrom::Start(0)).unwrap();
             black_box(io::copy(&mut file, &mut Discard).unwrap())
+        })
+    });
+
+    // Go's bp read loop over the same file: a 32 KiB buffer per read (as
+    // pkg/sftp takes one per chunk), filled by `read`, its bytes used, the
+    // buffer given back. A `BytePool` buffer comes out empty, so it must be
+    // resized (zeroed) to full length first; a chunk comes out full length.
+    let chunks = [
+        ("stashpool", ChunkPool::new(32 * 1024)),
+        (
+            "stashpool_keep",
+            ChunkPool::builder(32 * 1024).reset(Reset::Keep).build(),
+        ),
+    ];
+    for (name, pool) in &chunks {
+        g.bench_function(format!("read_file_1M_32K/{name}"), |b| {
+            b.iter(|| {
+                file.seek(SeekFrom::Start(0)).unwrap();
+                loop {
+                    let mut chunk = pool.get();
+                    let n = file.read(&mut chunk).unwrap();
+                    if n == 0 {
+                        break;
+                    }
+                    black_box(&chunk[..n]);
+                }
+            })
+        });
+    }
+    let buffers = BytePool::new(32 * 1024);
+    g.bench_function("read_file_1M_32K/bytepool_resize", |b| {
+        b.iter(|| {
+            file.seek(SeekFrom::Start(0)).unwrap();
+            loop {
+                let mut buf = buffers.get();
+                buf.resize(32 * 1024, 0);
+                let n = file.read(&mut buf).unwrap();
+                if n == 0 {
+                    break;
+                }
+                black_box(&buf[..n]);
+            }
         })
     });
 

@@ -222,6 +222,7 @@ fn main() {
     let ((pooled_time, pooled_sum), pooled_allocations) = (pooled_time, pooled_sum);
     let stats = pool.stats();
     assert_eq!(stats.idle, 0, "the idle pool was swept empty");
+    println!("\nthe pool's counters: {stats}");
 
     println!("\nthe same burst with a new Vec per request...");
     let allocations_before = ALLOCATIONS.load(Ordering::Relaxed);

@@ -48,10 +48,11 @@
 //! [`Recycle`] implementation.
 //!
 //! Ready-made pools, each built on `LocalPool` and resetting what it takes
-//! back: [`bytes`] (byte and text buffers, size classes), [`io`] (buffered
-//! readers and writers, copy buffers), `image` (RGBA and Y'CbCr frames,
-//! feature `image`), `mmap` (anonymous memory maps, feature `mmap`) and
-//! `slab` (slab-carved `BytesMut`, feature `bytes`).
+//! back: [`bytes`] (byte and text buffers, size classes, chunks to read
+//! into), [`io`] (buffered readers and writers, copy buffers), `image`
+//! (RGBA and Y'CbCr frames, feature `image`), `mmap` (anonymous memory
+//! maps, feature `mmap`) and `slab` (slab-carved `BytesMut`, feature
+//! `bytes`).
 //!
 //! # One surface
 //!
@@ -155,6 +156,44 @@
 //! let owned: PooledOwned<String> = pool.get_owned();
 //! spawn(move || drop(owned));
 //! assert_eq!(pool.stats().returned, 1);
+//! ```
+//!
+//! Every ready-made pool's owned guard has a name, as its borrowed guard
+//! has (`bytes::PooledBufferOwned` beside `PooledBuffer`,
+//! `bytes::PooledChunkOwned`, `bytes::SizedBufferOwned`,
+//! `mmap::PooledMmapOwned`, `image::PooledRgbaOwned`, ...): the type that a
+//! channel, a queue or a struct field of guards names.
+//!
+//! ```
+//! use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+//! use std::sync::{Arc, LazyLock, Mutex};
+//! use stashpool::bytes::{BytePool, PooledBufferOwned};
+//!
+//! // A channel of owned guards, in a `static`.
+//! type Channel = (SyncSender<PooledBufferOwned>, Mutex<Receiver<PooledBufferOwned>>);
+//! static BODIES: LazyLock<Channel> = LazyLock::new(|| {
+//!     let (send, receive) = sync_channel(8);
+//!     (send, Mutex::new(receive))
+//! });
+//!
+//! let pool = Arc::new(BytePool::new(4096));
+//! let producer = {
+//!     let pool = Arc::clone(&pool);
+//!     std::thread::spawn(move || {
+//!         for i in 0..3 {
+//!             let mut body = pool.get_owned();
+//!             body.extend_from_slice(format!("body {i}").as_bytes());
+//!             BODIES.0.send(body).unwrap();
+//!         }
+//!     })
+//! };
+//! let bodies: Vec<PooledBufferOwned> = (0..3)
+//!     .map(|_| BODIES.1.lock().unwrap().recv().unwrap())
+//!     .collect();
+//! producer.join().unwrap();
+//! assert_eq!(&bodies[2][..], b"body 2");
+//! drop(bodies); // back to the pool, from this thread
+//! assert_eq!(pool.stats().returned, 3);
 //! ```
 //!
 //! # How it works

@@ -44,6 +44,7 @@ fn core() {
     pool.sweep();
     let stats: Stats = pool.stats();
     let Stats {
+        gets,
         created,
         reused,
         returned,
@@ -54,8 +55,8 @@ fn core() {
         ..
     } = stats;
     assert_eq!(
-        (created, reused, returned, discarded, rejected, trimmed, idle),
-        (1, 1, 2, 0, 0, 0, 1)
+        (gets, created, reused, returned, discarded, rejected, trimmed, idle),
+        (2, 1, 1, 2, 0, 0, 0, 1)
     );
 
     let shared = Arc::new(LocalPool::new(Zeroed));
@@ -169,4 +170,49 @@ fn guards_of_default_pools_are_named_without_their_recycler() {
     let pool = std::sync::Arc::new(LocalPool::new(String::new as fn() -> String));
     owned(&pool).push('x');
     assert_eq!(pool.stats().returned, 1);
+}
+
+/// Every ready-made pool's owned guard has a name, next to its borrowed
+/// guard's, so that a channel or a struct field of them can be written.
+#[test]
+fn owned_guards_of_ready_made_pools_are_named() {
+    use stashpool::bytes::{
+        ChunkPool, PooledBufferOwned, PooledChunk, PooledChunkOwned, SizedBufferOwned,
+    };
+    fn send_static<X: Send + 'static>(guard: X) -> X {
+        guard
+    }
+    let bytes = Arc::new(BytePool::new(64));
+    let _: PooledBufferOwned = send_static(bytes.get_owned());
+    let strings = Arc::new(StringPool::new(64));
+    let _: PooledBufferOwned<String> = send_static(strings.get_owned());
+    let classes = Arc::new(BytePools::new(64, 4096));
+    let _: SizedBufferOwned = send_static(classes.get_owned(100));
+    let chunks = Arc::new(ChunkPool::new(64));
+    let _: PooledChunk<'_> = chunks.get();
+    let _: PooledChunkOwned = send_static(chunks.get_owned());
+    #[cfg(feature = "mmap")]
+    {
+        use stashpool::mmap::{MmapPool, MmapPools, PooledMmapOwned, SizedMmapOwned};
+        let maps = Arc::new(MmapPool::new(4096));
+        let _: PooledMmapOwned = send_static(maps.get_owned());
+        let classes = Arc::new(MmapPools::new(4096, 1 << 16));
+        let _: SizedMmapOwned = send_static(classes.get_owned(100));
+    }
+    #[cfg(feature = "image")]
+    {
+        use stashpool::image::{
+            PooledFrameOwned, PooledRgbaOwned, PooledYCbCrOwned, RgbaPool, RgbaPools, Subsampling,
+            YCbCrFrame, YCbCrPool, YCbCrPools,
+        };
+        let rgba = Arc::new(RgbaPool::new(4, 4));
+        let _: PooledRgbaOwned = send_static(rgba.get_owned());
+        let rgbas = Arc::new(RgbaPools::new());
+        let _: PooledRgbaOwned<RgbaPools> = send_static(rgbas.get_owned(4, 4));
+        let ycbcr = Arc::new(YCbCrPool::new(4, 4, Subsampling::S420));
+        let _: PooledYCbCrOwned = send_static(ycbcr.get_owned());
+        let _: PooledFrameOwned<YCbCrFrame> = send_static(ycbcr.get_owned());
+        let ycbcrs = Arc::new(YCbCrPools::new(Subsampling::S420));
+        let _: PooledYCbCrOwned<YCbCrPools> = send_static(ycbcrs.get_owned(4, 4));
+    }
 }

@@ -1,13 +1,15 @@
-//! `BytePool`, `StringPool` and `BytePools`: reuse, reset, bounds, bad
-//! input.
+//! `BytePool`, `StringPool`, `BytePools` and `ChunkPool`: reuse, reset,
+//! bounds, bad input.
 
 use std::fmt::Write as _;
-use std::io::Write as _;
+use std::io::{Read, Write as _};
 use std::panic::catch_unwind;
 use std::thread;
 
-use stashpool::bytes::{BytePool, BytePools, StringPool, DEFAULT_MAX_CAPACITY_FACTOR, MAX_CLASS};
-use stashpool::SizedGuard;
+use stashpool::bytes::{
+    BytePool, BytePools, ChunkPool, StringPool, DEFAULT_MAX_CAPACITY_FACTOR, MAX_CLASS,
+};
+use stashpool::{Reset, SizedGuard};
 
 static STATIC_BUFS: BytePool = BytePool::new(128);
 
@@ -159,7 +161,7 @@ fn buffers_shared_by_threads_are_always_handed_out_empty() {
         }
     });
     let stats = pool.stats();
-    assert_eq!(stats.created + stats.reused, 8000);
+    assert_eq!(stats.gets, 8000);
     assert!(stats.created <= 8, "buffers are reused: {stats:?}");
 }
 
@@ -355,4 +357,127 @@ fn sized_buffers_are_io_writers_with_a_debug_form() {
     write!(buf, "ab").unwrap();
     assert_eq!(format!("{buf:?}"), "[97, 98]");
     assert!(format!("{pool:?}").contains("BytePools"));
+}
+
+// === ChunkPool ===
+
+/// A file of `len` bytes that all differ from their neighbours, removed
+/// when dropped.
+struct TempFile(std::path::PathBuf);
+
+impl TempFile {
+    fn new(name: &str, len: usize) -> (Self, Vec<u8>) {
+        let contents: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
+        let path = std::env::temp_dir().join(format!("stashpool-{name}-{}", std::process::id()));
+        std::fs::write(&path, &contents).unwrap();
+        (Self(path), contents)
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// Go's bp read loop: a chunk per read, passed to `read` as it comes,
+/// the bytes read used, the chunk given back.
+fn read_in_chunks(pool: &ChunkPool, mut file: impl Read) -> Vec<u8> {
+    let mut out = Vec::new();
+    loop {
+        let mut chunk = pool.get();
+        let n = file.read(&mut chunk).unwrap();
+        if n == 0 {
+            return out;
+        }
+        out.extend_from_slice(&chunk[..n]);
+    }
+}
+
+#[test]
+fn a_read_loop_fills_full_length_chunks_that_keep_is_not_zeroing() {
+    let (file, contents) = TempFile::new("chunks-keep", 100_000);
+    let pool = ChunkPool::builder(4096)
+        .reset(Reset::Keep)
+        .manual_sweep()
+        .build();
+    let read = read_in_chunks(&pool, std::fs::File::open(&file.0).unwrap());
+    assert_eq!(read, contents);
+    let stats = pool.stats();
+    assert_eq!(stats.created, 1, "one chunk, made once: {stats}");
+    assert_eq!(stats.gets, 100_000_usize.div_ceil(4096) as u64 + 1);
+    // Nothing was zeroed after the chunk was made: it holds the file's
+    // last full chunk, overwritten at its front by the short last read.
+    let last_full = (100_000 / 4096 - 1) * 4096;
+    let tail = 100_000 % 4096;
+    let chunk = pool.get();
+    assert_eq!(chunk.len(), 4096);
+    assert_eq!(chunk[..tail], contents[100_000 - tail..]);
+    assert_eq!(chunk[tail..], contents[last_full + tail..last_full + 4096]);
+}
+
+#[test]
+fn under_zero_a_written_chunk_comes_back_zeroed_and_a_read_one_as_it_was() {
+    let (file, contents) = TempFile::new("chunks-zero", 10_000);
+    let pool = ChunkPool::builder(1024).manual_sweep().build();
+    assert_eq!(pool.reset(), Reset::Zero);
+    let read = read_in_chunks(&pool, std::fs::File::open(&file.0).unwrap());
+    assert_eq!(read, contents);
+    assert_eq!(pool.stats().created, 1);
+    let chunk = pool.get();
+    assert!(chunk.iter().all(|&b| b == 0), "what the reads left is gone");
+    assert_eq!(chunk.len(), 1024);
+}
+
+#[test]
+fn a_chunk_of_another_length_is_dropped_on_return() {
+    let pool = ChunkPool::builder(64).manual_sweep().build();
+    pool.put(vec![0; 63].into_boxed_slice());
+    let mut chunk = pool.get();
+    *chunk = vec![1; 65].into_boxed_slice();
+    drop(chunk);
+    let stats = pool.stats();
+    assert_eq!((stats.discarded, stats.idle), (2, 0), "{stats}");
+    assert_eq!(pool.get().len(), 64);
+}
+
+#[test]
+fn owned_chunks_carry_reads_to_another_thread() {
+    // pkg/sftp's concurrent reads: one thread reads chunks, another writes
+    // them out in order; each chunk goes back on the writing thread.
+    let (file, contents) = TempFile::new("chunks-owned", 50_000);
+    let pool = std::sync::Arc::new(ChunkPool::builder(4096).reset(Reset::Keep).build());
+    let (send, receive) =
+        std::sync::mpsc::sync_channel::<(stashpool::bytes::PooledChunkOwned, usize)>(4);
+    let reader = {
+        let pool = std::sync::Arc::clone(&pool);
+        let mut file = std::fs::File::open(&file.0).unwrap();
+        thread::spawn(move || loop {
+            let mut chunk = pool.get_owned();
+            let n = file.read(&mut chunk).unwrap();
+            if n == 0 {
+                return;
+            }
+            send.send((chunk, n)).unwrap();
+        })
+    };
+    let mut out = Vec::new();
+    for (chunk, n) in receive {
+        out.extend_from_slice(&chunk[..n]);
+    }
+    reader.join().unwrap();
+    assert_eq!(out, contents);
+    let stats = pool.stats();
+    assert_eq!(
+        stats.gets,
+        stats.returned + stats.discarded + stats.rejected,
+        "{stats}"
+    );
+}
+
+#[test]
+fn bad_chunk_lengths_are_refused() {
+    assert!(catch_unwind(|| ChunkPool::new(0)).is_err());
+    assert!(catch_unwind(|| ChunkPool::new(usize::MAX)).is_err());
+    assert!(catch_unwind(|| drop(ChunkPool::new(isize::MAX as usize).get())).is_err());
 }

@@ -858,6 +858,12 @@ fn the_pooled_server_reuses_its_buffers() {
             requests,
             "{pool}: {stats:?}"
         );
+        // Every request's get, the /stats request's too.
+        assert_eq!(
+            stats[&format!("{pool}.gets")],
+            requests + 1,
+            "{pool}: {stats:?}"
+        );
     }
 }
 

@@ -825,21 +825,15 @@ fn json_document(out: &mut Vec<u8>, connection: u64, request: u64) -> io::Result
     Ok(())
 }
 
-/// The counters and the pools' statistics, as `key=value` pairs.
+/// The counters and the pools' statistics, as `key=value` pairs: each
+/// pool's `Stats` as it displays itself, its keys under the pool's name
+/// (`readers.gets=...`).
 pub fn write_stats(out: &mut impl Write) -> io::Result<()> {
     counters::write_counters(out)?;
     for (name, pool) in pools() {
-        let stats = pool.stats();
-        write!(
-            out,
-            " {name}.created={} {name}.reused={} {name}.discarded={} {name}.rejected={} {name}.trimmed={} {name}.idle={}",
-            stats.created,
-            stats.reused,
-            stats.discarded,
-            stats.rejected,
-            stats.trimmed,
-            stats.idle
-        )?;
+        for pair in pool.stats().to_string().split(' ') {
+            write!(out, " {name}.{pair}")?;
+        }
     }
     Ok(())
 }

@@ -6,7 +6,7 @@ use std::fmt;
 use crate::resource::fallible;
 use crate::resource::sealed::{Knobs, Resource, Token};
 use crate::resource::{object_pool, resource_pool, ResourceBuilder};
-use crate::{LocalPool, Pooled, Recycle};
+use crate::{LocalPool, Pooled, PooledOwned, Recycle};
 
 /// By default a buffer may grow to this many times the pool's `capacity`
 /// and still be pooled; one that grew past it is dropped on return.
@@ -190,7 +190,32 @@ impl<B: Buffer> Recycle<B> for BufferRecycler {
 /// `String` (which implements [`fmt::Write`]).
 pub type PooledBuffer<'a, B = Vec<u8>> = Pooled<'a, B, BufferRecycler>;
 
-/// A pool of `Vec<u8>` byte buffers: see [`BufferPool`].
+/// A pooled buffer that keeps its pool alive, from
+/// [`get_owned`](BufferPool::get_owned): [`PooledBuffer`] that is
+/// `'static` and `Send`, to move to another thread or task.
+///
+/// `PooledBufferOwned` is an owned `Vec<u8>` from a [`BytePool`],
+/// `PooledBufferOwned<String>` an owned `String` from a [`StringPool`].
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::Arc;
+/// use stashpool::bytes::{BytePool, PooledBufferOwned};
+///
+/// let pool = Arc::new(BytePool::new(1024));
+/// let mut buf: PooledBufferOwned = pool.get_owned();
+/// buf.extend_from_slice(b"sent");
+/// let len = std::thread::spawn(move || buf.len()).join().unwrap();
+/// assert_eq!((len, pool.stats().returned), (4, 1));
+/// ```
+pub type PooledBufferOwned<B = Vec<u8>> = PooledOwned<B, BufferRecycler, BufferPool<B>>;
+
+/// A pool of `Vec<u8>` byte buffers, for writing into: see [`BufferPool`].
+///
+/// A buffer comes out with `len() == 0`, so `Read::read` into it reads
+/// nothing: to read into a pooled buffer, take a full-length chunk from a
+/// [`ChunkPool`](super::ChunkPool).
 ///
 /// # Examples
 ///
@@ -227,9 +252,12 @@ pub type StringPool = BufferPool<String>;
 /// A pool of growable buffers ([`BytePool`] of `Vec<u8>`, [`StringPool`] of
 /// `String`), each with room for at least `capacity` bytes.
 ///
-/// A buffer comes out empty (`len() == 0`) and goes back cleared, so what
-/// one user wrote cannot be read by the next through the safe API (it lies
-/// beyond `len`, in spare capacity). A buffer may grow while in use; on
+/// A buffer comes out empty (`len() == 0`), for writing into (`write!`,
+/// `extend_from_slice`, `push_str`), and goes back cleared, so what one
+/// user wrote cannot be read by the next through the safe API (it lies
+/// beyond `len`, in spare capacity). A `Read::read` into an empty buffer
+/// reads nothing: reads go into a full-length chunk from a
+/// [`ChunkPool`](super::ChunkPool). A buffer may grow while in use; on
 /// return it is pooled again only if its capacity is at most
 /// [`max_capacity`](Self::max_capacity) (by default
 /// [`DEFAULT_MAX_CAPACITY_FACTOR`] times `capacity`), so one huge message

@@ -82,3 +82,21 @@ class_pool!(
 /// assert_eq!(kept, b"42");
 /// ```
 pub type SizedBuffer<'a> = crate::SizedGuard<super::PooledBuffer<'a>>;
+
+/// A buffer from a [`BytePools`] in an `Arc`, from
+/// [`get_owned`](BytePools::get_owned): [`SizedBuffer`] that keeps the
+/// pool alive, so `'static` and `Send`.
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::Arc;
+/// use stashpool::bytes::{BytePools, SizedBufferOwned};
+///
+/// let pool = Arc::new(BytePools::new(64, 1024));
+/// let buf: SizedBufferOwned = pool.get_owned(100);
+/// std::thread::spawn(move || drop(buf)).join().unwrap();
+/// assert_eq!(pool.stats().returned, 1);
+/// ```
+pub type SizedBufferOwned =
+    crate::SizedGuard<crate::PooledOwned<Vec<u8>, super::BufferRecycler, BytePools>>;

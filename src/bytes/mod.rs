@@ -1,12 +1,19 @@
 //! Pools of byte and text buffers: [`BytePool`] of `Vec<u8>`,
 //! [`StringPool`] of `String`, and [`BytePools`] for buffers whose
-//! size varies from use to use.
+//! size varies from use to use, all to write into; and [`ChunkPool`] of
+//! full-length chunks, to read into.
 //!
 //! Buffers come out empty and go back cleared: what one user wrote lies
 //! beyond the buffer's `len`, where the safe API cannot read it. A buffer
 //! that grew past its pool's `max_capacity` is dropped on return instead of
 //! pooled, so one rare huge message does not pin its memory for as long as
 //! the pool lives (the lesson of Go issue 23199).
+//!
+//! A chunk comes out at its full length, for `Read::read` to fill: zeroed
+//! when made and, once written, zeroed again on return under
+//! [`Reset::Zero`](crate::Reset::Zero), or left as its user left it under
+//! [`Reset::Keep`](crate::Reset::Keep), as Go's `bp` does (see
+//! [`ChunkPool`]).
 //!
 //! Pooled `Vec<u8>` buffers are [`io::Write`](std::io::Write)rs and pooled
 //! `String`s are [`fmt::Write`](std::fmt::Write)rs: the guards forward both,
@@ -65,9 +72,11 @@
 
 mod buffer;
 mod byte_pools;
+mod chunk;
 
 pub use buffer::{
-    Buffer, BufferPool, BufferRecycler, BytePool, PooledBuffer, StringPool,
+    Buffer, BufferPool, BufferRecycler, BytePool, PooledBuffer, PooledBufferOwned, StringPool,
     DEFAULT_MAX_CAPACITY_FACTOR,
 };
-pub use byte_pools::{BytePools, SizedBuffer, MAX_CLASS};
+pub use byte_pools::{BytePools, SizedBuffer, SizedBufferOwned, MAX_CLASS};
+pub use chunk::{ChunkPool, ChunkRecycler, PooledChunk, PooledChunkOwned};

@@ -81,6 +81,12 @@ impl Frame for YCbCrFrame {
 /// [`Pooled::is_written`]) and the pool's policy is [`Reset::Zero`].
 pub type PooledFrame<'a, F> = Pooled<'a, F, <F as Frame>::Recycler>;
 
+/// A pooled frame that keeps its pool alive, from `get_owned` on a
+/// [`FramePool`] (or, as `PooledFrameOwned<F, FramePools<F>>`, on a
+/// [`FramePools`]) in an `Arc`: [`PooledFrame`] that is `'static` and
+/// `Send`.
+pub type PooledFrameOwned<F, P = FramePool<F>> = PooledOwned<F, <F as Frame>::Recycler, P>;
+
 /// A pool of frames of one shape: [`RgbaPool`](super::RgbaPool) of
 /// [`RgbaImage`]s, [`YCbCrPool`](super::YCbCrPool) of [`YCbCrFrame`]s.
 ///
@@ -304,6 +310,11 @@ impl<F: Frame> FramePools<F> {
         })
     }
 
+    /// To move the guard to another thread or task, use
+    /// [`get_owned`](Self::get_owned) on the pools in an `Arc`: this guard
+    /// borrows them, so it cannot outlive them (a `static`'s guard can go
+    /// anywhere).
+    ///
     /// A `width` x `height` frame, from the pool of that shape (see
     /// [`FramePool::get`]).
     ///

@@ -50,9 +50,11 @@ mod frame_pool;
 mod rgba;
 mod ycbcr;
 
-pub use frame_pool::{Frame, FramePool, FramePools, PooledFrame};
-pub use rgba::{PooledRgba, RgbaPool, RgbaPools, RgbaRecycler};
-pub use ycbcr::{PooledYCbCr, Subsampling, YCbCrFrame, YCbCrPool, YCbCrPools, YCbCrRecycler};
+pub use frame_pool::{Frame, FramePool, FramePools, PooledFrame, PooledFrameOwned};
+pub use rgba::{PooledRgba, PooledRgbaOwned, RgbaPool, RgbaPools, RgbaRecycler};
+pub use ycbcr::{
+    PooledYCbCr, PooledYCbCrOwned, Subsampling, YCbCrFrame, YCbCrPool, YCbCrPools, YCbCrRecycler,
+};
 
 /// Frames of at least this many bytes that were written are dropped on
 /// return under [`Reset::Zero`](crate::Reset::Zero), and the next `get`

@@ -3,7 +3,7 @@
 use ::image::metadata::Cicp;
 use ::image::RgbaImage;
 
-use super::{frame_len, FramePool, FramePools, PooledFrame, WIPE_IN_PLACE_BELOW};
+use super::{frame_len, FramePool, FramePools, PooledFrame, PooledFrameOwned, WIPE_IN_PLACE_BELOW};
 use crate::resource::fallible;
 use crate::resource::reset::{self, Wipe};
 use crate::resource::sealed::{Knobs, Resource};
@@ -13,6 +13,25 @@ use crate::{Recycle, Reset};
 /// A pooled RGBA frame: goes back to its [`RgbaPool`] when dropped (see
 /// [`PooledFrame`]).
 pub type PooledRgba<'a> = PooledFrame<'a, RgbaImage>;
+
+/// A pooled RGBA frame that keeps its pool alive, from `get_owned` on an
+/// [`RgbaPool`] (or, as `PooledRgbaOwned<RgbaPools>`, on an [`RgbaPools`])
+/// in an `Arc`: [`PooledRgba`] that is `'static` and `Send`.
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::Arc;
+/// use stashpool::image::{PooledRgbaOwned, RgbaPool, RgbaPools};
+///
+/// let pool = Arc::new(RgbaPool::new(8, 8));
+/// let frame: PooledRgbaOwned = pool.get_owned();
+/// let pools = Arc::new(RgbaPools::new());
+/// let thumb: PooledRgbaOwned<RgbaPools> = pools.get_owned(4, 4);
+/// std::thread::spawn(move || drop((frame, thumb))).join().unwrap();
+/// assert_eq!(pool.stats().returned + pools.stats().returned, 2);
+/// ```
+pub type PooledRgbaOwned<P = RgbaPool> = PooledFrameOwned<RgbaImage, P>;
 
 /// A pool of [`RgbaImage`] frames of one size (Go's `bp.ImageRGBAPool`):
 /// see [`FramePool`].

@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use super::{frame_len, FramePool, FramePools, PooledFrame, WIPE_IN_PLACE_BELOW};
+use super::{frame_len, FramePool, FramePools, PooledFrame, PooledFrameOwned, WIPE_IN_PLACE_BELOW};
 use crate::resource::fallible;
 use crate::resource::reset::{self, Wipe};
 use crate::resource::sealed::{Knobs, Resource};
@@ -243,6 +243,24 @@ impl Shape {
 /// A pooled Y'CbCr frame: goes back to its [`YCbCrPool`] when dropped (see
 /// [`PooledFrame`]).
 pub type PooledYCbCr<'a> = PooledFrame<'a, YCbCrFrame>;
+
+/// A pooled Y'CbCr frame that keeps its pool alive, from `get_owned` on a
+/// [`YCbCrPool`] (or, as `PooledYCbCrOwned<YCbCrPools>`, on a
+/// [`YCbCrPools`]) in an `Arc`: [`PooledYCbCr`] that is `'static` and
+/// `Send`.
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::Arc;
+/// use stashpool::image::{PooledYCbCrOwned, Subsampling, YCbCrPool};
+///
+/// let pool = Arc::new(YCbCrPool::new(16, 16, Subsampling::S420));
+/// let frame: PooledYCbCrOwned = pool.get_owned();
+/// std::thread::spawn(move || drop(frame)).join().unwrap();
+/// assert_eq!(pool.stats().returned, 1);
+/// ```
+pub type PooledYCbCrOwned<P = YCbCrPool> = PooledFrameOwned<YCbCrFrame, P>;
 
 /// A pool of planar [`YCbCrFrame`]s of one size and subsampling (Go's
 /// `bp.ImageYCbCrPool`), for video and JPEG pipelines: see [`FramePool`].

@@ -8,7 +8,7 @@ use crate::resource::fallible;
 use crate::resource::reset::{self, Wipe};
 use crate::resource::sealed::{Contents, Knobs, Resource};
 use crate::resource::{object_pool, resource_pool, ResourceBuilder};
-use crate::{LocalPool, Pooled, Recycle, Reset};
+use crate::{LocalPool, Pooled, PooledOwned, Recycle, Reset};
 
 const BAD_LEN: &str = "stashpool: an MmapPool map length must be non-zero and at most isize::MAX";
 
@@ -16,6 +16,23 @@ const BAD_LEN: &str = "stashpool: an MmapPool map length must be non-zero and at
 /// was written through the guard (see [`Pooled::is_written`]) and the
 /// pool's policy is [`Reset::Zero`].
 pub type PooledMmap<'a> = Pooled<'a, MmapMut, MmapRecycler>;
+
+/// A pooled map that keeps its pool alive, from
+/// [`get_owned`](MmapPool::get_owned): [`PooledMmap`] that is `'static`
+/// and `Send`.
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::Arc;
+/// use stashpool::mmap::{MmapPool, PooledMmapOwned};
+///
+/// let pool = Arc::new(MmapPool::new(4096));
+/// let map: PooledMmapOwned = pool.get_owned();
+/// std::thread::spawn(move || drop(map)).join().unwrap();
+/// assert_eq!(pool.stats().returned, 1);
+/// ```
+pub type PooledMmapOwned = PooledOwned<MmapMut, MmapRecycler, MmapPool>;
 
 /// A pool of anonymous memory maps of one length.
 ///

@@ -19,6 +19,23 @@ const BAD_CLASSES: &str = "stashpool: MmapPools: the smallest class must be non-
 /// [`MmapMut`]: https://docs.rs/memmap2/0.9/memmap2/struct.MmapMut.html
 pub type SizedMmap<'a> = crate::SizedGuard<PooledMmap<'a>>;
 
+/// A map from an [`MmapPools`] in an `Arc`, from
+/// [`get_owned`](MmapPools::get_owned): [`SizedMmap`] that keeps the pool
+/// alive, so `'static` and `Send`.
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::Arc;
+/// use stashpool::mmap::{MmapPools, SizedMmapOwned};
+///
+/// let pool = Arc::new(MmapPools::new(4096, 1 << 20));
+/// let map: SizedMmapOwned = pool.get_owned(10_000);
+/// std::thread::spawn(move || drop(map)).join().unwrap();
+/// assert_eq!(pool.stats().returned, 1);
+/// ```
+pub type SizedMmapOwned = crate::SizedGuard<crate::PooledOwned<MmapMut, MmapRecycler, MmapPools>>;
+
 /// Anonymous maps for requests of varying length, pooled in power-of-two
 /// classes (Go's `bp.MultiMmapBytePool`): one [`MmapPool`](super::MmapPool)
 /// per length.

@@ -39,5 +39,5 @@
 mod mmap_pool;
 mod mmap_pools;
 
-pub use mmap_pool::{MmapPool, MmapRecycler, PooledMmap};
-pub use mmap_pools::{MmapPools, SizedMmap};
+pub use mmap_pool::{MmapPool, MmapRecycler, PooledMmap, PooledMmapOwned};
+pub use mmap_pools::{MmapPools, SizedMmap, SizedMmapOwned};

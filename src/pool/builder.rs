@@ -64,7 +64,9 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPoolBuilder<T, R> {
     /// Most idle objects the pool keeps, all threads' stashes and the
     /// overflow together (default: no limit, as in Go; sweeps bound the pool
     /// by recent use). So the memory a pool keeps does not grow with the
-    /// number of threads that use it.
+    /// number of threads that use it. It bounds only what the pool keeps:
+    /// not the objects in use, nor how many the pool makes (a `get` that
+    /// finds nothing idle makes one, however many are out).
     ///
     /// * After any sweep, [`stats().idle`](crate::Stats::idle) is at most
     ///   `n` (objects returned while the sweep runs may come on top).
@@ -102,6 +104,9 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPoolBuilder<T, R> {
     /// assert_eq!(pool.stats().rejected, 2);
     /// pool.sweep();
     /// assert!(pool.stats().idle <= 2);
+    ///
+    /// // Objects in use are not bounded: 5 out at once, so 5 made.
+    /// assert_eq!(pool.stats().created, 5);
     /// ```
     pub fn max_idle(mut self, n: usize) -> Self {
         self.config.max_idle = n;

@@ -110,6 +110,11 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
         Self::builder(recycler).build()
     }
 
+    /// To move the guard to another thread or task, use
+    /// [`get_owned`](Self::get_owned) on the pool in an `Arc`: this guard
+    /// borrows the pool, so it cannot outlive it (a `static` pool's guard
+    /// can go anywhere).
+    ///
     /// An object from this thread's stash, else from the shared overflow,
     /// else a new one from `create()`. It goes back to the pool, through
     /// `recycle`, when the guard drops.

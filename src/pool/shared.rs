@@ -564,6 +564,7 @@ impl<T: Send> Shared<T> {
         stats.returned = returned;
         stats.discarded = discarded;
         stats.rejected = rejected;
+        stats.gets = created + reused;
         stats.trimmed = self.trimmed.load(Ordering::Relaxed);
         // Exact at quiescence; a snapshot of moving counters otherwise, so
         // it saturates rather than wrapping.

@@ -1,5 +1,6 @@
 //! Counters a pool keeps about itself.
 
+use std::fmt;
 use std::iter::Sum;
 use std::ops::{Add, AddAssign};
 
@@ -22,9 +23,10 @@ use std::ops::{Add, AddAssign};
 /// the pool when it is returned and leaves it when a `get` reuses it or a
 /// sweep trims it. Objects dropped on return, whether by the pool's rules
 /// (`discarded`) or for want of room (`rejected`), are not counted as
-/// returned: each object handed out (`created + reused`) or given with
-/// `put` comes back as one of `returned`, `discarded` or `rejected`, unless
-/// it is still lent out or was kept for good (`into_inner`).
+/// returned: each object handed out (`gets`, which is `created + reused`)
+/// or given with `put` comes back as one of `returned`, `discarded` or
+/// `rejected`, unless it is still lent out or was kept for good
+/// (`into_inner`).
 ///
 /// # Examples
 ///
@@ -35,12 +37,19 @@ use std::ops::{Add, AddAssign};
 /// drop(pool.get()); // created, then returned
 /// drop(pool.get()); // reused, then returned
 /// let stats = pool.stats();
-/// assert_eq!((stats.created, stats.reused, stats.returned), (1, 1, 2));
+/// assert_eq!((stats.gets, stats.created, stats.reused, stats.returned), (2, 1, 1, 2));
 /// assert_eq!(stats.idle, 1);
+/// assert_eq!(
+///     stats.to_string(),
+///     "gets=2 created=1 reused=1 returned=2 discarded=0 rejected=0 trimmed=0 idle=1"
+/// );
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Stats {
+    /// Objects handed out (by `get`, `get_owned`, `with`, or a `try_get`
+    /// that found one): `created + reused`.
+    pub gets: u64,
     /// Objects made by `create()` (misses).
     pub created: u64,
     /// Gets served from a stash or the overflow (hits).
@@ -79,6 +88,7 @@ impl Stats {
     /// ```
     pub fn combined(self, other: Stats) -> Stats {
         Stats {
+            gets: self.gets + other.gets,
             created: self.created + other.created,
             reused: self.reused + other.reused,
             returned: self.returned + other.returned,
@@ -104,12 +114,47 @@ impl Stats {
     /// assert_eq!(pool.stats().hit_rate(), 0.75);
     /// ```
     pub fn hit_rate(&self) -> f64 {
-        let gets = self.created + self.reused;
-        if gets == 0 {
+        if self.gets == 0 {
             0.0
         } else {
-            self.reused as f64 / gets as f64
+            self.reused as f64 / self.gets as f64
         }
+    }
+}
+
+/// The counters as `key=value` pairs on one line, in the order of the
+/// fields: for logs, and easy to parse back.
+///
+/// # Examples
+///
+/// ```
+/// use stashpool::LocalPool;
+///
+/// let pool = LocalPool::new(String::new);
+/// pool.with(|s| s.push('x'));
+/// pool.with(|s| s.push('y'));
+/// assert_eq!(
+///     format!("buffers: {}", pool.stats()),
+///     "buffers: gets=2 created=1 reused=1 returned=2 discarded=0 rejected=0 trimmed=0 idle=1"
+/// );
+/// ```
+impl fmt::Display for Stats {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let Stats {
+            gets,
+            created,
+            reused,
+            returned,
+            discarded,
+            rejected,
+            trimmed,
+            idle,
+        } = self;
+        write!(
+            f,
+            "gets={gets} created={created} reused={reused} returned={returned} \
+             discarded={discarded} rejected={rejected} trimmed={trimmed} idle={idle}"
+        )
     }
 }
 

@@ -203,6 +203,11 @@ macro_rules! class_pool {
                 }
             }
 
+            /// To move the guard to another thread or task, use
+            /// [`get_owned`](Self::get_owned) on the pool in an `Arc`: this
+            /// guard borrows the pool, so it cannot outlive it (a `static`
+            /// pool's guard can go anywhere).
+            ///
             /// An object of at least `len` bytes from the smallest class
             /// that holds `len`, reset as the pool's docs say; or, when
             /// `len` is above the largest class, one made alone and

@@ -8,7 +8,6 @@
 //! catch, and never in an abort. Every byte buffer the resource pools make
 //! goes through here.
 
-#[cfg(any(feature = "image", test))]
 use std::alloc::{self, Layout};
 use std::fmt;
 use std::mem::MaybeUninit;
@@ -47,7 +46,6 @@ pub(crate) fn with_capacity(capacity: usize) -> Vec<u8> {
 /// # Panics
 ///
 /// If the allocation fails (also when `len > isize::MAX`).
-#[cfg(any(feature = "image", test))]
 pub(crate) fn zeroed(len: usize) -> Vec<u8> {
     if len == 0 {
         return Vec::new();

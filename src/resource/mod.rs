@@ -87,7 +87,8 @@ impl<P: sealed::Resource> ResourceBuilder<P> {
     /// Most idle objects each of the pool's `LocalPool`s keeps, all
     /// threads' stashes and the overflow together, after every sweep (see
     /// [`LocalPoolBuilder::max_idle`](crate::LocalPoolBuilder::max_idle)
-    /// for between sweeps). A multi-size pool applies it to each size.
+    /// for between sweeps); it does not bound the objects in use, nor how
+    /// many are made. A multi-size pool applies it to each size.
     ///
     /// # Examples
     ///
@@ -364,6 +365,11 @@ pub(crate) use resource_pool;
 macro_rules! object_pool {
     ([$($generics:tt)*] $ty:ty, $object:ty, $recycler:ty, $example:literal) => {
         impl<$($generics)*> $ty {
+            /// To move the guard to another thread or task, use
+            /// [`get_owned`](Self::get_owned) on the pool in an `Arc`: this
+            /// guard borrows the pool, so it cannot outlive it (a `static`
+            /// pool's guard can go anywhere).
+            ///
             /// An object from this thread's stash, else the shared
             /// overflow, else a new one; it goes back to the pool, reset
             /// as the pool's docs say, when the guard drops (see

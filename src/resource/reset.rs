@@ -1,7 +1,8 @@
 //! What a resource pool does to the contents of a returned object: the
-//! [`Reset`] policy, and how the pools of frames and maps apply it.
+//! [`Reset`] policy, and how the pools of chunks, frames and maps apply
+//! it.
 //!
-//! Zeroing a returned frame or map in full costs what a fresh zeroed one
+//! Zeroing a returned chunk, frame or map in full costs what a fresh zeroed one
 //! costs, which is what the pool was meant to save. So a pool zeroes only
 //! what its last user could have written: a guard records when it first
 //! hands out `&mut` access, and an object only ever read through `Deref`
@@ -13,8 +14,9 @@
 ///
 /// Set with `.reset(Reset)` on the builder of every pool whose objects
 /// hold readable contents (those that implement [`Contents`]:
-/// `io::BufReaderPool`, `io::CopyPool`, the frame pools and the map
-/// pools); each pool's docs say what either policy costs there.
+/// `bytes::ChunkPool`, `io::BufReaderPool`, `io::CopyPool`, the frame
+/// pools and the map pools); each pool's docs say what either policy
+/// costs there.
 ///
 /// [`Contents`]: crate::Contents
 ///
@@ -42,7 +44,6 @@ pub enum Reset {
     Keep,
 }
 
-#[cfg(any(feature = "image", feature = "mmap"))]
 /// Checks and wipes objects of one kind: what a recycler of readable
 /// contents knows, from which [`recycle`] makes its `Recycle` methods.
 pub(crate) trait Wipe<T> {
@@ -61,7 +62,6 @@ pub(crate) trait Wipe<T> {
     }
 }
 
-#[cfg(any(feature = "image", feature = "mmap"))]
 /// `Recycle::recycle` (`written`) and `Recycle::recycle_unwritten` (not)
 /// of a recycler whose contents policy is `reset`: refuses an object that
 /// no longer fits; under [`Reset::Zero`] wipes a written one (or refuses
