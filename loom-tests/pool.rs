@@ -437,6 +437,19 @@ fn spill_races_an_overflow_cut() {
     });
 }
 
+/// Puts two new objects into this thread's stash, as its own use would
+/// have them there: a stash keeps none until its thread takes one, and two
+/// once a get found it empty after it spilled (`Local::limit`). Before any
+/// other thread starts, so it adds no interleavings.
+fn stash_two(pool: &LocalPool<Obj, Maker>, ledger: &Arc<Ledger>) {
+    pool.put(Ledger::track(ledger));
+    pool.put(Ledger::track(ledger));
+    for _ in 0..2 {
+        let (a, b) = (pool.get(), pool.get());
+        drop((a, b));
+    }
+}
+
 /// A pool bounded by `max_idle`: a new stash rebalances every stash's share
 /// (moving what a stash holds beyond it to the overflow) while its owner
 /// returns objects and a sweep enforces the bound.
@@ -446,8 +459,7 @@ fn rebalance_races_a_return() {
         let ledger = Ledger::new();
         let pool = Arc::new(bounded(&ledger, 4, 2));
         // This thread's stash takes its share, the whole bound: two.
-        pool.put(Ledger::track(&ledger));
-        pool.put(Ledger::track(&ledger));
+        stash_two(&pool, &ledger);
         let newcomer = {
             let (pool, ledger) = (Arc::clone(&pool), Arc::clone(&ledger));
             // Its stash halves every share.
