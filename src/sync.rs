@@ -26,7 +26,7 @@ pub(crate) use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 pub(crate) use std::thread_local;
 
 #[cfg(stashpool_loom)]
-pub(crate) use self::loom_impl::AtomicBool;
+pub(crate) use self::loom_impl::{AtomicBool, AtomicWord};
 #[cfg(stashpool_loom)]
 pub(crate) use loom::sync::atomic::{fence, AtomicPtr, AtomicU64, AtomicUsize};
 #[cfg(stashpool_loom)]
@@ -81,6 +81,57 @@ impl AtomicCount {
     pub(crate) fn fetch_add(&self, value: u64, order: Ordering) {
         #[allow(clippy::unnecessary_cast, clippy::cast_possible_truncation)]
         self.0.fetch_add(value as _, order);
+    }
+}
+
+/// A word that wait loops can wait on as on an [`AtomicBool`] (under loom,
+/// [`backoff`] wakes at its stores too), for a flag that must also name a
+/// thread: the singles' stack's claim. 64 bits where the target has 64-bit
+/// atomics, else pointer-sized, keeping values modulo 2^32 ([`Self::keeps`]).
+#[cfg(not(stashpool_loom))]
+pub(crate) struct AtomicWord(CountWord);
+
+#[cfg(not(stashpool_loom))]
+#[allow(clippy::unnecessary_cast, clippy::cast_possible_truncation)]
+impl AtomicWord {
+    pub(crate) const fn new(value: u64) -> Self {
+        Self(CountWord::new(value as _))
+    }
+
+    #[inline(always)]
+    pub(crate) fn load(&self, order: Ordering) -> u64 {
+        self.0.load(order) as u64
+    }
+
+    #[inline(always)]
+    pub(crate) fn store(&self, value: u64, order: Ordering) {
+        self.0.store(value as _, order)
+    }
+
+    #[inline(always)]
+    pub(crate) fn compare_exchange(
+        &self,
+        current: u64,
+        new: u64,
+        success: Ordering,
+        failure: Ordering,
+    ) -> Result<u64, u64> {
+        self.0
+            .compare_exchange(current as _, new as _, success, failure)
+            .map(|value| value as u64)
+            .map_err(|value| value as u64)
+    }
+}
+
+impl AtomicWord {
+    /// What the word keeps of `value`.
+    #[allow(clippy::unnecessary_cast, clippy::cast_possible_truncation)]
+    pub(crate) const fn keeps(value: u64) -> u64 {
+        if cfg!(any(target_has_atomic = "64", stashpool_loom)) {
+            value
+        } else {
+            value as usize as u64
+        }
     }
 }
 
@@ -594,73 +645,88 @@ mod loom_impl {
         }
     }
 
-    /// loom's `AtomicBool`, with the bookkeeping `wait_for_a_store` needs:
-    /// the value of the latest store (in modification order, which under
-    /// loom is the order stores run in), so that a load can tell whether it
+    /// A loom atomic with the bookkeeping `wait_for_a_store` needs: the
+    /// value of the latest store (in modification order, which under loom
+    /// is the order stores run in), so that a load can tell whether it
     /// returned it.
-    pub(crate) struct AtomicBool {
-        inner: loom::sync::atomic::AtomicBool,
-        latest: std::sync::atomic::AtomicBool,
-    }
-
-    impl AtomicBool {
-        pub(crate) fn new(value: bool) -> Self {
-            Self {
-                inner: loom::sync::atomic::AtomicBool::new(value),
-                latest: std::sync::atomic::AtomicBool::new(value),
+    macro_rules! watched {
+        ($(#[$doc:meta])* $name:ident, $loom:ident, $std:ident, $value:ty) => {
+            $(#[$doc])*
+            pub(crate) struct $name {
+                inner: loom::sync::atomic::$loom,
+                latest: std::sync::atomic::$std,
             }
-        }
 
-        pub(crate) fn load(&self, order: Ordering) -> bool {
-            let value = self.inner.load(order);
-            let latest = value == self.latest.load(Ordering::Relaxed);
-            let stores = STORES.with(Cell::get);
-            let _ = LAST_LOAD.try_with(|last| last.set(latest.then_some(stores)));
-            value
-        }
+            impl $name {
+                pub(crate) fn new(value: $value) -> Self {
+                    Self {
+                        inner: loom::sync::atomic::$loom::new(value),
+                        latest: std::sync::atomic::$std::new(value),
+                    }
+                }
 
-        pub(crate) fn store(&self, value: bool, order: Ordering) {
-            self.inner.store(value, order);
-            self.latest.store(value, Ordering::Relaxed);
-            stored();
-        }
+                pub(crate) fn load(&self, order: Ordering) -> $value {
+                    let value = self.inner.load(order);
+                    let latest = value == self.latest.load(Ordering::Relaxed);
+                    let stores = STORES.with(Cell::get);
+                    let _ = LAST_LOAD.try_with(|last| last.set(latest.then_some(stores)));
+                    value
+                }
 
-        pub(crate) fn swap(&self, value: bool, order: Ordering) -> bool {
-            let old = self.inner.swap(value, order);
-            self.latest.store(value, Ordering::Relaxed);
-            stored();
-            old
-        }
-
-        /// A store only when it succeeds; when it fails it read the latest
-        /// value, as a load that returned it does.
-        pub(crate) fn compare_exchange(
-            &self,
-            current: bool,
-            new: bool,
-            success: Ordering,
-            failure: Ordering,
-        ) -> Result<bool, bool> {
-            let result = self.inner.compare_exchange(current, new, success, failure);
-            match result {
-                Ok(_) => {
-                    self.latest.store(new, Ordering::Relaxed);
+                pub(crate) fn store(&self, value: $value, order: Ordering) {
+                    self.inner.store(value, order);
+                    self.latest.store(value, Ordering::Relaxed);
                     stored();
                 }
-                Err(_) => {
-                    let stores = STORES.with(Cell::get);
-                    let _ = LAST_LOAD.try_with(|last| last.set(Some(stores)));
+
+                #[allow(dead_code)]
+                pub(crate) fn swap(&self, value: $value, order: Ordering) -> $value {
+                    let old = self.inner.swap(value, order);
+                    self.latest.store(value, Ordering::Relaxed);
+                    stored();
+                    old
+                }
+
+                /// A store only when it succeeds; when it fails it read the
+                /// latest value, as a load that returned it does.
+                pub(crate) fn compare_exchange(
+                    &self,
+                    current: $value,
+                    new: $value,
+                    success: Ordering,
+                    failure: Ordering,
+                ) -> Result<$value, $value> {
+                    let result = self.inner.compare_exchange(current, new, success, failure);
+                    match result {
+                        Ok(_) => {
+                            self.latest.store(new, Ordering::Relaxed);
+                            stored();
+                        }
+                        Err(_) => {
+                            let stores = STORES.with(Cell::get);
+                            let _ = LAST_LOAD.try_with(|last| last.set(Some(stores)));
+                        }
+                    }
+                    result
                 }
             }
-            result
-        }
+
+            impl std::fmt::Debug for $name {
+                fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                    self.inner.fmt(f)
+                }
+            }
+        };
     }
 
-    impl std::fmt::Debug for AtomicBool {
-        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-            self.inner.fmt(f)
-        }
-    }
+    watched!(
+        /// loom's `AtomicBool`, watched.
+        AtomicBool, AtomicBool, AtomicBool, bool
+    );
+    watched!(
+        /// `sync::AtomicWord` under loom: loom's `AtomicU64`, watched.
+        AtomicWord, AtomicU64, AtomicU64, u64
+    );
 }
 
 /// A bounded multi-producer, multi-consumer FIFO: the overflow's queue of

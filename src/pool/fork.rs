@@ -38,6 +38,28 @@ pub(crate) fn after_fork() {
     }
 }
 
+/// How many forks this process descends from (as far as the fork handlers
+/// saw): values made in an earlier generation are the parent's, which its
+/// threads may have left mid-operation (`lazy::PerProcess`).
+#[cfg(not(stashpool_loom))]
+static GENERATION: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// This process's generation (see [`GENERATION`]): one relaxed load. Only
+/// the child handler changes it, before the child runs any other code, so
+/// every thread of a process reads the same value. Always 0 under loom,
+/// which models no fork.
+#[inline(always)]
+pub(crate) fn generation() -> usize {
+    #[cfg(not(stashpool_loom))]
+    {
+        GENERATION.load(Ordering::Relaxed)
+    }
+    #[cfg(stashpool_loom)]
+    {
+        0
+    }
+}
+
 /// What a forked child knows of its parent's threads: the serial numbers
 /// (`owner::serial`) handed out before the fork (all below the first), and
 /// the one of them that is alive here, the forking thread's. `None` in a
@@ -85,7 +107,7 @@ mod linux {
     use std::sync::atomic::{AtomicU32, Ordering};
     use std::sync::{MutexGuard, RwLockWriteGuard};
 
-    use super::{forked, RESUME};
+    use super::{forked, GENERATION, RESUME};
     use crate::pool::background::{self, Registry};
     use crate::sync::FORK_GATE;
 
@@ -193,6 +215,7 @@ mod linux {
         // This handler runs, so the parent registered it: a fork that came
         // while the registering thread had yet to say so finds it done.
         INSTALL.done();
+        GENERATION.fetch_add(1, Ordering::Relaxed);
         let _ = FORKING.try_with(|forking| {
             if let Some((gate, mut registry)) = forking.borrow_mut().take() {
                 forked();
