@@ -1,6 +1,7 @@
 //! A value made on first use, published without a lock: boxed
-//! ([`Lazy`], the queues that many values never reach) or shared
-//! ([`LazyArc`], a pool's shared state).
+//! ([`Lazy`]; [`PerProcess`], made again in a forked child, for the queues
+//! that many pools never reach) or shared ([`LazyArc`], a pool's shared
+//! state).
 //!
 //! The first users each make a value and race to publish theirs with one
 //! compare-and-swap; the losers drop their own, unseen. No thread ever

@@ -300,9 +300,10 @@ pub(crate) mod thread {
 /// finishing one stash), so spinning first is right; yielding after that keeps
 /// a waiter from burning a core when the thread it waits for was preempted.
 ///
-/// Every such loop waits for an [`AtomicBool`] it has just loaded to change.
-/// Under loom this blocks until some `AtomicBool` is stored to, if the load
-/// saw the latest value (`loom_impl::wait_for_a_store`, which says why).
+/// Every such loop waits for an [`AtomicBool`] (or an [`AtomicWord`]) it has
+/// just loaded to change. Under loom this blocks until one is stored to, if
+/// the load saw the latest value (`loom_impl::wait_for_a_store`, which says
+/// why).
 pub(crate) fn backoff(step: &mut u32) {
     #[cfg(not(stashpool_loom))]
     {
@@ -579,16 +580,16 @@ mod loom_impl {
     // nothing, so those branches only repeat states, but a model with a long
     // sweep and a waiting owner then exceeds loom's branch limit at three
     // preemptions. So under loom `backoff` blocks the waiter instead, until
-    // the next store to any `AtomicBool`, which is when its load could next
-    // return something new, provided its last load returned the latest
-    // value. If that load returned an older value (loom models stale loads),
+    // the next store to any `AtomicBool` or `AtomicWord` (both watched,
+    // below), which is when its load could next return something new,
+    // provided its last load returned the latest value. If that load returned an older value (loom models stale loads),
     // `backoff` yields as before: after a yield loom's loads no longer return
     // values the thread saw before it, so the loop moves on.
     //
     // "The latest value" is judged by value: a stale load that returned an
     // older store equal to the latest one counts as latest. That gives up
     // only interleavings in which the waiter would next read a still older
-    // store of the other value (it waits for the next store instead), and
+    // store of another value (it waits for the next store instead), and
     // never reports a false deadlock: a
     // waiter blocked with no store to come would spin forever on the
     // latest value anyway.
@@ -599,14 +600,14 @@ mod loom_impl {
     // blocking itself (a loom `Mutex` and `Condvar`) is modelled.
 
     std::thread_local! {
-        /// Stores to `AtomicBool`s so far, in this model run.
+        /// Stores to watched atomics so far, in this model run.
         static STORES: Cell<u64> = const { Cell::new(0) };
         /// Threads blocked in `wait_for_a_store`, in this model run.
         static WAITING: Cell<usize> = const { Cell::new(0) };
     }
 
     loom::thread_local! {
-        /// `STORES` when this model thread's last `AtomicBool` load returned
+        /// `STORES` when this model thread's last watched load returned
         /// the latest value; `None` if it returned an older one.
         static LAST_LOAD: Cell<Option<u64>> = Cell::new(None);
     }
@@ -615,7 +616,7 @@ mod loom_impl {
         static ref STORED: (Mutex<()>, Condvar) = (Mutex::new(()), Condvar::new());
     }
 
-    /// `backoff` under loom: blocks until an `AtomicBool` is stored to, if
+    /// `backoff` under loom: blocks until a watched atomic is stored to, if
     /// none was since this thread's last load of one and that load returned
     /// the latest value; otherwise yields.
     pub(super) fn wait_for_a_store() {

@@ -60,13 +60,13 @@ fn child(stashless: &Pool, stashed: &Pool) -> bool {
 
 /// A forked child: runs `child` and ends, with status 0 if it returned
 /// true, never returning into the test harness.
-fn fork(stashless: &Pool, stashed: &Pool) -> libc::pid_t {
+fn fork(child: impl FnOnce() -> bool) -> libc::pid_t {
     // SAFETY: `fork` has no preconditions; the child only runs `child` and
     // `_exit`s.
     let pid = unsafe { libc::fork() };
     assert!(pid >= 0, "fork failed");
     if pid == 0 {
-        let ok = std::panic::catch_unwind(|| child(stashless, stashed)).unwrap_or(false);
+        let ok = std::panic::catch_unwind(std::panic::AssertUnwindSafe(child)).unwrap_or(false);
         // SAFETY: ends the child at once, running no parent-owned cleanup.
         unsafe { libc::_exit(if ok { 0 } else { 1 }) };
     }
@@ -161,7 +161,10 @@ fn no_forked_child_hangs_while_other_threads_use_the_pools() {
                 reap(&mut live, &mut outcome);
                 thread::sleep(Duration::from_millis(1));
             }
-            live.push((fork(&stashless, &stashed), Instant::now() + DEADLINE));
+            live.push((
+                fork(|| child(&stashless, &stashed)),
+                Instant::now() + DEADLINE,
+            ));
         }
         while !live.is_empty() {
             reap(&mut live, &mut outcome);
@@ -176,4 +179,40 @@ fn no_forked_child_hangs_while_other_threads_use_the_pools() {
         (0, 0),
         "children of {forks} forks hung or failed"
     );
+}
+
+/// A child abandons its parent's singles' ring and spill queue, which it
+/// cannot know whole, and gives back the room they took under `max_idle`
+/// at its first sweep; the stack, free at the fork, it keeps.
+#[test]
+fn a_child_gives_back_the_room_of_the_queues_it_abandons() {
+    const MAX: usize = 200;
+    let pool: Pool = LocalPool::builder(buffer as fn() -> Vec<u8>)
+        .max_stashed(0)
+        .max_idle(MAX)
+        .manual_sweep()
+        .build();
+    // The stack's 64, the ring's 64, and the rest spilled.
+    for _ in 0..=MAX {
+        pool.put(buffer());
+    }
+    assert_eq!(pool.stats().rejected, 1, "full");
+    let pid = fork(|| {
+        pool.sweep();
+        let mut ok = pool.stats().trimmed == 0;
+        // Room for all but the stack's.
+        for _ in 0..MAX - 64 {
+            pool.put(buffer());
+        }
+        ok &= pool.stats().rejected == 1;
+        pool.put(buffer());
+        ok && pool.stats().rejected == 2
+    });
+    let mut live = vec![(pid, Instant::now() + DEADLINE)];
+    let mut outcome = Outcome::default();
+    while !live.is_empty() {
+        reap(&mut live, &mut outcome);
+        thread::sleep(Duration::from_millis(1));
+    }
+    assert_eq!((outcome.hung, outcome.failed), (0, 0));
 }

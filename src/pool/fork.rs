@@ -6,8 +6,10 @@
 //! shared) and the sweeper registry's lock; after it, the parent releases
 //! both, and the child records which of the parent's threads were left
 //! behind (`forked`; [`died_in_fork`] then tells a sweep to skip what they
-//! held in their critical sections), releases both, and starts a sweeper of
-//! its own at its next pool operation off the hot path ([`after_fork`]).
+//! held in their critical sections) and bumps the process [`generation`]
+//! (by which it abandons its parent's queues), releases both, and starts a
+//! sweeper of its own at its next pool operation off the hot path
+//! ([`after_fork`]).
 //! Linux only (`libc` is a Linux-only dependency); elsewhere these are
 //! no-ops. Why each step, and what is made without a lock instead:
 //! [`implementation`](crate::implementation), section 7a.

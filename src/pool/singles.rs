@@ -394,6 +394,71 @@ mod tests {
     }
 
     #[test]
+    fn a_held_claim_names_its_holder() {
+        let singles = Singles::<u64>::new(4);
+        let claim = || singles.stack.claim.load(Ordering::Relaxed);
+        let named = singles.stack.try_with(|_| claim());
+        assert_eq!(named, holder());
+        assert_eq!(claim(), 0, "released");
+    }
+
+    /// A child forked while another thread holds the stack steps over that
+    /// claim (the thread is not in the child), and abandons the ring, which
+    /// it counts.
+    #[cfg(all(target_os = "linux", not(miri)))]
+    #[test]
+    fn a_forked_child_steps_over_a_claim_held_by_a_thread_left_behind() {
+        use std::sync::Barrier;
+        use std::time::{Duration, Instant};
+
+        crate::pool::fork::guard();
+        let singles = Singles::<u64>::new(4);
+        for value in 0..6 {
+            singles.push(single(value)); // 4 on the stack, 2 in the ring
+        }
+        let (held, release) = (Barrier::new(2), Barrier::new(2));
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                owner::begin(); // a holder with a serial number
+                singles.stack.try_with(|_| {
+                    held.wait();
+                    release.wait();
+                })
+            });
+            held.wait();
+            // SAFETY: `fork` has no preconditions; the child only cuts and
+            // `_exit`s.
+            let pid = unsafe { libc::fork() };
+            if pid == 0 {
+                let mut dead = Vec::new();
+                let gone = singles.cut(10, &mut dead);
+                let ok = gone == 2 && dead.is_empty() && singles.pop().is_none();
+                // SAFETY: ends the child at once.
+                unsafe { libc::_exit(i32::from(!ok)) };
+            }
+            assert!(pid > 0, "fork failed");
+            let give_up = Instant::now() + Duration::from_secs(20);
+            let mut status = 0;
+            // SAFETY: `pid` is this process's child, `status` an out-pointer.
+            while unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) } == 0 {
+                if Instant::now() > give_up {
+                    // SAFETY: as above.
+                    unsafe { libc::kill(pid, libc::SIGKILL) };
+                    panic!("the child waits for a thread it does not have");
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            release.wait();
+            assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0);
+        });
+        assert_eq!(
+            drain(&singles),
+            [3, 2, 1, 0, 4, 5],
+            "the parent's are whole"
+        );
+    }
+
+    #[test]
     fn a_cut_takes_the_longest_idle_first() {
         let singles = Singles::<u64>::new(1);
         for value in 0..4 {
