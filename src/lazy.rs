@@ -232,13 +232,12 @@ impl<T> Drop for PerProcess<T> {
     fn drop(&mut self) {
         // `&mut self`: as in `Lazy`'s `Drop`.
         let made = self.made.load(Ordering::Acquire);
-        // SAFETY: published from `Box::into_raw` and never freed before.
-        if let Some(made) = unsafe { made.as_ref() } {
-            // A parent's value is left as it is (see `abandon`).
-            if made.generation == fork::generation() {
-                // SAFETY: as above; nothing can use it after this.
-                drop(unsafe { Box::from_raw(ptr::from_ref(made).cast_mut()) });
-            }
+        // A parent's value is left as it is (see `abandon`).
+        // SAFETY: non-null means published from `Box::into_raw` and never
+        // freed before.
+        if !made.is_null() && unsafe { (*made).generation } == fork::generation() {
+            // SAFETY: as above; nothing can use it after this.
+            drop(unsafe { Box::from_raw(made) });
         }
     }
 }
