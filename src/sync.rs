@@ -26,7 +26,7 @@ pub(crate) use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 pub(crate) use std::thread_local;
 
 #[cfg(stashpool_loom)]
-pub(crate) use self::loom_impl::AtomicBool;
+pub(crate) use self::loom_impl::{AtomicBool, AtomicWord};
 #[cfg(stashpool_loom)]
 pub(crate) use loom::sync::atomic::{fence, AtomicPtr, AtomicU64, AtomicUsize};
 #[cfg(stashpool_loom)]
@@ -81,6 +81,57 @@ impl AtomicCount {
     pub(crate) fn fetch_add(&self, value: u64, order: Ordering) {
         #[allow(clippy::unnecessary_cast, clippy::cast_possible_truncation)]
         self.0.fetch_add(value as _, order);
+    }
+}
+
+/// A word that wait loops can wait on as on an [`AtomicBool`] (under loom,
+/// [`backoff`] wakes at its stores too), for a flag that must also name a
+/// thread: the singles' stack's claim. 64 bits where the target has 64-bit
+/// atomics, else pointer-sized, keeping values modulo 2^32 ([`Self::keeps`]).
+#[cfg(not(stashpool_loom))]
+pub(crate) struct AtomicWord(CountWord);
+
+#[cfg(not(stashpool_loom))]
+#[allow(clippy::unnecessary_cast, clippy::cast_possible_truncation)]
+impl AtomicWord {
+    pub(crate) const fn new(value: u64) -> Self {
+        Self(CountWord::new(value as _))
+    }
+
+    #[inline(always)]
+    pub(crate) fn load(&self, order: Ordering) -> u64 {
+        self.0.load(order) as u64
+    }
+
+    #[inline(always)]
+    pub(crate) fn store(&self, value: u64, order: Ordering) {
+        self.0.store(value as _, order)
+    }
+
+    #[inline(always)]
+    pub(crate) fn compare_exchange(
+        &self,
+        current: u64,
+        new: u64,
+        success: Ordering,
+        failure: Ordering,
+    ) -> Result<u64, u64> {
+        self.0
+            .compare_exchange(current as _, new as _, success, failure)
+            .map(|value| value as u64)
+            .map_err(|value| value as u64)
+    }
+}
+
+impl AtomicWord {
+    /// What the word keeps of `value`.
+    #[allow(clippy::unnecessary_cast, clippy::cast_possible_truncation)]
+    pub(crate) const fn keeps(value: u64) -> u64 {
+        if cfg!(any(target_has_atomic = "64", stashpool_loom)) {
+            value
+        } else {
+            value as usize as u64
+        }
     }
 }
 
@@ -249,9 +300,10 @@ pub(crate) mod thread {
 /// finishing one stash), so spinning first is right; yielding after that keeps
 /// a waiter from burning a core when the thread it waits for was preempted.
 ///
-/// Every such loop waits for an [`AtomicBool`] it has just loaded to change.
-/// Under loom this blocks until some `AtomicBool` is stored to, if the load
-/// saw the latest value (`loom_impl::wait_for_a_store`, which says why).
+/// Every such loop waits for an [`AtomicBool`] (or an [`AtomicWord`]) it has
+/// just loaded to change. Under loom this blocks until one is stored to, if
+/// the load saw the latest value (`loom_impl::wait_for_a_store`, which says
+/// why).
 pub(crate) fn backoff(step: &mut u32) {
     #[cfg(not(stashpool_loom))]
     {
@@ -528,16 +580,16 @@ mod loom_impl {
     // nothing, so those branches only repeat states, but a model with a long
     // sweep and a waiting owner then exceeds loom's branch limit at three
     // preemptions. So under loom `backoff` blocks the waiter instead, until
-    // the next store to any `AtomicBool`, which is when its load could next
-    // return something new, provided its last load returned the latest
-    // value. If that load returned an older value (loom models stale loads),
+    // the next store to any `AtomicBool` or `AtomicWord` (both watched,
+    // below), which is when its load could next return something new,
+    // provided its last load returned the latest value. If that load returned an older value (loom models stale loads),
     // `backoff` yields as before: after a yield loom's loads no longer return
     // values the thread saw before it, so the loop moves on.
     //
     // "The latest value" is judged by value: a stale load that returned an
     // older store equal to the latest one counts as latest. That gives up
     // only interleavings in which the waiter would next read a still older
-    // store of the other value (it waits for the next store instead), and
+    // store of another value (it waits for the next store instead), and
     // never reports a false deadlock: a
     // waiter blocked with no store to come would spin forever on the
     // latest value anyway.
@@ -548,14 +600,14 @@ mod loom_impl {
     // blocking itself (a loom `Mutex` and `Condvar`) is modelled.
 
     std::thread_local! {
-        /// Stores to `AtomicBool`s so far, in this model run.
+        /// Stores to watched atomics so far, in this model run.
         static STORES: Cell<u64> = const { Cell::new(0) };
         /// Threads blocked in `wait_for_a_store`, in this model run.
         static WAITING: Cell<usize> = const { Cell::new(0) };
     }
 
     loom::thread_local! {
-        /// `STORES` when this model thread's last `AtomicBool` load returned
+        /// `STORES` when this model thread's last watched load returned
         /// the latest value; `None` if it returned an older one.
         static LAST_LOAD: Cell<Option<u64>> = Cell::new(None);
     }
@@ -564,7 +616,7 @@ mod loom_impl {
         static ref STORED: (Mutex<()>, Condvar) = (Mutex::new(()), Condvar::new());
     }
 
-    /// `backoff` under loom: blocks until an `AtomicBool` is stored to, if
+    /// `backoff` under loom: blocks until a watched atomic is stored to, if
     /// none was since this thread's last load of one and that load returned
     /// the latest value; otherwise yields.
     pub(super) fn wait_for_a_store() {
@@ -594,73 +646,88 @@ mod loom_impl {
         }
     }
 
-    /// loom's `AtomicBool`, with the bookkeeping `wait_for_a_store` needs:
-    /// the value of the latest store (in modification order, which under
-    /// loom is the order stores run in), so that a load can tell whether it
+    /// A loom atomic with the bookkeeping `wait_for_a_store` needs: the
+    /// value of the latest store (in modification order, which under loom
+    /// is the order stores run in), so that a load can tell whether it
     /// returned it.
-    pub(crate) struct AtomicBool {
-        inner: loom::sync::atomic::AtomicBool,
-        latest: std::sync::atomic::AtomicBool,
-    }
-
-    impl AtomicBool {
-        pub(crate) fn new(value: bool) -> Self {
-            Self {
-                inner: loom::sync::atomic::AtomicBool::new(value),
-                latest: std::sync::atomic::AtomicBool::new(value),
+    macro_rules! watched {
+        ($(#[$doc:meta])* $name:ident, $loom:ident, $std:ident, $value:ty) => {
+            $(#[$doc])*
+            pub(crate) struct $name {
+                inner: loom::sync::atomic::$loom,
+                latest: std::sync::atomic::$std,
             }
-        }
 
-        pub(crate) fn load(&self, order: Ordering) -> bool {
-            let value = self.inner.load(order);
-            let latest = value == self.latest.load(Ordering::Relaxed);
-            let stores = STORES.with(Cell::get);
-            let _ = LAST_LOAD.try_with(|last| last.set(latest.then_some(stores)));
-            value
-        }
+            impl $name {
+                pub(crate) fn new(value: $value) -> Self {
+                    Self {
+                        inner: loom::sync::atomic::$loom::new(value),
+                        latest: std::sync::atomic::$std::new(value),
+                    }
+                }
 
-        pub(crate) fn store(&self, value: bool, order: Ordering) {
-            self.inner.store(value, order);
-            self.latest.store(value, Ordering::Relaxed);
-            stored();
-        }
+                pub(crate) fn load(&self, order: Ordering) -> $value {
+                    let value = self.inner.load(order);
+                    let latest = value == self.latest.load(Ordering::Relaxed);
+                    let stores = STORES.with(Cell::get);
+                    let _ = LAST_LOAD.try_with(|last| last.set(latest.then_some(stores)));
+                    value
+                }
 
-        pub(crate) fn swap(&self, value: bool, order: Ordering) -> bool {
-            let old = self.inner.swap(value, order);
-            self.latest.store(value, Ordering::Relaxed);
-            stored();
-            old
-        }
-
-        /// A store only when it succeeds; when it fails it read the latest
-        /// value, as a load that returned it does.
-        pub(crate) fn compare_exchange(
-            &self,
-            current: bool,
-            new: bool,
-            success: Ordering,
-            failure: Ordering,
-        ) -> Result<bool, bool> {
-            let result = self.inner.compare_exchange(current, new, success, failure);
-            match result {
-                Ok(_) => {
-                    self.latest.store(new, Ordering::Relaxed);
+                pub(crate) fn store(&self, value: $value, order: Ordering) {
+                    self.inner.store(value, order);
+                    self.latest.store(value, Ordering::Relaxed);
                     stored();
                 }
-                Err(_) => {
-                    let stores = STORES.with(Cell::get);
-                    let _ = LAST_LOAD.try_with(|last| last.set(Some(stores)));
+
+                #[allow(dead_code)]
+                pub(crate) fn swap(&self, value: $value, order: Ordering) -> $value {
+                    let old = self.inner.swap(value, order);
+                    self.latest.store(value, Ordering::Relaxed);
+                    stored();
+                    old
+                }
+
+                /// A store only when it succeeds; when it fails it read the
+                /// latest value, as a load that returned it does.
+                pub(crate) fn compare_exchange(
+                    &self,
+                    current: $value,
+                    new: $value,
+                    success: Ordering,
+                    failure: Ordering,
+                ) -> Result<$value, $value> {
+                    let result = self.inner.compare_exchange(current, new, success, failure);
+                    match result {
+                        Ok(_) => {
+                            self.latest.store(new, Ordering::Relaxed);
+                            stored();
+                        }
+                        Err(_) => {
+                            let stores = STORES.with(Cell::get);
+                            let _ = LAST_LOAD.try_with(|last| last.set(Some(stores)));
+                        }
+                    }
+                    result
                 }
             }
-            result
-        }
+
+            impl std::fmt::Debug for $name {
+                fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                    self.inner.fmt(f)
+                }
+            }
+        };
     }
 
-    impl std::fmt::Debug for AtomicBool {
-        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-            self.inner.fmt(f)
-        }
-    }
+    watched!(
+        /// loom's `AtomicBool`, watched.
+        AtomicBool, AtomicBool, AtomicBool, bool
+    );
+    watched!(
+        /// `sync::AtomicWord` under loom: loom's `AtomicU64`, watched.
+        AtomicWord, AtomicU64, AtomicU64, u64
+    );
 }
 
 /// A bounded multi-producer, multi-consumer FIFO: the overflow's queue of

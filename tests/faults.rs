@@ -250,6 +250,102 @@ fn panicking_drops_when_the_pool_drops() {
     assert_eq!(drops.load(Ordering::SeqCst), 3);
 }
 
+/// Panics in `recycle` on every call.
+struct PanicsOnReturn(Arc<Ledger>);
+
+impl Recycle<Tracked> for PanicsOnReturn {
+    fn create(&self) -> Tracked {
+        self.0.make()
+    }
+
+    fn recycle(&self, _: &mut Tracked) -> bool {
+        panic!("recycle failed")
+    }
+}
+
+/// An owned guard holds its pool's `Arc`; a return that panics must still
+/// let it go, or the pool (and everything in it) would never be dropped.
+#[test]
+fn owned_guards_let_their_pool_go_when_recycle_panics() {
+    let ledger = Ledger::new();
+    let pool = Arc::new(
+        LocalPool::builder(PanicsOnReturn(Arc::clone(&ledger)))
+            .manual_sweep()
+            .build(),
+    );
+    let n = if cfg!(miri) { 20 } else { 1000 };
+    let guards: Vec<_> = (0..n).map(|_| pool.get_owned()).collect();
+    for guard in guards {
+        assert!(quiet(move || drop(guard)).is_err());
+    }
+    assert_eq!(Arc::strong_count(&pool), 1, "a guard kept its pool");
+    assert_eq!(pool.stats().discarded, n as u64);
+    assert_eq!(ledger.live(), 0, "each object was dropped");
+}
+
+/// The same when `recycle` refuses the object and the object's own `Drop`
+/// panics.
+#[test]
+fn owned_guards_let_their_pool_go_when_a_refused_object_panics_in_drop() {
+    struct Refuse;
+    impl Recycle<Bomb> for Refuse {
+        fn create(&self) -> Bomb {
+            Bomb {
+                explode: true,
+                drops: Arc::new(AtomicUsize::new(0)),
+            }
+        }
+
+        fn recycle(&self, _: &mut Bomb) -> bool {
+            false
+        }
+    }
+    let pool = Arc::new(LocalPool::builder(Refuse).manual_sweep().build());
+    let guard = pool.get_owned();
+    let drops = Arc::clone(&guard.drops);
+    assert!(quiet(move || drop(guard)).is_err());
+    assert_eq!(drops.load(Ordering::SeqCst), 1);
+    assert_eq!(Arc::strong_count(&pool), 1, "the guard kept its pool");
+}
+
+/// No return path leaves an `Arc` of the pool behind when it panics: `with`
+/// and `put` on a pool in an `Arc`, and the owned guards of the ready-made
+/// pools (a `BytePool`'s, and a `BytePools`' `SizedGuard`), dropped by an
+/// unwinding thread.
+#[test]
+fn no_return_path_keeps_an_arc_of_its_pool_when_it_panics() {
+    use stashpool::bytes::{BytePool, BytePools};
+
+    let ledger = Ledger::new();
+    let pool = Arc::new(
+        LocalPool::builder(PanicsOnReturn(Arc::clone(&ledger)))
+            .manual_sweep()
+            .build(),
+    );
+    assert!(quiet(|| pool.with(|_| ())).is_err());
+    assert!(quiet(|| pool.put(ledger.make())).is_err());
+    assert!(quiet(|| {
+        let _guard = pool.get_owned();
+        panic!("the user's code failed");
+    })
+    .is_err());
+    assert_eq!(Arc::strong_count(&pool), 1);
+    assert_eq!(pool.stats().discarded, 3);
+    assert_eq!(ledger.live(), 0);
+
+    let bytes = Arc::new(BytePool::builder(64).manual_sweep().build());
+    let classes = Arc::new(BytePools::builder(64, 1024).manual_sweep().build());
+    assert!(quiet(|| {
+        let _guard = bytes.get_owned();
+        let _sized = classes.get_owned(100);
+        panic!("the user's code failed");
+    })
+    .is_err());
+    assert_eq!(Arc::strong_count(&bytes), 1);
+    assert_eq!(Arc::strong_count(&classes), 1);
+    assert_eq!((bytes.stats().discarded, classes.stats().discarded), (1, 1));
+}
+
 #[test]
 fn background_sweeper_survives_panicking_drops() {
     let drops = Arc::new(AtomicUsize::new(0));

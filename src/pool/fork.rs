@@ -6,8 +6,10 @@
 //! shared) and the sweeper registry's lock; after it, the parent releases
 //! both, and the child records which of the parent's threads were left
 //! behind (`forked`; [`died_in_fork`] then tells a sweep to skip what they
-//! held in their critical sections), releases both, and starts a sweeper of
-//! its own at its next pool operation off the hot path ([`after_fork`]).
+//! held in their critical sections) and bumps the process [`generation`]
+//! (by which it abandons its parent's queues), releases both, and starts a
+//! sweeper of its own at its next pool operation off the hot path
+//! ([`after_fork`]).
 //! Linux only (`libc` is a Linux-only dependency); elsewhere these are
 //! no-ops. Why each step, and what is made without a lock instead:
 //! [`implementation`](crate::implementation), section 7a.
@@ -35,6 +37,28 @@ pub(crate) fn after_fork() {
     #[cfg(not(stashpool_loom))]
     if RESUME.load(Ordering::Relaxed) && RESUME.swap(false, Ordering::Relaxed) {
         crate::pool::background::restart();
+    }
+}
+
+/// How many forks this process descends from (as far as the fork handlers
+/// saw): values made in an earlier generation are the parent's, which its
+/// threads may have left mid-operation (`lazy::PerProcess`).
+#[cfg(not(stashpool_loom))]
+static GENERATION: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// This process's generation (see [`GENERATION`]): one relaxed load. Only
+/// the child handler changes it, before the child runs any other code, so
+/// every thread of a process reads the same value. Always 0 under loom,
+/// which models no fork.
+#[inline(always)]
+pub(crate) fn generation() -> usize {
+    #[cfg(not(stashpool_loom))]
+    {
+        GENERATION.load(Ordering::Relaxed)
+    }
+    #[cfg(stashpool_loom)]
+    {
+        0
     }
 }
 
@@ -85,7 +109,7 @@ mod linux {
     use std::sync::atomic::{AtomicU32, Ordering};
     use std::sync::{MutexGuard, RwLockWriteGuard};
 
-    use super::{forked, RESUME};
+    use super::{forked, GENERATION, RESUME};
     use crate::pool::background::{self, Registry};
     use crate::sync::FORK_GATE;
 
@@ -193,6 +217,7 @@ mod linux {
         // This handler runs, so the parent registered it: a fork that came
         // while the registering thread had yet to say so finds it done.
         INSTALL.done();
+        GENERATION.fetch_add(1, Ordering::Relaxed);
         let _ = FORKING.try_with(|forking| {
             if let Some((gate, mut registry)) = forking.borrow_mut().take() {
                 forked();

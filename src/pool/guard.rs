@@ -232,13 +232,6 @@ impl<T: Send + 'static, R: Recycle<T>, P> PooledOwned<T, R, P> {
         &this.owner
     }
 
-    /// The `LocalPool` that lent the object.
-    fn lender(&self) -> &LocalPool<T, R> {
-        // SAFETY: `lender` was set by `new` to a pool that lives inside
-        // `*owner`, which this guard keeps alive.
-        unsafe { &*self.node.as_ref().lender.cast::<LocalPool<T, R>>() }
-    }
-
     fn value(&self) -> &T {
         // SAFETY: the guard owns the node (see `node`).
         unsafe { &self.node.as_ref().value }
@@ -256,15 +249,19 @@ impl<T: Send + 'static, R: Recycle<T>, P> PooledOwned<T, R, P> {
 impl<T: Send + 'static, R: Recycle<T>, P> Drop for PooledOwned<T, R, P> {
     #[inline(always)]
     fn drop(&mut self) {
-        // Read through the node before the box is rebuilt (which makes the
-        // box the node's one owner).
-        let pool = self.lender();
+        // Out of the `ManuallyDrop` first, so that a panic in the return
+        // (in `recycle`, or in the object's `Drop`) still lets the pool go;
+        // held to the end of this scope, so that the pool goes only after
+        // the object is back in it.
+        // SAFETY: taken once, here; `self` is not used again.
+        let owner = unsafe { ManuallyDrop::take(&mut self.owner) };
+        // SAFETY: `lender` was set by `new` to a pool inside `*owner`, which
+        // lives until this function returns or unwinds.
+        let pool = unsafe { &*self.node.as_ref().lender.cast::<LocalPool<T, R>>() };
         // SAFETY: the node came from `Box::leak`; this is its one rebuild.
         let node = unsafe { Box::from_raw(self.node.as_ptr()) };
         release(pool, node);
-        // The pool goes only after the object is back in it.
-        // SAFETY: taken once, here; `self` is not used again.
-        drop(unsafe { ManuallyDrop::take(&mut self.owner) });
+        drop(owner);
     }
 }
 

@@ -11,7 +11,7 @@ mod barrier;
 mod builder;
 mod config;
 mod exit;
-mod fork;
+pub(crate) mod fork;
 mod guard;
 mod local_pool;
 mod node;

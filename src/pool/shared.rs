@@ -453,7 +453,20 @@ impl<T: Send> Shared<T> {
             // one): its buffer serves this stash's next spill.
             stash.with_owner(self.strategy, |local| local.keep_spare(batch.items));
         } else {
-            stash.with_owner(self.strategy, |local| local.install(batch));
+            // A sweep may have taken the slot back since `underflow` saw it
+            // held (this thread's count had not moved yet): a stash without
+            // one keeps nothing, so the rest goes back to the overflow.
+            let unkept = stash.with_owner(self.strategy, |local| {
+                if local.held {
+                    local.install(batch);
+                    None
+                } else {
+                    Some(batch)
+                }
+            });
+            if let Some(batch) = unkept {
+                self.overflow.put_back(batch);
+            }
         }
         stash.counters.reused.bump();
         Some(node)

@@ -3,25 +3,29 @@
 //!
 //! Threads without a slot (or in their teardown) and stashes whose share of
 //! `max_idle` is zero return objects one at a time, a [`Single`] per
-//! object. This file keeps four rules, argued in
+//! object. This file keeps five rules, argued in
 //! [`implementation`](crate::implementation), section 3a:
 //!
 //! * a get takes the newest single first: the stack's top, else the ring's
 //!   oldest, else the spill queue's;
-//! * no owner ever waits: owners only *try* the stack's claim, and one that
+//! * no owner ever waits for the stack: owners only *try* its claim (a get
+//!   that finds it held tries a few times, `STACK_TRIES`), and one that
 //!   finds it held, or the stack full, uses the ring; sweeps wait for the
 //!   claim, except in a forked child for a claim that a thread left behind
-//!   holds;
+//!   holds (the claim word names its holder);
+//! * a forked child never uses its parent's ring or spill queue, which the
+//!   parent's threads may have left mid-push or mid-pop: it abandons them
+//!   and counts what they held (`lazy::PerProcess`);
 //! * the stack's buffer and the ring are allocated once, on first push,
 //!   with [`RING_SLOTS`] singles each, or `max_idle` if less; only what
 //!   fits in neither reaches the `Injector` behind them;
 //! * a sweep's cut takes the longest idle first: the spill queue, the ring,
 //!   the stack's bottom.
 
-use crate::lazy::{Lazy, LazyQueue};
+use crate::lazy::PerProcess;
 use crate::pool::node::Node;
 use crate::pool::owner;
-use crate::sync::{backoff, AtomicBool, AtomicCount, Ordering, Ring, UnsafeCell};
+use crate::sync::{backoff, AtomicWord, Ordering, Queue, Ring, UnsafeCell};
 
 /// Slots in the stack and in the ring, at most: enough for the singles in
 /// flight between the stashless threads of a busy pool, few enough that
@@ -45,11 +49,15 @@ pub(crate) struct Single<T> {
 /// first push, and a queue for what fits in neither.
 pub(crate) struct Singles<T> {
     stack: Stack<T>,
-    ring: Lazy<Ring<Single<T>>>,
-    spill: LazyQueue<Single<T>>,
+    ring: PerProcess<Ring<Single<T>>>,
+    spill: PerProcess<Queue<Single<T>>>,
     /// The stack's and the ring's size: `RING_SLOTS`, or the pool's
     /// `max_idle` if less.
     slots: usize,
+    /// Singles in the parent's ring and spill queue that this forked child
+    /// abandoned, not yet reported by a `trim` or `cut`. Plain std even
+    /// under loom: only a forked child adds to it, and loom models none.
+    abandoned: std::sync::atomic::AtomicUsize,
 }
 
 impl<T> Singles<T> {
@@ -57,10 +65,48 @@ impl<T> Singles<T> {
     pub(crate) fn new(max_idle: usize) -> Self {
         Self {
             stack: Stack::new(),
-            ring: Lazy::new(),
-            spill: LazyQueue::new(),
+            ring: PerProcess::new(),
+            spill: PerProcess::new(),
             slots: max_idle.clamp(1, RING_SLOTS),
+            abandoned: std::sync::atomic::AtomicUsize::new(0),
         }
+    }
+
+    /// This process's ring, if made (a parent's is abandoned and counted).
+    #[inline]
+    fn ring(&self) -> Option<&Ring<Single<T>>> {
+        self.ring.get(|ring| self.abandon(ring.len()))
+    }
+
+    /// This process's ring, made now if need be.
+    #[inline]
+    fn ring_or_make(&self) -> &Ring<Single<T>> {
+        let slots = self.slots;
+        self.ring
+            .get_or_make(|| Ring::new(slots), |ring| self.abandon(ring.len()))
+    }
+
+    /// This process's spill queue, if made (as `ring`).
+    fn spill(&self) -> Option<&Queue<Single<T>>> {
+        self.spill.get(|spill| self.abandon(spill.len()))
+    }
+
+    fn push_spill(&self, single: Single<T>) {
+        self.spill
+            .get_or_make(Queue::new, |spill| self.abandon(spill.len()))
+            .push(single);
+    }
+
+    /// Counts singles left in a queue that a forked child abandoned.
+    #[cold]
+    fn abandon(&self, n: usize) {
+        self.abandoned
+            .fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// The abandoned singles not yet reported (see `trim`).
+    fn take_abandoned(&self) -> usize {
+        self.abandoned.swap(0, std::sync::atomic::Ordering::Relaxed)
     }
 
     #[inline]
@@ -76,8 +122,8 @@ impl<T> Singles<T> {
             }
         });
         let Some(single) = single else { return };
-        if let Err(single) = self.ring.get_or_make(|| Ring::new(slots)).push(single) {
-            self.spill.push(single);
+        if let Err(single) = self.ring_or_make().push(single) {
+            self.push_spill(single);
         }
     }
 
@@ -115,14 +161,16 @@ impl<T> Singles<T> {
 
     /// The ring's oldest single, else the spill queue's.
     fn pop_queue(&self) -> Option<Single<T>> {
-        match self.ring.get()?.pop() {
+        match self.ring()?.pop() {
             Some(single) => Some(single),
-            None => self.spill.pop(),
+            None => self.spill()?.pop(),
         }
     }
 
     /// Moves the singles that `keep` refuses into `dead`, looking at each
-    /// single queued when it starts once; returns how many it moved.
+    /// single queued when it starts once; returns how many it moved, plus
+    /// those a forked child abandoned since the last `trim` or `cut`: the
+    /// singles gone, for the overflow's count.
     pub(crate) fn trim(
         &self,
         mut keep: impl FnMut(&Single<T>) -> bool,
@@ -148,12 +196,12 @@ impl<T> Singles<T> {
         for single in kept {
             self.push_queued(single);
         }
-        dead.len() - before
+        dead.len() - before + self.take_abandoned()
     }
 
     /// Moves up to `n` singles into `dead`, the longest idle first: the
     /// spill queue's, the ring's, then the bottom of the stack; returns how
-    /// many it moved.
+    /// many it moved, plus those abandoned (as `trim`).
     pub(crate) fn cut(&self, n: usize, dead: &mut Vec<Box<Node<T>>>) -> usize {
         let before = dead.len();
         for _ in 0..self.queued() {
@@ -170,12 +218,12 @@ impl<T> Singles<T> {
             let taken = rest.min(items.len());
             dead.extend(items.drain(..taken).map(|single| single.node));
         });
-        dead.len() - before
+        dead.len() - before + self.take_abandoned()
     }
 
     /// Singles in the ring and the spill queue (a snapshot).
     fn queued(&self) -> usize {
-        self.ring.get().map_or(0, Ring::len) + self.spill.len()
+        self.ring().map_or(0, Ring::len) + self.spill().map_or(0, Queue::len)
     }
 
     /// Takes a queued single for a sweep: the spill queue's oldest first,
@@ -184,8 +232,8 @@ impl<T> Singles<T> {
     /// of singles takes those first: returns arriving meanwhile in the
     /// ring cannot keep it from reaching them.
     fn pop_queued(&self) -> Option<Single<T>> {
-        let ring = self.ring.get()?;
-        match self.spill.pop() {
+        let ring = self.ring()?;
+        match self.spill().and_then(Queue::pop) {
             Some(single) => Some(single),
             None => ring.pop(),
         }
@@ -193,9 +241,8 @@ impl<T> Singles<T> {
 
     /// Queues a single that a sweep keeps, behind the others.
     fn push_queued(&self, single: Single<T>) {
-        let slots = self.slots;
-        if let Err(single) = self.ring.get_or_make(|| Ring::new(slots)).push(single) {
-            self.spill.push(single);
+        if let Err(single) = self.ring_or_make().push(single) {
+            self.push_spill(single);
         }
     }
 
@@ -203,7 +250,7 @@ impl<T> Singles<T> {
     #[cfg(test)]
     pub(crate) fn is_made(&self) -> bool {
         let stack = self.stack.try_with(|items| items.capacity() > 0);
-        stack.unwrap_or(true) || self.ring.get().is_some()
+        stack.unwrap_or(true) || self.ring().is_some()
     }
 }
 
@@ -212,25 +259,34 @@ impl<T> Singles<T> {
 /// The most recently returned singles, newest on top, behind a claim that
 /// owners only ever try (module docs).
 struct Stack<T> {
-    /// Set while a thread uses `items`.
-    claimed: AtomicBool,
-    /// The serial number (`owner::serial`) of the thread that claimed the
-    /// stack last: a sweep in a forked child does not wait for a claim that
-    /// a thread left behind by the fork holds (`fork::died_in_fork`).
-    claimed_by: AtomicCount,
+    /// 0 while no thread uses `items`; else its holder's [`holder`] value,
+    /// taken and named in one compare-and-swap, so that a sweep in a forked
+    /// child can tell a claim that a thread left behind by the fork holds
+    /// (`fork::died_in_fork`): no moment leaves the stack held by nobody.
+    claim: AtomicWord,
     items: UnsafeCell<Vec<Single<T>>>,
 }
 
 // SAFETY: `items` is only reached by the thread that holds the claim, which
-// `claimed` gives to one thread at a time, with acquire and release
+// `claim` gives to one thread at a time, with acquire and release
 // ordering; the singles move between threads, hence `T: Send`.
 unsafe impl<T: Send> Sync for Stack<T> {}
+
+/// This thread's value in a stack's claim word: its serial number plus one,
+/// 0 being a free stack (a thread past its thread-locals has serial 0).
+/// `None` for the one serial in 2^32 that a pointer-sized word (a target
+/// without 64-bit atomics) would keep as 0: that thread goes without the
+/// stack.
+#[inline]
+fn holder() -> Option<u64> {
+    let word = AtomicWord::keeps(owner::serial().wrapping_add(1));
+    (word != 0).then_some(word)
+}
 
 impl<T> Stack<T> {
     fn new() -> Self {
         Self {
-            claimed: AtomicBool::new(false),
-            claimed_by: AtomicCount::new(0),
+            claim: AtomicWord::new(0),
             items: UnsafeCell::new(Vec::new()),
         }
     }
@@ -239,32 +295,36 @@ impl<T> Stack<T> {
     /// thread holds it. Never waits: the caller goes to the ring instead.
     #[inline]
     fn try_with<R>(&self, f: impl FnOnce(&mut Vec<Single<T>>) -> R) -> Option<R> {
-        if !self.claim() {
+        // A load first, so that threads that find it held do not take its
+        // line.
+        if self.claim.load(Ordering::Relaxed) != 0 || !self.claim(holder()?) {
             return None;
         }
         Some(self.holding(f))
     }
 
-    /// Takes the claim if it is free. A load first, so that threads that
-    /// find it held do not take its line.
+    /// Takes the claim, for `me`, if it is free.
     #[inline]
-    fn claim(&self) -> bool {
+    fn claim(&self, me: u64) -> bool {
         // Acquire: pairs with the release in `Release`, so this thread
         // sees what the last holder did to the items.
-        !self.claimed.load(Ordering::Relaxed)
-            && self
-                .claimed
-                .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
-                .is_ok()
+        self.claim
+            .compare_exchange(0, me, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
     }
 
     /// Runs `f` on the items, waiting for a holder to let go; `None` only
-    /// in a forked child whose parent's thread held the stack at the fork.
+    /// in a forked child whose parent's thread held the stack at the fork
+    /// (or for a thread that `holder` leaves without the stack).
     fn wait_with<R>(&self, f: impl FnOnce(&mut Vec<Single<T>>) -> R) -> Option<R> {
+        let me = holder()?;
         let mut step = 0;
-        while !self.claim() {
-            if crate::pool::fork::died_in_fork(self.claimed_by.load(Ordering::Relaxed)) {
-                return None;
+        loop {
+            match self.claim.load(Ordering::Relaxed) {
+                0 if self.claim(me) => break,
+                0 => {}
+                held if crate::pool::fork::died_in_fork(held - 1) => return None,
+                _ => {}
             }
             backoff(&mut step);
         }
@@ -276,10 +336,9 @@ impl<T> Stack<T> {
     /// The caller must hold the claim.
     #[inline]
     fn holding<R>(&self, f: impl FnOnce(&mut Vec<Single<T>>) -> R) -> R {
-        self.claimed_by.store(owner::serial(), Ordering::Relaxed);
         // Released even if `f` unwinds (it runs only the pool's own code),
         // so that no sweeper waits for ever.
-        let _release = Release(&self.claimed);
+        let _release = Release(&self.claim);
         // SAFETY: the caller holds the claim: no other thread reaches the
         // items until `_release` clears it.
         self.items.with_mut(|items| f(unsafe { &mut *items }))
@@ -292,13 +351,13 @@ impl<T> Stack<T> {
 impl<T> std::panic::RefUnwindSafe for Stack<T> {}
 
 /// Releases the stack's claim when dropped.
-struct Release<'a>(&'a AtomicBool);
+struct Release<'a>(&'a AtomicWord);
 
 impl Drop for Release<'_> {
     #[inline]
     fn drop(&mut self) {
         // Release: publishes the change to the next holder's acquire.
-        self.0.store(false, Ordering::Release);
+        self.0.store(0, Ordering::Release);
     }
 }
 
@@ -327,9 +386,9 @@ mod tests {
         for value in 0..3 {
             singles.push(single(value));
         }
-        assert!(singles.ring.get().is_none(), "three fit the stack");
+        assert!(singles.ring().is_none(), "three fit the stack");
         singles.push(single(3));
-        assert!(singles.ring.get().is_some());
+        assert!(singles.ring().is_some());
         assert_eq!(singles.slots, 3);
         assert_eq!(Singles::<u64>::new(usize::MAX).slots, RING_SLOTS);
         assert_eq!(Singles::<u64>::new(0).slots, 1, "a ring needs a slot");
@@ -341,7 +400,11 @@ mod tests {
         for value in 0..5 {
             singles.push(single(value));
         }
-        assert_eq!(singles.spill.len(), 1, "two on the stack, two in the ring");
+        assert_eq!(
+            singles.spill().map_or(0, Queue::len),
+            1,
+            "two on the stack, two in the ring"
+        );
         assert_eq!(drain(&singles), [1, 0, 2, 3, 4]);
         assert!(singles.pop().is_none());
     }
@@ -361,6 +424,71 @@ mod tests {
             );
         });
         assert_eq!(drain(&singles), [0]);
+    }
+
+    #[test]
+    fn a_held_claim_names_its_holder() {
+        let singles = Singles::<u64>::new(4);
+        let claim = || singles.stack.claim.load(Ordering::Relaxed);
+        let named = singles.stack.try_with(|_| claim());
+        assert_eq!(named, holder());
+        assert_eq!(claim(), 0, "released");
+    }
+
+    /// A child forked while another thread holds the stack steps over that
+    /// claim (the thread is not in the child), and abandons the ring, which
+    /// it counts.
+    #[cfg(all(target_os = "linux", not(miri)))]
+    #[test]
+    fn a_forked_child_steps_over_a_claim_held_by_a_thread_left_behind() {
+        use std::sync::Barrier;
+        use std::time::{Duration, Instant};
+
+        crate::pool::fork::guard();
+        let singles = Singles::<u64>::new(4);
+        for value in 0..6 {
+            singles.push(single(value)); // 4 on the stack, 2 in the ring
+        }
+        let (held, release) = (Barrier::new(2), Barrier::new(2));
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                owner::begin(); // a holder with a serial number
+                singles.stack.try_with(|_| {
+                    held.wait();
+                    release.wait();
+                })
+            });
+            held.wait();
+            // SAFETY: `fork` has no preconditions; the child only cuts and
+            // `_exit`s.
+            let pid = unsafe { libc::fork() };
+            if pid == 0 {
+                let mut dead = Vec::new();
+                let gone = singles.cut(10, &mut dead);
+                let ok = gone == 2 && dead.is_empty() && singles.pop().is_none();
+                // SAFETY: ends the child at once.
+                unsafe { libc::_exit(i32::from(!ok)) };
+            }
+            assert!(pid > 0, "fork failed");
+            let give_up = Instant::now() + Duration::from_secs(20);
+            let mut status = 0;
+            // SAFETY: `pid` is this process's child, `status` an out-pointer.
+            while unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) } == 0 {
+                if Instant::now() > give_up {
+                    // SAFETY: as above.
+                    unsafe { libc::kill(pid, libc::SIGKILL) };
+                    panic!("the child waits for a thread it does not have");
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            release.wait();
+            assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0);
+        });
+        assert_eq!(
+            drain(&singles),
+            [3, 2, 1, 0, 4, 5],
+            "the parent's are whole"
+        );
     }
 
     #[test]

@@ -95,6 +95,12 @@ pub const DEFAULT_QUEUE_PER_WORKER: usize = 4;
 /// [`wait`](Self::wait), which would wait for the calling task itself,
 /// panics when called from a task.
 ///
+/// # `fork()`
+///
+/// A forked child has none of its parent's workers, and the pool does not
+/// know: a child must not use a pool made before the fork (its tasks could
+/// wait for ever). Make a new one in the child if it needs one.
+///
 /// # Examples
 ///
 /// ```
