@@ -186,6 +186,8 @@ fn victim_rule_with_a_busy_neighbour() {
         let ledger = Ledger::new();
         let pool = Arc::new(pool(&ledger, 2));
         let idle = Ledger::new();
+        // In this thread's stash, out of the neighbour's reach.
+        grow_to(&pool, 1);
         pool.put(Ledger::track(&idle));
         let neighbour = {
             let (pool, ledger) = (Arc::clone(&pool), Arc::clone(&ledger));

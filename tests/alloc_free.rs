@@ -49,8 +49,15 @@ fn warm_pools_allocate_nothing() {
         // `round` allocates its own `Vec` of guards: 1 per round. The pool
         // allocates none of its own, but the overflow (a
         // `crossbeam_deque::Injector`) takes a new block of slots every 63
-        // pushes, and without a stash every return is a push.
-        let pushes = if hold == 4 { 10 * (hold + 1) } else { 0 };
+        // pushes: without a stash every return is a push, and a full stash
+        // spills what it holds past `DEFAULT_MAX_STASHED` in batches of at
+        // least half of it.
+        let half = stashpool::DEFAULT_MAX_STASHED / 2;
+        let pushes = if hold == 4 {
+            10 * (hold + 1)
+        } else {
+            10 * hold.saturating_sub(2 * half).div_ceil(half)
+        };
         let blocks = pushes.div_ceil(63) as isize;
         assert!(
             made <= 10 + blocks,

@@ -4,8 +4,8 @@
 //!
 //! The model is the pool's specification written plainly: a LIFO stash per
 //! thread that keeps at most its limit (which adapts, up to `capacity`, see
-//! `Stash`), spills the older half of one age into a FIFO overflow of
-//! batches when full (one object to a LIFO of singles if it keeps none, as
+//! `Stash`), spills its oldest of one age, down to half its limit, into a
+//! FIFO overflow of batches when full (one object to a LIFO of singles, as
 //! a pool with no stash at all does), and takes a batch (else a single)
 //! when empty; an exiting thread hands its stash to the overflow; a sweep
 //! drops every object already marked idle, marks the rest, and sheds what
@@ -140,16 +140,26 @@ impl Model {
             return stash.objs.push(fresh);
         }
         stash.spilled = true;
-        if stash.limit == 0 || self.capacity == 0 {
+        if self.capacity == 0 {
             return self.singles.push(fresh);
         }
-        // Spill the oldest objects of one age: victims first.
+        // Spill the oldest objects of one age, down to half the limit:
+        // victims first; one object goes as a single.
         let objs = &mut stash.objs;
         let victims = objs.iter().take_while(|obj| obj.victim).count();
         let same_age = if victims > 0 { victims } else { objs.len() };
-        let n = (stash.limit - stash.limit / 2).min(same_age);
-        self.overflow.push_back(objs.drain(..n).collect());
-        objs.push(fresh);
+        match objs.len().saturating_sub(stash.limit / 2).min(same_age) {
+            0 => self.singles.push(fresh),
+            1 => {
+                let oldest = objs.remove(0);
+                self.singles.push(oldest);
+                objs.push(fresh);
+            }
+            n => {
+                self.overflow.push_back(objs.drain(..n).collect());
+                objs.push(fresh);
+            }
+        }
     }
 
     fn exit(&mut self, stash: &mut Stash) {

@@ -37,8 +37,8 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPoolBuilder<T, R> {
     /// A stash keeps what its thread's own use calls for, up to `n`: none
     /// at first, one after its thread's first get, and twice as many each
     /// time a get finds it empty after it passed objects on (the rule by
-    /// which tcmalloc grows its per-CPU caches); a sweep that finds it was
-    /// not emptied since the previous one halves it again. So a thread that
+    /// which tcmalloc grows its per-CPU caches); a sweep that finds no get
+    /// found it empty since the previous sweep halves it again. So a thread that
     /// only returns objects other threads took (the consumer of a channel)
     /// keeps none: each return goes straight to the shared overflow, where
     /// the taking thread finds it; and a thread that takes and returns (a
@@ -73,9 +73,11 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPoolBuilder<T, R> {
     /// * Between sweeps each stash keeps at most its share, `n` divided by
     ///   the number of stashes (and at most
     ///   [`max_stashed`](Self::max_stashed)); shares are recut when a
-    ///   thread makes its stash and at every sweep. A return past the share
-    ///   spills to the overflow, which takes it while it holds fewer than
-    ///   `n`; one that finds the overflow full too is dropped and counted in
+    ///   thread makes its stash and at every sweep. A return past what the
+    ///   stash keeps now (see [`max_stashed`](Self::max_stashed)) spills to
+    ///   the overflow, which takes it while it holds fewer than `n`; if the
+    ///   overflow is full, a stash below its share keeps it after all, and
+    ///   otherwise it is dropped and counted in
     ///   [`Stats::rejected`](crate::Stats::rejected).
     /// * `0` keeps nothing: every return is dropped (and counted rejected).
     ///
@@ -98,10 +100,8 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPoolBuilder<T, R> {
     ///
     /// let pool = LocalPool::builder(|| vec![0u8; 1 << 16]).max_idle(2).manual_sweep().build();
     /// let bufs: Vec<_> = (0..5).map(|_| pool.get()).collect();
-    /// // 1 kept in this thread's stash (more, up to its share of 2, as its
-    /// // use calls for), 2 in the overflow, 2 dropped
-    /// drop(bufs);
-    /// assert_eq!(pool.stats().rejected, 2);
+    /// drop(bufs); // 2 kept in this thread's stash, 2 in the overflow, 1 dropped
+    /// assert_eq!(pool.stats().rejected, 1);
     /// pool.sweep();
     /// assert!(pool.stats().idle <= 2);
     ///

@@ -253,7 +253,7 @@ pub(crate) struct Local<T> {
     pub(super) capacity: usize,
     /// The most objects this stash keeps *now*, at most `capacity`: it
     /// starts at zero and adapts to how the owner uses the pool (see
-    /// `underflow` and `adapt`), so a stash that only receives objects
+    /// `underflow` and `age`), so a stash that only receives objects
     /// (returned on this thread, taken on others) passes them on at once
     /// instead of keeping them from the threads that take them.
     pub(super) limit: usize,
@@ -283,12 +283,13 @@ const MAX_SPARES: usize = 8;
 
 /// What a put into a full stash led to.
 pub(crate) enum Spill<T> {
-    /// The stash had room after all (a sweep made some): `value` is kept.
+    /// The stash kept `value` after all: a sweep made room, or the
+    /// overflow had none and the stash was below its share.
     Kept,
     /// Room was made: push this batch to the overflow (its room is reserved).
     Batch(Batch<T>),
-    /// A stash with no room at all: push this object to the overflow's
-    /// singles, with this stamp (its room is reserved).
+    /// One object for the overflow's singles, with this stamp (its room is
+    /// reserved): the returned one, or the stash's oldest.
     One(Box<Node<T>>, u64),
     /// Neither the stash nor the overflow had room: drop this object.
     Rejected(Box<Node<T>>),
@@ -320,40 +321,51 @@ impl<T> Local<T> {
         }
     }
 
-    /// Keeps `value` in a full stash by moving its oldest objects (up to half
-    /// the limit, all of one age) into a batch for the overflow.
+    /// Keeps `value` in a stash at its limit by moving its oldest objects
+    /// into the overflow: down to half the limit (all that a steal
+    /// installed beyond it, too), in one batch of one age, victims first
+    /// since they are the likeliest to go unused. One object goes over as a
+    /// single, without a batch's `Vec`: the returned object itself from a
+    /// stash that keeps none, or the oldest when only one goes. If the
+    /// overflow has no room (`max_idle`), a stash below its share keeps the
+    /// object after all (its limit rises to hold it): an object is refused
+    /// only when neither has room.
     #[cold]
     pub(crate) fn spill(&mut self, value: Box<Node<T>>, overflow: &Overflow<T>) -> Spill<T> {
-        let limit = self.limit;
-        if let Err(value) = self.push(value, limit) {
-            self.spilled = true;
-            if limit == 0 {
-                // No room kept at all: the object itself goes over, as a
-                // single (a stash that only receives, or one without a
-                // slot, moves every object this way, and must not allocate
-                // for each).
-                return match overflow.reserve(1) {
-                    0 => Spill::Rejected(value),
-                    _ => Spill::One(value, self.epoch),
-                };
+        let Err(value) = self.push(value, self.limit) else {
+            return Spill::Kept;
+        };
+        self.spilled = true;
+        let (same_age, stamp) = if self.victims > 0 {
+            (self.victims, self.epoch - 1)
+        } else {
+            (self.items.len(), self.epoch)
+        };
+        let want = self
+            .items
+            .len()
+            .saturating_sub(self.limit / 2)
+            .min(same_age);
+        match overflow.reserve(want.max(1)) {
+            0 if self.items.len() < self.capacity => {
+                self.items.push(value);
+                self.limit = self.items.len();
+                Spill::Kept
             }
-            // One batch holds objects of one age: victims first, since they
-            // are the likeliest to go unused.
-            let (same_age, stamp) = if self.victims > 0 {
-                (self.victims, self.epoch - 1)
-            } else {
-                (self.items.len(), self.epoch)
-            };
-            let want = (limit - limit / 2).min(same_age);
-            let granted = overflow.reserve(want);
-            if granted == 0 {
-                return Spill::Rejected(value);
+            0 => Spill::Rejected(value),
+            _ if want == 0 => Spill::One(value, self.epoch),
+            1 => {
+                let oldest = self.items.remove(0);
+                self.victims = self.victims.saturating_sub(1);
+                self.items.push(value);
+                Spill::One(oldest, stamp)
             }
-            let batch = self.take_bottom(granted, stamp);
-            self.items.push(value);
-            return Spill::Batch(batch);
+            granted => {
+                let batch = self.take_bottom(granted, stamp);
+                self.items.push(value);
+                Spill::Batch(batch)
+            }
         }
-        Spill::Kept
     }
 
     /// Moves the `n` oldest objects into a batch stamped `stamp`.
@@ -657,7 +669,10 @@ mod tests {
     fn spill_moves_victims_first_with_their_stamp() {
         let overflow = Overflow::new(usize::MAX);
         let mut l = limited(&[1, 2, 3, 4], 1, 7, 4);
-        assert_eq!(spilled(l.spill(Node::boxed(5), &overflow)), (vec![1], 6));
+        match l.spill(Node::boxed(5), &overflow) {
+            Spill::One(node, stamp) => assert_eq!((node.value, stamp), (1, 6), "one victim"),
+            _ => panic!("expected a single"),
+        }
         assert_eq!((values(&l.items), l.victims), (vec![2, 3, 4, 5], 0));
         let half_of_the_fresh = spilled(l.spill(Node::boxed(6), &overflow));
         assert_eq!(half_of_the_fresh, (vec![2, 3], 7));
@@ -668,6 +683,7 @@ mod tests {
     fn spill_rejects_when_the_overflow_is_full() {
         let overflow = Overflow::new(0);
         let mut l = limited(&[1, 2], 0, 0, 2);
+        l.capacity = 2;
         match l.spill(Node::boxed(3), &overflow) {
             Spill::Rejected(node) => assert_eq!(node.value, 3),
             _ => panic!("expected a rejection"),
@@ -675,6 +691,23 @@ mod tests {
         assert_eq!(values(&l.items), [1, 2]);
         l.limit = 5;
         assert!(matches!(l.spill(Node::boxed(3), &overflow), Spill::Kept));
+        // Below its share, a stash keeps what the overflow has no room for.
+        l.capacity = 8;
+        assert!(matches!(l.spill(Node::boxed(4), &overflow), Spill::Kept));
+        assert!(matches!(l.spill(Node::boxed(5), &overflow), Spill::Kept));
+        assert_eq!((values(&l.items), l.limit), (vec![1, 2, 3, 4, 5], 5));
+    }
+
+    #[test]
+    fn a_stash_past_its_limit_spills_down_to_half_of_it_at_once() {
+        let overflow = Overflow::new(usize::MAX);
+        // A steal installed six; the stash keeps two.
+        let mut l = limited(&[1, 2, 3, 4, 5, 6], 0, 3, 2);
+        assert_eq!(
+            spilled(l.spill(Node::boxed(7), &overflow)),
+            (vec![1, 2, 3, 4, 5], 3)
+        );
+        assert_eq!(values(&l.items), [6, 7]);
     }
 
     #[test]
