@@ -42,12 +42,13 @@
 //!
 //! The tail table (`-- tail`) is about the spread of cold runs rather than
 //! the best: `TAIL_RUNS` fresh processes per peer on `tiny`, interleaved,
-//! with the median and the worst of each. A pool whose median is good but
-//! whose worst run is several times slower leaves a short-lived program
+//! with the quartiles, the median and the worst of each, in
+//! `TAIL_SITTINGS` sittings one after another. A pool whose median is good
+//! but whose worst run is several times slower leaves a short-lived program
 //! at the mercy of the schedule; the ratio says how far. It writes its
-//! table into `benches/results/workers_rss.md` (between the `tail` markers),
-//! with the load average before and after, since on a shared machine the
-//! worst runs measure the neighbours too.
+//! tables into `benches/results/workers_rss.md` (between the `tail`
+//! markers), with the load average before and after each sitting, since on
+//! a shared machine the worst runs measure the neighbours too.
 //!
 //! Neither includes dropping the pool: `WorkerPool`'s drop joins its
 //! workers, `rayon`'s and `threadpool`'s return without waiting for theirs,
@@ -88,12 +89,18 @@ use peers::{Peer, NAMES};
 /// Processes per peer and workload, of each kind (cold and warm).
 const RUNS: usize = 7;
 
-/// Cold processes per peer in the tail table.
+/// Cold processes per peer in a sitting of the tail table.
 const TAIL_RUNS: usize = 20;
 
-/// The peers of the tail table: the pool and the two pools of threads it
-/// competes with (`thread_per_task` takes seconds a run, `scope_fan_out`
-/// dispatches nothing).
+/// Sittings of the tail table, one after another: on a shared machine one
+/// sitting can favour any peer, and only an order that holds in each of
+/// them says something.
+const TAIL_SITTINGS: usize = 3;
+
+/// The peers of the tail table: the pool, first (each sitting ends with
+/// how it compares with the best of the others), and the two pools of
+/// threads it competes with (`thread_per_task` takes seconds a run,
+/// `scope_fan_out` dispatches nothing).
 const TAIL_PEERS: [&str; 3] = ["stashpool", "rayon", "threadpool"];
 
 /// Where the tail table goes, between these markers.
@@ -384,44 +391,15 @@ fn load_average() -> String {
 fn tail() {
     let me = env::current_exe().expect("the bench's own path");
     let counter = Counter::find();
-    let load_before = load_average();
-    let mut runs: Vec<Vec<Run>> = TAIL_PEERS.iter().map(|_| Vec::new()).collect();
-    for _ in 0..TAIL_RUNS {
-        for (peer, runs) in TAIL_PEERS.iter().zip(&mut runs) {
-            runs.push(measure(&me, counter, peer, "tiny"));
-        }
-    }
-    let load_after = load_average();
-    let mut table = format!(
-        "{TAIL_RUNS} cold runs per peer of {} tiny tasks on {} workers, interleaved, a fresh process each\n\
-         futex calls per run counted by {}\n\
-         peer        best (ms)  median (ms)  worst (ms)  worst/median  futex median  futex worst\n",
-        peers::TINY_TASKS,
-        peers::cores(),
-        counter.name(),
-    );
-    for (peer, runs) in TAIL_PEERS.iter().zip(runs) {
-        let times: Vec<f64> = runs.iter().map(|r| r.millis).collect();
-        let (best, worst) = (
-            times.iter().copied().fold(f64::INFINITY, f64::min),
-            times.iter().copied().fold(0.0, f64::max),
-        );
-        let middle = median(times);
-        let futexes = runs.iter().map(|r| r.futexes).collect::<Option<Vec<_>>>();
-        table += &format!(
-            "{peer:<10} {best:>10.1} {middle:>12.1} {worst:>11.1} {:>13.2} {:>13} {:>12}\n",
-            worst / middle,
-            show(futexes.clone().map(median)),
-            show(futexes.and_then(|f| f.into_iter().max())),
-        );
-    }
-    table += &format!("load average (1, 5, 15 min): {load_before} before, {load_after} after\n");
-    print!("{table}");
+    let tables: Vec<String> = (1..=TAIL_SITTINGS)
+        .map(|sitting| tail_sitting(&me, counter, sitting))
+        .collect();
+    let tables = tables.join("\n");
     let section = format!(
         "{TAIL_BEGIN}\n\
          ### The tail: worst cold runs\n\n\
-         `cargo bench --bench workers_rss -- tail`: the spread of cold runs of `tiny` (make the pool, run one batch, in a fresh process), best, median and worst of {TAIL_RUNS} per peer, interleaved, with the futex calls of each run (a run in which workers park and are woken over and over shows there, whatever else slowed it). The load average shows how busy the machine was: on a shared machine the worst runs measure the neighbours too.\n\n\
-         ```text\n{table}```\n\n\
+         `cargo bench --bench workers_rss -- tail`: the spread of cold runs of `tiny` (make the pool, run one batch, in a fresh process), {TAIL_SITTINGS} sittings one after another, each of {TAIL_RUNS} runs per peer, interleaved: best, quartiles, median and worst of each, with the calls to `sched_yield` and `futex` of each run (a run in which workers park and are woken over and over, or wait for a preempted thread, shows there, whatever else slowed it). The load average shows how busy the machine was: on a shared machine the worst runs measure the neighbours too.\n\n\
+         ```text\n{tables}```\n\n\
          _{}; commit `{}`; {}; written by the bench._\n\
          {TAIL_END}\n",
         sitting::date(),
@@ -438,6 +416,64 @@ fn tail() {
     };
     std::fs::write(RESULTS, new).expect("write the results file");
     println!("written into {RESULTS}");
+}
+
+/// One sitting of the tail table: `TAIL_RUNS` cold runs per peer,
+/// interleaved. Returns its table, also printed.
+fn tail_sitting(me: &Path, counter: Counter, sitting: usize) -> String {
+    let load_before = load_average();
+    let mut runs: Vec<Vec<Run>> = TAIL_PEERS.iter().map(|_| Vec::new()).collect();
+    for _ in 0..TAIL_RUNS {
+        for (peer, runs) in TAIL_PEERS.iter().zip(&mut runs) {
+            runs.push(measure(me, counter, peer, "tiny"));
+        }
+    }
+    let load_after = load_average();
+    let mut table = format!(
+        "sitting {sitting} of {TAIL_SITTINGS}: {TAIL_RUNS} cold runs per peer of {} tiny tasks on {} workers, interleaved, a fresh process each\n\
+         system calls per run counted by {}\n\
+         peer        best (ms)  quartiles (ms)  median (ms)  worst (ms)  worst/median  yield median  futex median  futex worst\n",
+        peers::TINY_TASKS,
+        peers::cores(),
+        counter.name(),
+    );
+    let mut medians = Vec::new();
+    for (peer, runs) in TAIL_PEERS.iter().zip(runs) {
+        let mut times: Vec<f64> = runs.iter().map(|r| r.millis).collect();
+        times.sort_by(|a, b| a.partial_cmp(b).expect("comparable"));
+        let (best, worst) = (times[0], times[times.len() - 1]);
+        let quartiles = format!(
+            "{:.1}-{:.1}",
+            times[times.len() / 4],
+            times[3 * times.len() / 4]
+        );
+        let middle = median(times);
+        medians.push((*peer, middle, worst));
+        let yields = runs.iter().map(|r| r.yields).collect::<Option<Vec<_>>>();
+        let futexes = runs.iter().map(|r| r.futexes).collect::<Option<Vec<_>>>();
+        table += &format!(
+            "{peer:<10} {best:>10.1} {quartiles:>15} {middle:>12.1} {worst:>11.1} {:>13.2} {:>13} {:>13} {:>12}\n",
+            worst / middle,
+            show(yields.map(median)),
+            show(futexes.clone().map(median)),
+            show(futexes.and_then(|f| f.into_iter().max())),
+        );
+    }
+    let (ours, others) = medians.split_first().expect("stashpool first");
+    let (best_peer, best_median, _) = others
+        .iter()
+        .copied()
+        .min_by(|a, b| a.1.partial_cmp(&b.1).expect("comparable"))
+        .expect("a peer");
+    table += &format!(
+        "{}: median {:.2}x the best peer's ({best_peer}), worst {:.2}x its own median\n",
+        ours.0,
+        ours.1 / best_median,
+        ours.2 / ours.1,
+    );
+    table += &format!("load average (1, 5, 15 min): {load_before} before, {load_after} after\n");
+    print!("{table}");
+    table
 }
 
 #[cfg(not(target_os = "linux"))]

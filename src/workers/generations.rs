@@ -11,7 +11,7 @@
 //! `wait` flips the current generation, so tasks submitted from then on are
 //! counted in the other, and sleeps until the generation it flipped away
 //! from has no unfinished task: exactly the tasks submitted before the flip.
-//! Waits take turns (`wait_turn` in `submit.rs`), so by the time one flips,
+//! Waits take turns (`wait_turn` in `shared.rs`), so by the time one flips,
 //! the previous one has drained the generation it flips to: the two never
 //! mix. (The scheme is the two-counter one of sleepable RCU.)
 //!
@@ -49,7 +49,7 @@ const WAITING: u64 = 1 << 62;
 const CURRENT: u64 = 1 << 63;
 
 /// The most unfinished tasks one generation can count: far above what a pool
-/// admits (queued tasks, `submit.rs` bounds them, plus the ones workers run,
+/// admits (queued tasks, `shared.rs` bounds them, plus the ones workers run,
 /// nested ones included).
 pub(crate) const MAX_UNFINISHED: usize = COUNT_MASK as usize;
 

@@ -43,7 +43,7 @@
 //!
 //! * `queued`: tasks admitted to the queue that no worker has claimed (up
 //!   to the field's width; tasks past it, which only the pool's own tasks
-//!   can submit, are counted under the lock: `submit.rs`);
+//!   can submit, are counted under the lock: `shared.rs`);
 //! * `running`: workers alive;
 //! * `spinning` and `sleeping`: workers with nothing to do, awake (watching
 //!   the queue) or parked on the idle stack (needing a wake). Together they
@@ -165,7 +165,7 @@
 //! `worker.rs`) and takes the lock only while someone waits.
 //! A task's panic is caught on its worker, counted, and the worker goes on:
 //! capacity never drops. `spawn` and `scope` wrap the task so that it
-//! stores its result, or its panic, for its handle (`handle.rs`,
+//! stores its result, or its panic, for its handle (`packet.rs`,
 //! `scope.rs`). Dropping the pool sets a closing flag and wakes every
 //! sleeper; workers exit the first time they find the queue empty, and the
 //! drop joins them all; `shutdown_timeout` does the same until a deadline,
@@ -183,12 +183,41 @@
 //! park/unpark round trip between two threads, which dwarfs both. The lock
 //! is the simpler structure and measurably no slower; the tasks themselves
 //! never wait for it.
+//!
+//! # The files
+//!
+//! One type, or one side of the protocol, per file, each using only the
+//! files above it in this table:
+//!
+//! | file | what it holds |
+//! | --- | --- |
+//! | `word.rs` | `AtomicWord`: the 64-bit atomic the counts live in, behind a lock on targets without one |
+//! | `spin.rs` | `Spin`, a bounded busy wait, and the pool's two yields |
+//! | `state.rs` | `State`: the word every decision is made on; `invariant!` |
+//! | `generations.rs` | `Generations`: unfinished tasks per wait generation |
+//! | `task.rs` | `Task`: a closure in four words, inline when small; `Outcome` |
+//! | `job.rs` | `Job`: a task with the generation it is counted in |
+//! | `worker_stats.rs` | `WorkerStats` |
+//! | `config.rs` | `Config`: a pool's settings, their defaults and limits, the queue's capacity |
+//! | `queue.rs` | `TaskQueue`: the ring and the overflow behind it |
+//! | `idle.rs` | `IdleStack`, `Sleeper`: parked workers |
+//! | `shared.rs` | `Shared`: what the handle and the workers share; the steps both sides take (claims, wakes, room granted, tasks past the limit of `queued`, finishes) |
+//! | `worker.rs` | a worker's life: running, claiming, spinning, parking; `help_while` |
+//! | `submit.rs` | admission and the submit paths, starting workers, waiting for room and for tasks, resizing and closing |
+//! | `packet.rs` | `Packet`, `Completion`, `ScopeData`, `TaskDropped`: a task's result on its way to its handle, for `spawn` and `scope` alike |
+//! | `handle.rs` | `JoinHandle` |
+//! | `scope.rs` | `Scope`, `ScopedJoinHandle` |
+//! | `worker_pool.rs` | `WorkerPool` and `WorkerPoolBuilder` |
 
+mod config;
 mod generations;
 mod handle;
 mod idle;
+mod job;
+mod packet;
 mod queue;
 mod scope;
+mod shared;
 mod spin;
 mod state;
 mod submit;
@@ -198,10 +227,12 @@ mod worker;
 mod worker_pool;
 mod worker_stats;
 
-pub use handle::{JoinHandle, TaskDropped};
-pub use scope::{Scope, ScopedJoinHandle};
-pub use worker_pool::{
-    WorkerPool, WorkerPoolBuilder, DEFAULT_IDLE_TIMEOUT, DEFAULT_QUEUE_CAPACITY,
-    DEFAULT_QUEUE_PER_WORKER, MAX_QUEUE_CAPACITY, MAX_WORKERS,
+pub use config::{
+    DEFAULT_IDLE_TIMEOUT, DEFAULT_QUEUE_CAPACITY, DEFAULT_QUEUE_PER_WORKER, MAX_QUEUE_CAPACITY,
+    MAX_WORKERS,
 };
+pub use handle::JoinHandle;
+pub use packet::TaskDropped;
+pub use scope::{Scope, ScopedJoinHandle};
+pub use worker_pool::{WorkerPool, WorkerPoolBuilder};
 pub use worker_stats::WorkerStats;

@@ -33,7 +33,7 @@
 
 use crossbeam_utils::CachePadded;
 
-use super::submit::Job;
+use super::job::Job;
 use crate::lazy::LazyQueue;
 use crate::sync::{AtomicUsize, Ordering, Ring};
 

@@ -9,7 +9,7 @@
 //! every task spawned in it has finished and dropped what it borrowed. Each
 //! spawn counts one task in the scope's [`ScopeData`] before it is queued;
 //! the task counts itself off as the very last thing it does with anything
-//! borrowed (`Completion::complete` in `handle.rs`, after the result, which
+//! borrowed (`Completion::complete` in `packet.rs`, after the result, which
 //! may borrow too, has been stored or dropped), and `scope` waits for the
 //! count to reach zero.
 
@@ -18,57 +18,10 @@ use std::marker::PhantomData;
 use std::panic::{self, AssertUnwindSafe};
 use std::thread::Result;
 
-use super::handle::{Completion, Packet};
-use super::submit::Shared;
+use super::packet::{Completion, Packet, ScopeData};
+use super::shared::Shared;
 use super::task::{Outcome, Task};
-use super::worker;
-use crate::sync::{lock, wait, Arc, AtomicUsize, Condvar, Mutex, Ordering};
-
-/// What a scope's tasks share with the scope.
-pub(crate) struct ScopeData {
-    /// Tasks spawned in the scope and not finished.
-    running: AtomicUsize,
-    /// Tasks that panicked (or were dropped unrun) and whose handle has not
-    /// taken the panic with `join`: `scope` panics if any is left at its end.
-    pub(crate) unhandled_panics: AtomicUsize,
-    lock: Mutex<()>,
-    /// Notified when `running` reaches zero; waited on with `lock`.
-    all_done: Condvar,
-}
-
-impl ScopeData {
-    fn new() -> Self {
-        Self {
-            running: AtomicUsize::new(0),
-            unhandled_panics: AtomicUsize::new(0),
-            lock: Mutex::new(()),
-            all_done: Condvar::new(),
-        }
-    }
-
-    /// Counts one task of the scope finished. Release: the task's effects,
-    /// its result's included, happen before `scope` returns.
-    pub(crate) fn task_done(&self) {
-        if self.running.fetch_sub(1, Ordering::Release) == 1 {
-            let _lock = lock(&self.lock);
-            self.all_done.notify_all();
-        }
-    }
-
-    fn finished(&self) -> bool {
-        self.running.load(Ordering::Acquire) == 0
-    }
-
-    /// Waits until every task of the scope has finished, running the pool's
-    /// queued tasks meanwhile if the caller is one of its workers.
-    fn wait_all(&self) {
-        worker::help_while(|| !self.finished());
-        let mut guard = lock(&self.lock);
-        while !self.finished() {
-            guard = wait(&self.all_done, guard);
-        }
-    }
-}
+use crate::sync::{Arc, Ordering};
 
 /// A scope to spawn tasks that borrow from the caller, made by
 /// [`WorkerPool::scope`](super::WorkerPool::scope).

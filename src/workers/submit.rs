@@ -1,26 +1,23 @@
-//! What a pool's handle and its workers share, and the submitting side of the
-//! protocol: admission, waking a parked worker, starting a new one, waiting
-//! for room and waiting for tasks to finish.
+//! The submitting side of the protocol: admission, waking a parked worker,
+//! starting a new one, waiting for room and waiting for tasks to finish;
+//! changing the bound, and closing.
 //!
-//! The worker side is in `worker.rs`; the rules both follow, and why they
-//! never lose a task, are in the module docs of `workers`.
+//! What it shares with the workers, and the steps both sides take, are in
+//! `shared.rs`; the worker side is in `worker.rs`; the rules both follow,
+//! and why they never lose a task, are in the module docs of `workers`.
 
 use std::io;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use crossbeam_utils::CachePadded;
-
-use super::generations::{Generation, Generations};
-use super::idle::{IdleStack, Sleeper};
-use super::queue::TaskQueue;
+use super::idle::Sleeper;
+use super::job::Job;
+use super::shared::{Shared, MAX_UNCOUNTED};
 use super::spin::Spin;
-use super::state::{invariant, AtomicState, State, MAX_QUEUED, QUEUED_LIMIT};
-use super::task::{Outcome, Task};
-use super::word::AtomicWord;
+use super::state::{invariant, State, QUEUED_LIMIT};
+use super::task::Task;
 use super::worker;
-use super::WorkerStats;
 use crate::sync::thread::{self, JoinHandle};
-use crate::sync::{lock, wait, wait_timeout, Arc, AtomicUsize, Condvar, Mutex, Ordering, NEVER};
+use crate::sync::{lock, wait, wait_timeout, Arc, Mutex, Ordering, NEVER};
 
 /// How long a submitter that finds the pool full spins, re-trying, before it
 /// parks (in `Spin` rounds). A busy worker frees a slot within one task, so
@@ -28,33 +25,6 @@ use crate::sync::{lock, wait, wait_timeout, Arc, AtomicUsize, Condvar, Mutex, Or
 const SUBMIT_SPINS: u32 = if cfg!(stashpool_loom) { 1 } else { 12 };
 /// Attempts to start the last worker when tasks wait for it.
 const START_RETRIES: u32 = 10;
-
-/// The most tasks counted in `Inner::uncounted`, past the `queued` field:
-/// so many that their queue alone takes tens of GiB (a few dozen in unit
-/// tests). Only tasks that the pool's own tasks submit get there; past it,
-/// such a submit is refused, and panics, rather than overflow the
-/// unfinished counts of a wait generation, which must also hold the tasks
-/// that workers have taken (`generations.rs`).
-const MAX_UNCOUNTED: usize = if cfg!(test) { 64 } else { 1 << 29 };
-const _: () = assert!(MAX_QUEUED + MAX_UNCOUNTED < super::generations::MAX_UNFINISHED / 2);
-
-/// A user's hook, shared by the workers. A std `Arc` even under loom, whose
-/// `Arc` cannot hold a `dyn` value; hooks take no part in the protocol.
-pub(crate) type Hook<F> = Option<std::sync::Arc<F>>;
-
-/// A pool's settings, checked by the builder.
-#[derive(Clone)]
-pub(crate) struct Config {
-    pub(crate) max_workers: usize,
-    /// `None`: the default, which follows `max_workers`.
-    pub(crate) max_queued: Option<usize>,
-    /// `None`: idle workers never exit.
-    pub(crate) idle_timeout: Option<Duration>,
-    pub(crate) stack_size: Option<usize>,
-    pub(crate) thread_name: Hook<dyn Fn(usize) -> String + Send + Sync>,
-    pub(crate) on_start: Hook<dyn Fn() + Send + Sync>,
-    pub(crate) on_exit: Hook<dyn Fn() + Send + Sync>,
-}
 
 /// Where admission sent a task.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -86,134 +56,8 @@ const BLOCKING: Mode = Mode {
     bounded: true,
 };
 
-/// How many tasks may wait for busy workers in a pool configured as
-/// `config` when the bound is `max`.
-#[inline]
-fn capacity(config: &Config, max: usize) -> usize {
-    config
-        .max_queued
-        .unwrap_or_else(|| super::DEFAULT_QUEUE_CAPACITY.max(max * super::DEFAULT_QUEUE_PER_WORKER))
-}
-
-/// A task on its way to a worker, with the wait generation it is counted in.
-pub(crate) struct Job {
-    pub(super) task: Task,
-    pub(super) generation: Generation,
-}
-
-/// The two words that a submitter writes for every task.
-pub(crate) struct Counts {
-    /// What every decision is made on (see `state.rs`). Workers write it
-    /// for every task they claim.
-    pub(super) state: AtomicState,
-    /// Unfinished tasks per wait generation (see `generations.rs`). On a
-    /// line of its own: workers write it once per batch of finished tasks,
-    /// so the submitter mostly finds it in its own cache.
-    generations: CachePadded<Generations>,
-}
-
-/// Everything the workers and the handle share.
-pub(crate) struct Shared {
-    pub(super) counts: CachePadded<Counts>,
-    /// Admitted tasks that no worker has taken yet, about oldest first.
-    pub(super) queue: TaskQueue,
-    /// Tasks finished (run, panicked or dropped), counted by workers in
-    /// batches. With the unfinished counts it gives the tasks submitted,
-    /// which submitters then need not count: one read-modify-write fewer
-    /// per task on the side that feeds every worker alone.
-    finished: CachePadded<AtomicWord>,
-    pub(super) panicked: AtomicWord,
-    dropped: AtomicWord,
-    spawned: AtomicWord,
-    /// The bound on workers, changed by `set_max_workers`.
-    max_workers: AtomicUsize,
-    pub(super) inner: Mutex<Inner>,
-    /// Submitters blocked for room wait here (on `inner`).
-    room: Condvar,
-    /// `wait` callers and `shutdown_timeout` wait here (on `inner`).
-    pub(super) done: Condvar,
-    /// Held by the one `wait` whose turn it is (see `generations.rs`).
-    wait_turn: Mutex<()>,
-    pub(super) config: Config,
-}
-
-/// The state that changes only under the lock.
-pub(crate) struct Inner {
-    pub(super) idle: IdleStack,
-    /// Every worker's thread not yet known to have finished.
-    handles: Vec<JoinHandle<()>>,
-    /// Submitters asleep until there is room.
-    blocked: usize,
-    /// Wakes handed to blocked submitters and not yet taken: one per freed
-    /// slot, so a freed slot wakes one submitter, not all of them.
-    grants: usize,
-    /// Workers started so far, to number their threads.
-    started: usize,
-    /// Tasks in the queue that `queued` does not count: admitted while it
-    /// was at its limit (`count_uncounted`).
-    uncounted: usize,
-    /// Set when the pool closes: workers exit once the queue is empty.
-    pub(super) closing: bool,
-}
-
 impl Shared {
-    pub(crate) fn new(config: Config) -> Self {
-        Self {
-            counts: CachePadded::new(Counts {
-                state: AtomicState::new(),
-                generations: CachePadded::new(Generations::new()),
-            }),
-            // Room for what admission lets queue under the bound it starts
-            // with (`queue.rs`).
-            queue: TaskQueue::new(capacity(&config, config.max_workers), config.max_workers),
-            finished: CachePadded::new(AtomicWord::new(0)),
-            panicked: AtomicWord::new(0),
-            dropped: AtomicWord::new(0),
-            spawned: AtomicWord::new(0),
-            max_workers: AtomicUsize::new(config.max_workers),
-            inner: Mutex::new(Inner {
-                idle: IdleStack::default(),
-                handles: Vec::new(),
-                blocked: 0,
-                grants: 0,
-                started: 0,
-                uncounted: 0,
-                closing: false,
-            }),
-            room: Condvar::new(),
-            done: Condvar::new(),
-            wait_turn: Mutex::new(()),
-            config,
-        }
-    }
-
-    #[inline]
-    pub(super) fn state(&self) -> &AtomicState {
-        &self.counts.state
-    }
-
     // === admission ===
-
-    /// The bound on workers now.
-    ///
-    /// Relaxed: a decision made with a bound read before the step that
-    /// makes it may use a bound just replaced, so every step that lets a
-    /// task start (a claim, a start) reads the bound again after it and
-    /// undoes itself if the bound no longer allows it. That second read
-    /// sees the bound stored by any `set_max_workers` whose own step on the
-    /// word came before: the store precedes that step, which the decision's
-    /// step, an acquire read-modify-write of the same word, reads from
-    /// (`set_max_workers`).
-    #[inline]
-    pub(crate) fn max_workers(&self) -> usize {
-        self.max_workers.load(Ordering::Relaxed)
-    }
-
-    /// How many tasks may wait for busy workers when the bound is `max`.
-    #[inline]
-    fn capacity(&self, max: usize) -> usize {
-        capacity(&self.config, max)
-    }
 
     /// Where a task submitted in state `s` goes, and the state after, or
     /// `None` when the pool is full. The rules, in order of preference:
@@ -246,7 +90,7 @@ impl Shared {
         }
         // Bounded admissions never find `queued` at its limit: the builder
         // keeps `max_workers + max_queued` below it.
-        if countable && (!mode.bounded || s.queued() < s.free() + self.capacity(max)) {
+        if countable && (!mode.bounded || s.queued() < s.free() + self.config.capacity(max)) {
             return Some((s.queue(), Admission::Queued));
         }
         None
@@ -367,27 +211,6 @@ impl Shared {
             "stashpool: more than {} tasks queued in a WorkerPool",
             MAX_UNCOUNTED + QUEUED_LIMIT
         );
-    }
-
-    /// Wakes the most recently parked worker.
-    ///
-    /// The stack can be empty: admission counted a parked worker that, by
-    /// now, another submitter has woken or that found work on its own when
-    /// its timer fired. The task is then still covered: a parked worker
-    /// cannot exit while a task is queued, and a woken one runs tasks until
-    /// the queue is empty (module docs).
-    fn wake_one(&self) {
-        let mut inner = lock(&self.inner);
-        let Some(sleeper) = inner.idle.pop() else {
-            return;
-        };
-        self.state().update(|s| Some(s.wake()));
-        drop(inner);
-        // Outside the lock, so the sleeper does not wake into a held lock.
-        // Its `notified` mark, set under the lock, is what it acts on; a
-        // notification that arrives after it stopped waiting is lost
-        // harmlessly.
-        sleeper.wakeup.notify_one();
     }
 
     /// Starts a worker whose first task is `job`; gives the job back if the
@@ -512,35 +335,7 @@ impl Shared {
         self.finish(generation);
     }
 
-    /// Claims a queued task, if any, for the calling thread to run or drop:
-    /// a worker helping while it waits for a task it joined, or a shutdown.
-    pub(crate) fn claim_queued(&self) -> Option<Job> {
-        let (before, claimed) = self
-            .state()
-            .update(|s| (s.queued() > 0).then(|| s.claim_busy().without_waiting()));
-        if !claimed {
-            return None;
-        }
-        if before.waiting() {
-            self.grant_room();
-        }
-        self.refill_if_full(before);
-        Some(self.take_claimed())
-    }
-
-    // === tasks past the limit of `queued` ===
-    //
-    // `queued` counts at most `QUEUED_LIMIT` tasks; only unbounded
-    // admissions (tasks submitted by the pool's own workers, tasks a failed
-    // start sends back, claims given back) can find it there, and they
-    // count their task in `Inner::uncounted` instead, under the lock. The
-    // rule that keeps them from being left behind: while any task is
-    // uncounted, `queued` is at its limit, or a claim has just taken it
-    // down from there and is about to take the lock and move uncounted
-    // tasks into it (`refill`). So `queued` cannot drain to 0, and no
-    // worker parks or exits, while a task is uncounted. Uncounted tasks sit
-    // in the queue like the others: claims are anonymous, so a claimer pops
-    // whatever task is oldest, counted or not.
+    // === tasks past the limit of `queued` (`shared.rs`) ===
 
     /// Counts a task whose unbounded admission found `queued` at its limit
     /// in `Inner::uncounted`, if `queued` is still at its limit, and
@@ -561,56 +356,6 @@ impl Shared {
         }
         inner.uncounted += 1;
         Some(Admission::Queued)
-    }
-
-    /// Called by every claim, with the state it saw: one that took `queued`
-    /// down from its limit moves uncounted tasks into it (`refill`).
-    #[inline]
-    pub(super) fn refill_if_full(&self, before: State) {
-        if before.queued() == QUEUED_LIMIT {
-            self.refill();
-        }
-    }
-
-    /// Moves uncounted tasks into `queued` while it has room, as a
-    /// submitter queues them (waking a parked worker if the rules say so:
-    /// only a tiny test limit is below the free workers).
-    #[cold]
-    fn refill(&self) {
-        let mut inner = lock(&self.inner);
-        let mut wakes = 0;
-        while inner.uncounted > 0 {
-            let (before, counted) = self
-                .state()
-                .update(|s| (s.queued() < QUEUED_LIMIT).then(|| s.queue()));
-            if !counted {
-                break;
-            }
-            inner.uncounted -= 1;
-            if before.queued() < before.free() && before.queued() >= before.spinning() {
-                wakes += 1;
-            }
-        }
-        drop(inner);
-        for _ in 0..wakes {
-            self.wake_one();
-        }
-    }
-
-    /// Pops the task this thread claimed. The claim guarantees one is in
-    /// the queue (in its ring or its overflow: `queue.rs`), or about to be:
-    /// every claim takes one unit of `queued`, and each unit is a task its
-    /// submitter pushes right after counting it. A wait here
-    /// is a submitter between its count and its push: short, unless it was
-    /// preempted right there, which is what the yield in `Spin` is for.
-    pub(super) fn take_claimed(&self) -> Job {
-        let mut spin = Spin::new();
-        loop {
-            if let Some(job) = self.queue.pop() {
-                return job;
-            }
-            spin.spin_or_yield();
-        }
     }
 
     // === room for blocked submitters ===
@@ -643,19 +388,6 @@ impl Shared {
         true
     }
 
-    /// Grants one blocked submitter a wake. Called by whoever cleared the
-    /// waiting mark in a step that made room (a task claimed, a worker free
-    /// or gone): one slot, one wake. The submitter woken passes the mark on
-    /// if others are still asleep (`pass_room`).
-    #[cold]
-    pub(super) fn grant_room(&self) {
-        let mut inner = lock(&self.inner);
-        if inner.blocked > inner.grants {
-            inner.grants += 1;
-            self.room.notify_one();
-        }
-    }
-
     /// Called by a submitter that was woken, once it has its room: if other
     /// submitters are still asleep, grant one of them a wake if there is
     /// room now, or raise the waiting mark again so the next freed slot
@@ -677,53 +409,7 @@ impl Shared {
         }
     }
 
-    // === running and finishing tasks ===
-
-    /// Runs one task, catching a panic so that the worker survives it.
-    /// Returns the task's generation: the caller counts it finished (a
-    /// worker does so only once it counts as free again, so that when
-    /// `wait` returns, the workers that ran the tasks it waited for are
-    /// free).
-    #[inline]
-    pub(super) fn execute(&self, job: Job) -> Generation {
-        let Job { task, generation } = job;
-        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| task.run())) {
-            Ok(Outcome::Returned) => {}
-            Ok(Outcome::Panicked) => {
-                self.panicked.fetch_add(1, Ordering::Relaxed);
-            }
-            Err(payload) => {
-                self.panicked.fetch_add(1, Ordering::Relaxed);
-                drop_payload(payload);
-            }
-        }
-        generation
-    }
-
-    /// Counts one task of `generation` finished, and wakes the `wait`
-    /// caller if it was the last one it waits for.
-    #[inline]
-    pub(super) fn finish(&self, generation: Generation) {
-        self.finish_many(generation, 1);
-    }
-
-    /// Counts `n` tasks of `generation` finished at once: as `finish`.
-    #[inline]
-    pub(super) fn finish_many(&self, generation: Generation, n: usize) {
-        // Counted finished before they leave the unfinished counts, so that
-        // whoever sees them gone from those (`wait`, `stats`) sees them here.
-        // Relaxed: the release of `exit` orders it.
-        self.finished.fetch_add(n as u64, Ordering::Relaxed);
-        if self.counts.generations.exit(generation, n) {
-            self.notify_done();
-        }
-    }
-
-    #[cold]
-    fn notify_done(&self) {
-        let _inner = lock(&self.inner);
-        self.done.notify_all();
-    }
+    // === waiting for tasks ===
 
     /// Blocks until every task admitted before the call has finished; tasks
     /// submitted meanwhile are not waited for (`generations.rs`).
@@ -807,53 +493,6 @@ impl Shared {
         }
     }
 
-    /// Gives back a claimed task, unless the pool has no more than `max`
-    /// workers now, and counts the claimer's worker gone
-    /// (`State::give_back`): for a claim made above a bound that was
-    /// lowered, and read again, after the claim's step. Returns whether it
-    /// gave the task back; if not, the claim stands (the pool is within the
-    /// bound now, so starting the task starts no task too many). The task,
-    /// still in the queue, is queued again as a submitter would queue it:
-    /// for a free worker (waking a parked one if every spinning one is
-    /// spoken for), or for a busy one; more than `max` workers were alive,
-    /// so at least `max` are left.
-    #[cold]
-    pub(super) fn give_back(&self, max: usize) -> bool {
-        loop {
-            let (before, gave) = self.state().update(|s| {
-                (s.running() > max && s.queued() < QUEUED_LIMIT)
-                    .then(|| s.give_back().without_waiting())
-            });
-            if gave {
-                if before.waiting() {
-                    self.grant_room();
-                }
-                if before.queued() < before.free() && before.queued() >= before.spinning() {
-                    self.wake_one();
-                }
-                return true;
-            }
-            if before.running() <= max {
-                return false;
-            }
-            // `queued` is at its limit: leave, and count the task among the
-            // uncounted ones, under the lock (see `count_uncounted`).
-            let mut inner = lock(&self.inner);
-            let (before, left) = self.state().update(|s| {
-                (s.running() > max && s.queued() == QUEUED_LIMIT)
-                    .then(|| s.exit_busy().without_waiting())
-            });
-            if left {
-                inner.uncounted += 1;
-                drop(inner);
-                if before.waiting() {
-                    self.grant_room();
-                }
-                return true;
-            }
-        }
-    }
-
     /// Takes every parked worker off the idle stack and wakes it.
     fn wake_all(&self) {
         let mut inner = lock(&self.inner);
@@ -911,49 +550,6 @@ impl Shared {
         invariant!(lock(&self.inner).uncounted == 0);
         invariant!(self.queue.pop().is_none());
     }
-
-    // === the rest ===
-
-    pub(crate) fn stats(&self) -> WorkerStats {
-        // Unfinished first: a task gone from it was counted finished before
-        // (`finish_many`), so no task is missed from `submitted`; one being
-        // counted off between the two reads may be counted in both.
-        let unfinished = self.counts.generations.unfinished() as u64;
-        let finished = self.finished.load(Ordering::Relaxed);
-        let panicked = self.panicked.load(Ordering::Relaxed);
-        let dropped = self.dropped.load(Ordering::Relaxed);
-        let state = self.state().load();
-        let mut queued = state.queued();
-        if queued == QUEUED_LIMIT {
-            queued += lock(&self.inner).uncounted;
-        }
-        WorkerStats {
-            submitted: finished + unfinished,
-            completed: finished.saturating_sub(panicked).saturating_sub(dropped),
-            panicked,
-            dropped,
-            spawned: self.spawned.load(Ordering::Relaxed),
-            queued,
-            running: state.running(),
-            idle: state.free(),
-        }
-    }
-
-    pub(crate) fn running(&self) -> usize {
-        self.state().load().running()
-    }
-}
-
-/// Drops a panic payload without letting a payload whose own drop panics
-/// take the worker down. That drop's own payload is dropped too; one whose
-/// drop panics yet again is leaked rather than chased forever.
-pub(crate) fn drop_payload(payload: Box<dyn std::any::Any + Send>) {
-    let mut payload = Some(payload);
-    for _ in 0..2 {
-        let Some(next) = payload.take() else { break };
-        payload = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(next))).err();
-    }
-    std::mem::forget(payload);
 }
 
 #[cfg(all(test, not(stashpool_loom)))]
@@ -966,6 +562,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
+    use crate::workers::config::Config;
     use crate::workers::WorkerPool;
 
     const DEADLINE: Duration = Duration::from_secs(60);

@@ -10,7 +10,7 @@
 //! the functions that run and drop them; bigger or over-aligned ones go in a
 //! `Box` whose thin pointer is kept the same way. A `Task` is four words, and
 //! moving one through the queue moves the closure with it. A `spawn`ed
-//! task's closure also holds its handle's packet (`handle.rs`), so closures
+//! task's closure also holds its handle's packet (`packet.rs`), so closures
 //! of up to two words stay inline there.
 
 use std::marker::PhantomData;

@@ -10,10 +10,12 @@ use std::panic::{self, AssertUnwindSafe};
 
 use super::generations::Generation;
 use super::idle::Sleeper;
+use super::job::Job;
+use super::shared::Shared;
 use super::spin::{self, Spin};
 use super::state::State;
-use super::submit::{drop_payload, Job, Shared};
-use crate::sync::{lock, thread_local, wait, wait_timeout, Arc, Mutex};
+use super::task::Outcome;
+use crate::sync::{lock, thread_local, wait, wait_timeout, Arc, Mutex, Ordering};
 
 /// How long a worker that found the queue empty keeps looking before it
 /// parks, in `Spin` rounds (the later rounds the longest): long enough to
@@ -148,6 +150,18 @@ fn run_hook(hook: &(dyn Fn() + Send + Sync)) {
     }
 }
 
+/// Drops a panic payload without letting a payload whose own drop panics
+/// take the worker down. That drop's own payload is dropped too; one whose
+/// drop panics yet again is leaked rather than chased forever.
+fn drop_payload(payload: Box<dyn std::any::Any + Send>) {
+    let mut payload = Some(payload);
+    for _ in 0..2 {
+        let Some(next) = payload.take() else { break };
+        payload = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(next))).err();
+    }
+    std::mem::forget(payload);
+}
+
 /// What parking ended in.
 enum Parked {
     /// A task was claimed on the way, in a step that saw this state.
@@ -159,6 +173,27 @@ enum Parked {
 }
 
 impl Shared {
+    /// Runs one task, catching a panic so that the worker survives it.
+    /// Returns the task's generation: the caller counts it finished (a
+    /// worker does so only once it counts as free again, so that when
+    /// `wait` returns, the workers that ran the tasks it waited for are
+    /// free).
+    #[inline]
+    fn execute(&self, job: Job) -> Generation {
+        let Job { task, generation } = job;
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| task.run())) {
+            Ok(Outcome::Returned) => {}
+            Ok(Outcome::Panicked) => {
+                self.panicked.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(payload) => {
+                self.panicked.fetch_add(1, Ordering::Relaxed);
+                drop_payload(payload);
+            }
+        }
+        generation
+    }
+
     /// Counts the task just run, of `generation`, finished (in `finished`,
     /// counted in a batch: see `Finished`), and finds the next task to run,
     /// or `None` when the worker must exit.

@@ -1,56 +1,17 @@
-//! `WorkerPool`, its builder and its limits.
+//! `WorkerPool` and its builder.
 
 use std::fmt;
 use std::mem::ManuallyDrop;
 use std::time::{Duration, Instant};
 
-use super::handle::{Completion, JoinHandle, Packet};
+use super::config::{Config, DEFAULT_IDLE_TIMEOUT, MAX_QUEUE_CAPACITY, MAX_WORKERS};
+use super::handle::JoinHandle;
+use super::packet::{Completion, Packet};
 use super::scope::{self, Scope};
-use super::submit::{Config, Shared};
+use super::shared::Shared;
 use super::task::{Outcome, Task};
-use super::{state, WorkerStats};
+use super::worker_stats::WorkerStats;
 use crate::sync::{thread, Arc, NEVER};
-
-/// The most workers a pool can have: [`WorkerPool::new`] and
-/// [`WorkerPool::builder`] panic above it. Far more threads than a machine
-/// runs well; the limit comes from the width of the pool's state word.
-pub const MAX_WORKERS: usize = state::MAX_WORKERS;
-
-/// The largest [`max_queued`](WorkerPoolBuilder::max_queued).
-pub const MAX_QUEUE_CAPACITY: usize = 1 << 23;
-
-/// How long an idle worker waits for a task before it exits, by default:
-/// 10 seconds.
-///
-/// Long enough that a program submitting work every few seconds keeps its
-/// threads; short enough that a burst's threads are gone soon after it ends.
-pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// How many tasks may wait for busy workers, by default, before `submit`
-/// waits too: the queue holds the larger of `DEFAULT_QUEUE_CAPACITY` and
-/// [`DEFAULT_QUEUE_PER_WORKER`] per worker, unless
-/// [`max_queued`](WorkerPoolBuilder::max_queued) says otherwise.
-///
-/// Why this many: a submitter that outruns the workers fills the queue and
-/// then waits for room, one freed slot at a time, while it shares the cores
-/// with the workers it waits for; a submitter that is off the cores (asleep,
-/// or preempted on a busy machine) leaves the workers only what is queued.
-/// A few hundred tasks of runway run out within the time a wake or a
-/// preemption takes, and small tasks then pay for the waiting on both sides.
-/// A few thousand cover it, and the `max_queued` group of
-/// `benches/workers.rs` shows the gain flattening out past this size, while
-/// `benches/workers_rss.rs` shows the cost: a full queue holds each task's
-/// few words (and its box, for a closure too large to store inline), far
-/// less than the unbounded queues of `rayon` and `threadpool` reach. The
-/// queue's ring, a slot of six words per task it can hold, is allocated
-/// when the pool is made (about 200 KiB at this size).
-pub const DEFAULT_QUEUE_CAPACITY: usize = 4096;
-
-/// The default queue's size per worker, for pools large enough that it
-/// exceeds [`DEFAULT_QUEUE_CAPACITY`]: a few tasks for each worker, so a
-/// large pool keeps every worker supplied while its submitters wake. The
-/// queue follows [`set_max_workers`](WorkerPool::set_max_workers).
-pub const DEFAULT_QUEUE_PER_WORKER: usize = 4;
 
 /// A bounded pool of worker threads that recycles them: Go's goroutine pools
 /// (`ants`, `itogami`) for Rust threads.
@@ -597,7 +558,8 @@ impl WorkerPoolBuilder {
     }
 
     /// How many tasks may wait in the queue for a busy worker (default
-    /// [`DEFAULT_QUEUE_CAPACITY`], or [`DEFAULT_QUEUE_PER_WORKER`] per
+    /// [`DEFAULT_QUEUE_CAPACITY`](super::DEFAULT_QUEUE_CAPACITY), or
+    /// [`DEFAULT_QUEUE_PER_WORKER`](super::DEFAULT_QUEUE_PER_WORKER) per
     /// worker in pools large enough for that to be more). When every worker is busy
     /// and no new one may start, `submit` queues its task if there is room
     /// and waits otherwise; `try_submit` gives the task back. With 0,
