@@ -9,8 +9,10 @@
 //! * **Fast where it matters.** Each thread keeps a small private stash; a
 //!   get and a return on the same thread touch no shared cache line and take
 //!   no lock. An empty stash takes a batch from a shared overflow (a
-//!   `crossbeam_deque::Injector`); a full one moves half its objects there,
-//!   so objects flow between threads that make and threads that drop them.
+//!   `crossbeam_deque::Injector`); a full one moves half its objects there;
+//!   and a stash keeps only what its own thread's use calls for (none, for
+//!   a thread that only returns), so objects flow back at once from threads
+//!   that drop them to threads that take them.
 //! * **Gives memory back.** A sweep drops every object that has been idle
 //!   since the previous sweep (Go's victim cache): an object returned and
 //!   never taken again survives one sweep and is dropped by the second,

@@ -24,7 +24,8 @@ use crate::{Recycle, Stats};
 /// core keep a stash in a pool at once; see
 /// [`max_stashed`](crate::LocalPoolBuilder::max_stashed).) A thread
 /// whose stash is empty takes a batch from a shared overflow before making
-/// a new object; a thread whose stash is full moves its oldest half there.
+/// a new object; a thread whose stash is at its limit moves its oldest half
+/// there.
 /// Sweeps keep the pool as large as recent use needs: an object returned
 /// and not taken again survives one sweep and is dropped by the second
 /// (Go's victim cache), wherever it is. By default a process-wide

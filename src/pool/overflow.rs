@@ -1,10 +1,10 @@
 //! The shared overflow: batches of idle objects that any thread can take.
 //!
-//! A full stash spills a batch of its oldest objects here; an empty one takes
-//! a whole batch back, so one queue operation serves many gets and puts (Go's
-//! `poolChain` plays the same part for its per-P caches). Objects moved one
-//! at a time (by threads without a slot, or stashes whose `max_idle` share
-//! is zero) go to the singles (`singles.rs`), under the same bound:
+//! A stash at its limit spills a batch of its oldest objects here; an empty
+//! one takes a whole batch back, so one queue operation serves many gets and
+//! puts (Go's `poolChain` plays the same part for its per-P caches). Objects
+//! moved one at a time (by threads without a slot, stashes that keep none or
+//! spill one) go to the singles (`singles.rs`), under the same bound:
 //! `max_idle` objects, room for which is reserved before a push.
 //!
 //! Each batch and single carries a *stamp*: the pool's sweep count when its
