@@ -108,8 +108,9 @@ impl UniqueIds {
         }
     }
 
-    /// The number `next` would hand out now.
-    #[cfg_attr(stashpool_loom, allow(dead_code))]
+    /// The number `next` would hand out now (read after a fork, which only
+    /// Linux handles: `pool::fork`).
+    #[cfg(all(target_os = "linux", not(stashpool_loom)))]
     pub(crate) fn peek(&self) -> u64 {
         #[cfg(target_has_atomic = "64")]
         {

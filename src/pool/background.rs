@@ -9,7 +9,7 @@
 //! [`implementation`](crate::implementation), section 7.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -129,10 +129,12 @@ fn after(now: Instant, interval: Duration) -> Instant {
 
 /// The registry, locked: the fork handlers hold it across a fork, so that
 /// no thread is changing it when the child's copy is taken.
-pub(super) fn lock_registry() -> MutexGuard<'static, Registry> {
+#[cfg(target_os = "linux")]
+pub(super) fn lock_registry() -> std::sync::MutexGuard<'static, Registry> {
     lock(&REGISTRY)
 }
 
+#[cfg(target_os = "linux")]
 impl Registry {
     /// In a forked child: the parent's sweeper is not in this process.
     /// Returns whether pools were registered, whose sweeping the child's
