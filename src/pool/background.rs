@@ -76,6 +76,10 @@ pub(crate) fn deregister(id: u64) {
 }
 
 fn run() {
+    // Here, before any sweep, rather than on a pool's path: registering a
+    // process with several threads for `membarrier` makes the kernel wait
+    // for each of their CPUs.
+    crate::pool::barrier::register();
     let mut due = Vec::new();
     loop {
         collect_due(&mut due);
