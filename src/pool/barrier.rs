@@ -70,22 +70,6 @@ use word::*;
 
 #[cfg(any(stashpool_loom, all(target_os = "linux", not(miri))))]
 impl State {
-    #[cfg(not(stashpool_loom))]
-    const fn new() -> Self {
-        Self {
-            owners: CachePadded::new(AtomicU8::new(FENCE)),
-            sweepers: CachePadded::new(AtomicUsize::new(0)),
-        }
-    }
-
-    #[cfg(stashpool_loom)]
-    fn new() -> Self {
-        Self {
-            owners: CachePadded::new(AtomicU8::new(FENCE)),
-            sweepers: CachePadded::new(AtomicUsize::new(0)),
-        }
-    }
-
     /// Moves owners to compiler fences. Called once, by whichever thread
     /// made the change that left the sweepers bound and no sweep that uses
     /// a fence in flight; that change was an acquire-release read-modify-
@@ -101,11 +85,17 @@ impl State {
 }
 
 #[cfg(all(target_os = "linux", not(stashpool_loom), not(miri)))]
-static STATE: State = State::new();
+static STATE: State = State {
+    owners: CachePadded::new(AtomicU8::new(FENCE)),
+    sweepers: CachePadded::new(AtomicUsize::new(0)),
+};
 
 #[cfg(stashpool_loom)]
 loom::lazy_static! {
-    static ref STATE: &'static State = Box::leak(Box::new(State::new()));
+    static ref STATE: &'static State = Box::leak(Box::new(State {
+        owners: CachePadded::new(AtomicU8::new(FENCE)),
+        sweepers: CachePadded::new(AtomicUsize::new(0)),
+    }));
 }
 
 /// The handle for a new pool.
