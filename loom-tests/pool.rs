@@ -817,3 +817,74 @@ fn a_blocked_threads_slot_goes_to_a_newcomer() {
         drop_and_check(pool, &ledger);
     });
 }
+
+/// Waits until owners use compiler fences: the sweeps that used a fence,
+/// which include the exit flushes of threads already joined (loom's `join`
+/// returns before the thread's exit hooks run), are done, and the last of
+/// them (or the registration) switched the owners. A switch that never
+/// comes makes this spin until loom gives up on the model.
+fn wait_for_the_switch() {
+    while !LocalPool::<Obj, Maker>::loom_owners_switched() {
+        thread::yield_now();
+    }
+}
+
+/// An owner gets and returns while a sweeper sweeps, registers the process
+/// for `membarrier` and sweeps again: the owner's critical sections use
+/// either barrier, and the one sweep that used a fence is done before any
+/// owner moves to compiler fences (the barriers check it, under loom, at
+/// every owner-side barrier after the switch). The victim rule holds
+/// across the switch.
+#[test]
+fn owners_switch_barriers_between_two_sweeps() {
+    loom::model(|| {
+        let ledger = Ledger::new();
+        let pool = Arc::new(pool(&ledger, 2));
+        pool.put(Ledger::track(&ledger)); // something to sweep
+        let owner = {
+            let (pool, ledger) = (Arc::clone(&pool), Arc::clone(&ledger));
+            thread::spawn(move || {
+                pool.put(Ledger::track(&ledger));
+                pool.with(|obj| obj.hold(|_| ()));
+            })
+        };
+        pool.sweep();
+        LocalPool::<Obj, Maker>::loom_register();
+        pool.sweep();
+        owner.join().unwrap();
+        wait_for_the_switch();
+        pool.with(|obj| obj.hold(|_| ())); // on compiler fences
+        let pool = Arc::try_unwrap(pool).ok().unwrap();
+        drop_and_check(pool, &ledger);
+    });
+}
+
+/// The registration races a sweep that uses a fence, and an owner races
+/// both: whichever of the registration and that sweep comes last switches
+/// the owners, never while the sweep is in flight.
+#[test]
+fn registration_races_a_sweep() {
+    loom::model(|| {
+        let ledger = Ledger::new();
+        let pool = Arc::new(pool(&ledger, 2));
+        pool.put(Ledger::track(&ledger)); // something to sweep
+        let owner = {
+            let (pool, ledger) = (Arc::clone(&pool), Arc::clone(&ledger));
+            thread::spawn(move || {
+                pool.put(Ledger::track(&ledger));
+                pool.with(|obj| obj.hold(|_| ()));
+            })
+        };
+        let sweeper = {
+            let pool = Arc::clone(&pool);
+            thread::spawn(move || pool.sweep())
+        };
+        LocalPool::<Obj, Maker>::loom_register();
+        sweeper.join().unwrap();
+        owner.join().unwrap();
+        wait_for_the_switch();
+        pool.with(|obj| obj.hold(|_| ())); // on compiler fences
+        let pool = Arc::try_unwrap(pool).ok().unwrap();
+        drop_and_check(pool, &ledger);
+    });
+}

@@ -18,8 +18,11 @@
 #[cfg(all(not(stashpool_loom), target_has_atomic = "64"))]
 pub(crate) use std::sync::atomic::AtomicU64;
 pub(crate) use std::sync::atomic::Ordering;
+// The owners' barrier once sweepers use `membarrier` (`pool::barrier`).
+#[cfg(all(target_os = "linux", not(stashpool_loom), not(miri)))]
+pub(crate) use std::sync::atomic::compiler_fence;
 #[cfg(not(stashpool_loom))]
-pub(crate) use std::sync::atomic::{compiler_fence, fence, AtomicBool, AtomicPtr, AtomicUsize};
+pub(crate) use std::sync::atomic::{fence, AtomicBool, AtomicPtr, AtomicUsize};
 #[cfg(not(stashpool_loom))]
 pub(crate) use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 #[cfg(not(stashpool_loom))]
@@ -159,8 +162,9 @@ impl UniqueIds {
         }
     }
 
-    /// The number `next` would hand out now.
-    #[cfg_attr(stashpool_loom, allow(dead_code))]
+    /// The number `next` would hand out now (read after a fork, which only
+    /// Linux handles: `pool::fork`).
+    #[cfg(all(target_os = "linux", not(stashpool_loom)))]
     pub(crate) fn peek(&self) -> u64 {
         #[cfg(target_has_atomic = "64")]
         {

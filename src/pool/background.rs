@@ -9,7 +9,7 @@
 //! [`implementation`](crate::implementation), section 7.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -76,6 +76,10 @@ pub(crate) fn deregister(id: u64) {
 }
 
 fn run() {
+    // Here, before any sweep, rather than on a pool's path: registering a
+    // process with several threads for `membarrier` makes the kernel wait
+    // for each of their CPUs.
+    crate::pool::barrier::register();
     let mut due = Vec::new();
     loop {
         collect_due(&mut due);
@@ -129,10 +133,12 @@ fn after(now: Instant, interval: Duration) -> Instant {
 
 /// The registry, locked: the fork handlers hold it across a fork, so that
 /// no thread is changing it when the child's copy is taken.
-pub(super) fn lock_registry() -> MutexGuard<'static, Registry> {
+#[cfg(target_os = "linux")]
+pub(super) fn lock_registry() -> std::sync::MutexGuard<'static, Registry> {
     lock(&REGISTRY)
 }
 
+#[cfg(target_os = "linux")]
 impl Registry {
     /// In a forked child: the parent's sweeper is not in this process.
     /// Returns whether pools were registered, whose sweeping the child's

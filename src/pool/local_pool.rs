@@ -287,6 +287,12 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
     /// the sweep has reached that stash (one `membarrier` call and the
     /// stashes before it).
     ///
+    /// On Linux, the process's first sweep (this, or the background
+    /// sweeper's start) registers it for `membarrier`, which in a process
+    /// with several threads can wait milliseconds for the kernel; until
+    /// then the pools' gets and returns use a `SeqCst` fence, and none of
+    /// them waits for it.
+    ///
     /// # Panics
     ///
     /// If an object's `Drop` panics: every other trimmed object is still
@@ -307,6 +313,10 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
     /// ```
     pub fn sweep(&self) {
         crate::pool::fork::after_fork();
+        // Off the gets' and returns' paths (a no-op once done; loom models
+        // register when they choose, `loom_register`).
+        #[cfg(not(stashpool_loom))]
+        crate::pool::barrier::register();
         if let Some(shared) = self.shared.get() {
             shared.sweep();
         }
@@ -639,6 +649,19 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
         self.shared
             .get()
             .map_or(0, |shared| shared.lock_sweep().held)
+    }
+
+    /// Registers the model's process for `membarrier`, as the background
+    /// sweeper and `sweep` do outside loom: owners switch barriers.
+    #[doc(hidden)]
+    pub fn loom_register() {
+        crate::pool::barrier::register();
+    }
+
+    /// Under loom: whether owners have moved to compiler fences.
+    #[doc(hidden)]
+    pub fn loom_owners_switched() -> bool {
+        crate::pool::barrier::switched()
     }
 
     #[doc(hidden)]

@@ -196,7 +196,7 @@ pub(crate) fn remember(pool: u64, stash: *const ()) {
 
 /// The serial number the next thread to ask will get: every thread that
 /// has one now has a lower one (`fork::forked`).
-#[cfg(not(stashpool_loom))]
+#[cfg(all(target_os = "linux", not(stashpool_loom)))]
 pub(crate) fn next_serial() -> u64 {
     NEXT_TOKEN.peek()
 }

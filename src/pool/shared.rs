@@ -386,9 +386,11 @@ impl<T: Send> Shared<T> {
                 self.0[self.1..].iter().for_each(|stash| stash.release());
             }
         }
+        // Made before the claims, dropped after their release.
+        let heavy = barrier::Heavy::new(self.strategy);
         stashes.iter().for_each(|stash| stash.claim());
         let mut unclaimed = Release(stashes, 0);
-        barrier::heavy(self.strategy);
+        heavy.issue();
         for stash in stashes {
             f(stash);
             unclaimed.1 += 1;
@@ -880,8 +882,9 @@ mod tests {
                 let shared = pool.shared.get().unwrap();
                 let (mut in_stashes, mut holding) = (0, 0);
                 shared.stashes.for_each(|stash| {
+                    let heavy = crate::pool::barrier::Heavy::new(shared.strategy);
                     stash.claim();
-                    crate::pool::barrier::heavy(shared.strategy);
+                    heavy.issue();
                     stash.with_claimed(|local| {
                         in_stashes += local.items.len();
                         holding += usize::from(local.held);
