@@ -552,11 +552,10 @@ fn pool_drop_after_threads() {
         let pool = Arc::new(pool(&ledger, 1));
         let threads: Vec<_> = (0..2)
             .map(|_| {
-                let (pool, ledger) = (Arc::clone(&pool), Arc::clone(&ledger));
-                thread::spawn(move || {
-                    pool.put(Ledger::track(&ledger));
-                    pool.put(Ledger::track(&ledger)); // one spills
-                })
+                let pool = Arc::clone(&pool);
+                // Made, or the main thread's, and kept in this thread's
+                // stash, which its exit flushes.
+                thread::spawn(move || pool.with(|obj| obj.hold(|_| ())))
             })
             .collect();
         pool.put(Ledger::track(&ledger));
@@ -564,7 +563,7 @@ fn pool_drop_after_threads() {
             t.join().unwrap();
         }
         let pool = Arc::try_unwrap(pool).ok().unwrap();
-        assert_eq!(ledger.made(), 5);
+        assert!((1..=3).contains(&ledger.made()), "{}", ledger.made());
         drop_and_check(pool, &ledger);
     });
 }
