@@ -115,17 +115,9 @@ fn get_and_return_on_two_threads() {
 fn spill_races_steal() {
     loom::model(|| {
         let ledger = Ledger::new();
-        let pool = Arc::new(pool(&ledger, 1));
-        let spiller = {
-            let (pool, ledger) = (Arc::clone(&pool), Arc::clone(&ledger));
-            thread::spawn(move || {
-                // Taken and returned: the stash keeps one from now on.
-                pool.with(|obj| obj.hold(|_| ()));
-                for _ in 0..2 {
-                    pool.put(Ledger::track(&ledger)); // each spills a batch
-                }
-            })
-        };
+        let pool = Arc::new(pool(&ledger, 3));
+        // This thread's stash keeps three, so its fourth put spills two.
+        grow_to(&pool, 3);
         let stealer = {
             let pool = Arc::clone(&pool);
             thread::spawn(move || {
@@ -138,7 +130,9 @@ fn spill_races_steal() {
                 b.release();
             })
         };
-        spiller.join().unwrap();
+        for _ in 0..4 {
+            pool.put(Ledger::track(&ledger));
+        }
         stealer.join().unwrap();
         let pool = Arc::try_unwrap(pool).ok().unwrap();
         drop_and_check(pool, &ledger);
