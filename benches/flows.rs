@@ -43,9 +43,12 @@
 #[path = "../examples/common/measure.rs"]
 #[allow(dead_code)]
 mod measure;
+#[path = "common/median.rs"]
+mod median;
 #[path = "common/sitting.rs"]
 mod sitting;
 
+use median::median;
 use std::env;
 use std::fmt::Write as _;
 use std::hint::black_box;
@@ -461,11 +464,6 @@ fn measure(me: &Path, go: Option<&Path>, workload: &str, peer: &str) -> Option<R
         fields[1].parse().unwrap(),
         fields[2].parse().unwrap(),
     ))
-}
-
-fn median<T: PartialOrd + Copy>(mut values: Vec<T>) -> T {
-    values.sort_by(|a, b| a.partial_cmp(b).expect("comparable"));
-    values[values.len() / 2]
 }
 
 fn table() {

@@ -45,12 +45,15 @@ mod compress;
 #[path = "../examples/common/measure.rs"]
 #[allow(dead_code)]
 mod measure;
+#[path = "common/median.rs"]
+mod median;
 #[path = "../examples/frame_pipeline/pipeline.rs"]
 #[allow(dead_code)]
 mod pipeline;
 #[path = "common/sitting.rs"]
 mod sitting;
 
+use median::median;
 use std::env;
 use std::fmt::Write as _;
 use std::path::Path;
@@ -422,11 +425,6 @@ fn measure(me: &Path, workload: &str, peer: &str) -> (Cost, u64) {
         allocations: fields[2].parse().unwrap(),
     };
     (cost, fields[3].parse().unwrap())
-}
-
-fn median<T: PartialOrd + Copy>(mut values: Vec<T>) -> T {
-    values.sort_by(|a, b| a.partial_cmp(b).expect("comparable"));
-    values[values.len() / 2]
 }
 
 fn table() {

@@ -71,11 +71,14 @@
 
 #![cfg_attr(not(target_os = "linux"), allow(dead_code, unused_imports))]
 
+#[path = "common/median.rs"]
+mod median;
 #[path = "common/peers.rs"]
 mod peers;
 #[path = "common/sitting.rs"]
 mod sitting;
 
+use median::median;
 use std::env;
 use std::path::Path;
 use std::process::Command;
@@ -324,11 +327,6 @@ fn measure_warm(me: &Path, peer: &str, workload: &str) -> (f64, u64) {
     let text = String::from_utf8(out.stdout).expect("UTF-8 output");
     let fields: Vec<&str> = text.split_whitespace().collect();
     (fields[0].parse().unwrap(), fields[3].parse().unwrap())
-}
-
-fn median<T: PartialOrd + Copy>(mut values: Vec<T>) -> T {
-    values.sort_by(|a, b| a.partial_cmp(b).expect("comparable"));
-    values[values.len() / 2]
 }
 
 fn show(count: Option<u64>) -> String {
