@@ -38,8 +38,9 @@ impl<T> Batch<T> {
 pub(crate) struct Overflow<T> {
     pub(super) queue: LazyQueue<Batch<T>>,
     pub(super) singles: Singles<T>,
-    /// Objects queued, plus objects reserved for batches on their way in.
-    pub(super) len: AtomicUsize,
+    /// Objects queued, plus objects reserved for batches on their way in;
+    /// kept only if the pool has a `max_idle` (`counts`).
+    len: AtomicUsize,
     /// The most objects `len` may reach (`LocalPoolBuilder::max_idle`).
     max_idle: usize,
 }
@@ -54,11 +55,33 @@ impl<T> Overflow<T> {
         }
     }
 
+    /// Whether `len` is kept: only a bound needs the count (module docs).
+    #[inline]
+    fn counts(&self) -> bool {
+        self.max_idle != usize::MAX
+    }
+
+    /// Adds `n` to `len`, if it is kept.
+    #[inline]
+    fn count_in(&self, n: usize) {
+        if self.counts() {
+            self.len.fetch_add(n, Ordering::Relaxed);
+        }
+    }
+
+    /// Takes `n` from `len`, if it is kept.
+    #[inline]
+    fn count_out(&self, n: usize) {
+        if self.counts() {
+            self.len.fetch_sub(n, Ordering::Relaxed);
+        }
+    }
+
     /// Reserves room for up to `want` objects; returns how many fit. The
     /// caller must push exactly that many, in one batch.
     pub(crate) fn reserve(&self, want: usize) -> usize {
-        if want == 0 {
-            return 0;
+        if want == 0 || !self.counts() {
+            return want;
         }
         // Relaxed: `len` is a budget, not a publication; the queue itself
         // orders the batches and their contents.
@@ -94,7 +117,7 @@ impl<T> Overflow<T> {
     /// Takes a single object, if any.
     pub(crate) fn pop_one(&self) -> Option<Box<Node<T>>> {
         let single = self.singles.pop()?;
-        self.len.fetch_sub(1, Ordering::Relaxed);
+        self.count_out(1);
         Some(single.node)
     }
 
@@ -103,20 +126,21 @@ impl<T> Overflow<T> {
     /// took their room meanwhile (`len` may then exceed `max_idle` until the
     /// next get): an object already pooled is never dropped for want of room.
     pub(crate) fn put_back(&self, batch: Batch<T>) {
-        self.len.fetch_add(batch.items.len(), Ordering::Relaxed);
+        self.count_in(batch.items.len());
         self.push(batch);
     }
 
     /// Takes the oldest batch, if any.
     pub(crate) fn pop(&self) -> Option<Batch<T>> {
         let batch = self.queue.pop()?;
-        self.len.fetch_sub(batch.items.len(), Ordering::Relaxed);
+        self.count_out(batch.items.len());
         Some(batch)
     }
 
-    /// Objects queued or on their way in.
-    #[cfg(test)]
+    /// Objects queued or on their way in, if counted (`counts`); for the
+    /// sweep's bound.
     pub(crate) fn len(&self) -> usize {
+        debug_assert!(self.counts(), "an unbounded overflow keeps no count");
         self.len.load(Ordering::Relaxed)
     }
 }
@@ -146,7 +170,7 @@ impl<T> Overflow<T> {
         }
         // Then single objects, the longest idle first.
         let cut = self.singles.cut(excess, dead);
-        self.len.fetch_sub(cut, Ordering::Relaxed);
+        self.count_out(cut);
     }
 
     /// One sweep to `epoch`: moves the objects of every batch and single
@@ -163,7 +187,7 @@ impl<T> Overflow<T> {
                 break;
             };
             if all || batch.stamp + 2 <= epoch {
-                self.len.fetch_sub(batch.items.len(), Ordering::Relaxed);
+                self.count_out(batch.items.len());
                 dead.append(&mut batch.items);
             } else {
                 kept.push(batch);
@@ -175,7 +199,7 @@ impl<T> Overflow<T> {
         let trimmed = self
             .singles
             .trim(|single| !all && single.stamp + 2 > epoch, dead);
-        self.len.fetch_sub(trimmed, Ordering::Relaxed);
+        self.count_out(trimmed);
     }
 }
 
@@ -204,6 +228,19 @@ mod tests {
     }
 
     #[test]
+    fn an_unbounded_overflow_keeps_no_count() {
+        let overflow = Overflow::new(usize::MAX);
+        assert_eq!(overflow.reserve(3), 3);
+        overflow.push(batch(1, 3, 0));
+        assert_eq!(overflow.reserve(1), 1);
+        overflow.push_one(Node::boxed(2), 0);
+        assert_eq!(overflow.len.load(Ordering::Relaxed), 0);
+        assert_eq!(overflow.pop().map(|b| b.items.len()), Some(3));
+        assert_eq!(overflow.pop_one().map(|node| node.value), Some(2));
+        assert_eq!(overflow.len.load(Ordering::Relaxed), 0, "nothing wrapped");
+    }
+
+    #[test]
     fn reserve_respects_max_idle() {
         let overflow = Overflow::<u8>::new(5);
         assert_eq!(overflow.reserve(3), 3);
@@ -214,7 +251,7 @@ mod tests {
 
     #[test]
     fn trim_keeps_young_batches_in_the_queue() {
-        let overflow = Overflow::new(usize::MAX);
+        let overflow = Overflow::new(100);
         for stamp in 0..3 {
             let n = overflow.reserve(2);
             overflow.push(batch(stamp, n, stamp));
@@ -231,7 +268,7 @@ mod tests {
 
     #[test]
     fn trim_all_empties_the_queue() {
-        let overflow = Overflow::new(usize::MAX);
+        let overflow = Overflow::new(100);
         let n = overflow.reserve(4);
         overflow.push(batch(7, n, 9));
         assert_eq!(overflow.reserve(1), 1);
@@ -262,7 +299,7 @@ mod tests {
 
     #[test]
     fn cut_takes_batches_then_singles() {
-        let overflow = Overflow::new(usize::MAX);
+        let overflow = Overflow::new(100);
         let n = overflow.reserve(2);
         overflow.push(batch(1, n, 0));
         for value in [2, 3] {

@@ -91,7 +91,7 @@ impl<T: Send> Shared<T> {
                         // The bound: stashes and overflow together keep at
                         // most `max_idle`. What was shed is victims only, so
                         // it goes first, then the overflow's oldest.
-                        let queued = self.overflow.len.load(Ordering::Relaxed);
+                        let queued = self.overflow.len();
                         let shed_len: usize = shed.iter().map(|b| b.items.len()).sum();
                         let room = self.max_idle.saturating_sub(kept);
                         let mut excess = (queued + shed_len).saturating_sub(room);
