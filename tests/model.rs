@@ -67,13 +67,15 @@ struct Obj {
 /// now (`limit`, at most the pool's `max_stashed`), which doubles when a get
 /// finds the stash empty after it spilled, and halves at a sweep when no
 /// get found it empty since the last one. A new stash keeps none until its
-/// thread's first get.
+/// thread's first get; nor does one whose thread took nothing since the
+/// last sweep.
 #[derive(Debug)]
 struct Stash {
     objs: Vec<Obj>,
     limit: usize,
     spilled: bool,
     underflowed: bool,
+    took: bool,
 }
 
 impl Default for Stash {
@@ -83,6 +85,7 @@ impl Default for Stash {
             limit: 0,
             spilled: true,
             underflowed: false,
+            took: false,
         }
     }
 }
@@ -100,6 +103,7 @@ struct Model {
 
 impl Model {
     fn get(&mut self, stash: &mut Stash) -> usize {
+        stash.took = true;
         if let Some(obj) = stash.objs.pop() {
             self.stats.reused += 1;
             return obj.id;
@@ -187,9 +191,13 @@ impl Model {
         let mut shed = Vec::new();
         for stash in stashes.iter_mut() {
             age(&mut stash.objs);
-            if !stash.underflowed {
+            if !stash.took {
+                stash.limit = 0;
+                stash.spilled = true;
+            } else if !stash.underflowed {
                 stash.limit /= 2;
             }
+            stash.took = false;
             stash.underflowed = false;
             // What it holds beyond its limit goes to the overflow.
             let excess = stash.objs.len().saturating_sub(stash.limit);

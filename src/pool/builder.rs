@@ -38,9 +38,10 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPoolBuilder<T, R> {
     /// at first, one after its thread's first get, and twice as many each
     /// time a get finds it empty after it passed objects on (the rule by
     /// which tcmalloc grows its per-CPU caches); a sweep that finds no get
-    /// found it empty since the previous sweep halves it again. So a thread that
-    /// only returns objects other threads took (the consumer of a channel)
-    /// keeps none: each return goes straight to the shared overflow, where
+    /// found it empty since the previous sweep halves it again, and one that
+    /// finds the thread took nothing since then sets it back to none. So a
+    /// thread that only returns objects other threads took (the consumer of
+    /// a channel) keeps none: each return goes straight to the shared overflow, where
     /// the taking thread finds it; and a thread that takes and returns (a
     /// loop, a burst) soon keeps all it holds. A return that finds the
     /// stash at its limit moves the older half to the overflow.

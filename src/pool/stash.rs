@@ -66,6 +66,7 @@ impl<T> Stash<T> {
                 spares: Vec::new(),
                 held: true,
                 seen: 0,
+                gets_seen: 0,
             }),
             counters: Counters::default(),
             hooked_by: AtomicCount::new(0),
@@ -274,6 +275,9 @@ pub(crate) struct Local<T> {
     /// looked: a held stash whose count has not moved since is idle, and the
     /// next sweep takes its slot back.
     pub(super) seen: u64,
+    /// The owner's gets (`Counters::gets`) when a sweep last aged this
+    /// stash: an owner that took nothing since only returns (`age`).
+    gets_seen: u64,
 }
 
 /// Most batch buffers a stash keeps for reuse: enough for a thread that
@@ -461,16 +465,22 @@ impl<T> Local<T> {
 
     /// One sweep (Go's victim rule): drops the victims into `dead` and makes
     /// every remaining object a victim. A stash that did not underflow
-    /// since the last sweep had all it needed: its limit halves, so a stash
-    /// whose owner stopped taking (it now only receives) shrinks back,
-    /// and what it holds beyond the limit is shed (`shed`).
-    pub(crate) fn age(&mut self, epoch: u64, dead: &mut Vec<Box<Node<T>>>) {
+    /// since the last sweep had all it needed: its limit halves. One whose
+    /// owner took nothing since (`gets`, the owner's count now, has not
+    /// moved) only receives, and has no use for what it keeps: it keeps
+    /// nothing from now on, as a new stash. What a stash holds beyond its
+    /// limit is shed (`shed`).
+    pub(crate) fn age(&mut self, epoch: u64, gets: u64, dead: &mut Vec<Box<Node<T>>>) {
         dead.extend(self.items.drain(..self.victims));
         self.victims = self.items.len();
         self.epoch = epoch;
-        if !self.underflowed {
+        if gets == self.gets_seen {
+            self.limit = 0;
+            self.spilled = true;
+        } else if !self.underflowed {
             self.limit /= 2;
         }
+        self.gets_seen = gets;
         self.underflowed = false;
         self.release_memory();
     }
@@ -555,6 +565,11 @@ impl<const SHARED: bool> Counters<SHARED> {
         .map(Counter::get)
     }
 
+    /// Every get counted so far, served or made.
+    pub(crate) fn gets(&self) -> u64 {
+        self.created.get().wrapping_add(self.reused.get())
+    }
+
     /// Every get and return counted so far: it moves whenever the owner
     /// uses its stash, which is how a sweep tells an idle slot.
     pub(crate) fn total(&self) -> u64 {
@@ -604,6 +619,7 @@ mod tests {
             spares: Vec::new(),
             held: true,
             seen: 0,
+            gets_seen: 0,
         }
     }
 
@@ -653,16 +669,50 @@ mod tests {
     fn age_drops_victims_and_marks_the_rest() {
         let mut l = local(&[1, 2, 3, 4], 1, 3);
         let mut dead = Vec::new();
-        l.age(4, &mut dead);
+        l.age(4, 1, &mut dead);
         assert_eq!(values(&dead), [1]);
         assert_eq!(
             (values(&l.items), l.victims, l.epoch),
             (vec![2, 3, 4], 3, 4)
         );
-        l.age(5, &mut dead);
+        l.age(5, 2, &mut dead);
         assert_eq!(values(&dead), [1, 2, 3, 4]);
         assert!(l.items.is_empty());
         assert_eq!(l.items.capacity(), 0, "an empty stash frees its buffer");
+    }
+
+    #[test]
+    fn a_sweep_halves_the_limit_of_a_stash_that_did_not_underflow() {
+        let mut l = limited(&[], 0, 0, 8);
+        let mut dead = Vec::new();
+        assert!(l.underflow());
+        l.age(1, 1, &mut dead);
+        assert_eq!(l.limit, 8, "it underflowed: it keeps its limit");
+        l.age(2, 2, &mut dead);
+        assert_eq!(l.limit, 4, "it had all it needed: half");
+    }
+
+    #[test]
+    fn a_stash_whose_owner_took_nothing_keeps_nothing() {
+        let mut l = limited(&[], 0, 0, 8);
+        let mut dead = Vec::new();
+        l.age(1, 5, &mut dead);
+        assert_eq!(l.limit, 4, "it took, and did not underflow: half");
+        for value in 1..=3 {
+            assert!(l.push(Node::boxed(value), l.limit).is_ok());
+        }
+        l.age(2, 5, &mut dead);
+        assert!(dead.is_empty(), "none was a victim yet");
+        assert_eq!(l.limit, 0, "no get since the last sweep");
+        let mut shed = Vec::new();
+        l.shed(&mut shed);
+        let shed: Vec<u32> = shed.iter().flat_map(|b| values(&b.items)).collect();
+        assert_eq!(shed, [1, 2, 3], "all it held goes to the overflow");
+        assert!(l.underflow());
+        assert_eq!(
+            l.limit, 1,
+            "its owner's next get keeps one, as in a new stash"
+        );
     }
 
     #[test]

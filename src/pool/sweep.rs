@@ -55,7 +55,7 @@ impl<T: Send> Shared<T> {
                     let (mut kept, mut shed, mut given_up) = (0, Vec::new(), 0);
                     self.with_every_stash(|stash| {
                         stash.with_claimed(|local| {
-                            local.age(epoch, &mut dead);
+                            local.age(epoch, stash.counters.gets(), &mut dead);
                             // A slot whose owner has not touched the pool
                             // since the last sweep goes back to the pool,
                             // if a thread found none free meanwhile.
