@@ -25,7 +25,7 @@ use crate::pool::exit::Flush;
 use crate::pool::node::Node;
 use crate::pool::overflow::Overflow;
 use crate::pool::owner;
-use crate::pool::stash::{Counters, Local, Spill, Stash, StashBox};
+use crate::pool::stash::{Counters, Local, Stash, StashBox};
 use crate::sync::{
     fork_gate, lock, thread_index, Arc, AtomicBool, AtomicCount, AtomicUsize, ForkGuard, Mutex,
     MutexGuard, Ordering, PerThread,
@@ -495,27 +495,16 @@ impl<T: Send> Shared<T> {
                 Err(node)
             }
         });
-        let spill = match spilled {
-            Ok(spill) => spill,
+        let spilled = match spilled {
+            Ok(spilled) => spilled,
             Err(node) if self.take_slot(stash) => {
                 stash.with_owner(self.strategy, |local| local.spill(node, &self.overflow))
             }
             Err(node) => return self.push_single(&stash.counters, node),
         };
-        match spill {
-            Spill::Kept => stash.counters.returned.bump(),
-            Spill::Batch(batch) => {
-                // Outside the critical section: the owner's hold on its stash
-                // stays as short as a push. The batch is counted idle while
-                // in transit; its room in the overflow is reserved.
-                self.overflow.push(batch);
-                stash.counters.returned.bump();
-            }
-            Spill::One(node, stamp) => {
-                self.overflow.push_one(node, stamp);
-                stash.counters.returned.bump();
-            }
-            Spill::Rejected(node) => {
+        match spilled {
+            Ok(()) => stash.counters.returned.bump(),
+            Err(node) => {
                 stash.counters.rejected.bump();
                 drop(node);
             }

@@ -285,20 +285,6 @@ pub(crate) struct Local<T> {
 /// without allocating.
 const MAX_SPARES: usize = 8;
 
-/// What a put into a full stash led to.
-pub(crate) enum Spill<T> {
-    /// The stash kept `value` after all: a sweep made room, or the
-    /// overflow had none and the stash was below its share.
-    Kept,
-    /// Room was made: push this batch to the overflow (its room is reserved).
-    Batch(Batch<T>),
-    /// One object for the overflow's singles, with this stamp (its room is
-    /// reserved): the returned one, or the stash's oldest.
-    One(Box<Node<T>>, u64),
-    /// Neither the stash nor the overflow had room: drop this object.
-    Rejected(Box<Node<T>>),
-}
-
 impl<T> Local<T> {
     /// Takes the most recently returned object.
     #[inline(always)]
@@ -333,11 +319,21 @@ impl<T> Local<T> {
     /// stash that keeps none, or the oldest when only one goes. If the
     /// overflow has no room (`max_idle`), a stash below its share keeps the
     /// object after all (its limit rises to hold it): an object is refused
-    /// only when neither has room.
+    /// only when neither has room: `Err` hands it back, for the caller to
+    /// drop outside the critical section (it runs the object's `Drop`).
+    ///
+    /// The push to the overflow is done here, inside the owner's critical
+    /// section: a queue operation that never waits, so the hold on the
+    /// stash stays bounded, and a return walks down the files (pool,
+    /// shared, stash, overflow) and never comes back up with objects.
     #[cold]
-    pub(crate) fn spill(&mut self, value: Box<Node<T>>, overflow: &Overflow<T>) -> Spill<T> {
+    pub(crate) fn spill(
+        &mut self,
+        value: Box<Node<T>>,
+        overflow: &Overflow<T>,
+    ) -> Result<(), Box<Node<T>>> {
         let Err(value) = self.push(value, self.limit) else {
-            return Spill::Kept;
+            return Ok(());
         };
         self.spilled = true;
         let (same_age, stamp) = if self.victims > 0 {
@@ -354,22 +350,22 @@ impl<T> Local<T> {
             0 if self.items.len() < self.capacity => {
                 self.items.push(value);
                 self.limit = self.items.len();
-                Spill::Kept
             }
-            0 => Spill::Rejected(value),
-            _ if want == 0 => Spill::One(value, self.epoch),
+            0 => return Err(value),
+            _ if want == 0 => overflow.push_one(value, self.epoch),
             1 => {
                 let oldest = self.items.remove(0);
                 self.victims = self.victims.saturating_sub(1);
                 self.items.push(value);
-                Spill::One(oldest, stamp)
+                overflow.push_one(oldest, stamp);
             }
             granted => {
                 let batch = self.take_bottom(granted, stamp);
                 self.items.push(value);
-                Spill::Batch(batch)
+                overflow.push(batch);
             }
         }
+        Ok(())
     }
 
     /// Moves the `n` oldest objects into a batch stamped `stamp`.
@@ -635,11 +631,20 @@ mod tests {
         local.pop().map(|node| node.value)
     }
 
-    fn spilled(spill: Spill<u32>) -> (Vec<u32>, u64) {
-        match spill {
-            Spill::Batch(batch) => (values(&batch.items), batch.stamp),
-            _ => panic!("expected a spill"),
-        }
+    /// The batch that a spill just pushed to `overflow`: its objects and
+    /// stamp.
+    fn spilled(overflow: &Overflow<u32>) -> (Vec<u32>, u64) {
+        let batch = overflow.pop().expect("a batch was spilled");
+        assert!(overflow.singles.pop().is_none(), "and no single");
+        (values(&batch.items), batch.stamp)
+    }
+
+    /// The single that a spill just pushed to `overflow`: its object and
+    /// stamp.
+    fn spilled_one(overflow: &Overflow<u32>) -> (u32, u64) {
+        let single = overflow.singles.pop().expect("a single was spilled");
+        assert!(overflow.pop().is_none(), "and no batch");
+        (single.node.value, single.stamp)
     }
 
     #[test]
@@ -719,13 +724,11 @@ mod tests {
     fn spill_moves_victims_first_with_their_stamp() {
         let overflow = Overflow::new(usize::MAX);
         let mut l = limited(&[1, 2, 3, 4], 1, 7, 4);
-        match l.spill(Node::boxed(5), &overflow) {
-            Spill::One(node, stamp) => assert_eq!((node.value, stamp), (1, 6), "one victim"),
-            _ => panic!("expected a single"),
-        }
+        assert!(l.spill(Node::boxed(5), &overflow).is_ok());
+        assert_eq!(spilled_one(&overflow), (1, 6), "one victim");
         assert_eq!((values(&l.items), l.victims), (vec![2, 3, 4, 5], 0));
-        let half_of_the_fresh = spilled(l.spill(Node::boxed(6), &overflow));
-        assert_eq!(half_of_the_fresh, (vec![2, 3], 7));
+        assert!(l.spill(Node::boxed(6), &overflow).is_ok());
+        assert_eq!(spilled(&overflow), (vec![2, 3], 7), "half of the fresh");
         assert_eq!(values(&l.items), [4, 5, 6]);
     }
 
@@ -734,17 +737,15 @@ mod tests {
         let overflow = Overflow::new(0);
         let mut l = limited(&[1, 2], 0, 0, 2);
         l.capacity = 2;
-        match l.spill(Node::boxed(3), &overflow) {
-            Spill::Rejected(node) => assert_eq!(node.value, 3),
-            _ => panic!("expected a rejection"),
-        }
+        let refused = l.spill(Node::boxed(3), &overflow).unwrap_err();
+        assert_eq!(refused.value, 3);
         assert_eq!(values(&l.items), [1, 2]);
         l.limit = 5;
-        assert!(matches!(l.spill(Node::boxed(3), &overflow), Spill::Kept));
+        assert!(l.spill(Node::boxed(3), &overflow).is_ok());
         // Below its share, a stash keeps what the overflow has no room for.
         l.capacity = 8;
-        assert!(matches!(l.spill(Node::boxed(4), &overflow), Spill::Kept));
-        assert!(matches!(l.spill(Node::boxed(5), &overflow), Spill::Kept));
+        assert!(l.spill(Node::boxed(4), &overflow).is_ok());
+        assert!(l.spill(Node::boxed(5), &overflow).is_ok());
         assert_eq!((values(&l.items), l.limit), (vec![1, 2, 3, 4, 5], 5));
     }
 
@@ -753,10 +754,8 @@ mod tests {
         let overflow = Overflow::new(usize::MAX);
         // A steal installed six; the stash keeps two.
         let mut l = limited(&[1, 2, 3, 4, 5, 6], 0, 3, 2);
-        assert_eq!(
-            spilled(l.spill(Node::boxed(7), &overflow)),
-            (vec![1, 2, 3, 4, 5], 3)
-        );
+        assert!(l.spill(Node::boxed(7), &overflow).is_ok());
+        assert_eq!(spilled(&overflow), (vec![1, 2, 3, 4, 5], 3));
         assert_eq!(values(&l.items), [6, 7]);
     }
 
@@ -764,10 +763,8 @@ mod tests {
     fn zero_capacity_spills_the_object_itself() {
         let overflow = Overflow::new(usize::MAX);
         let mut l = limited(&[], 0, 2, 0);
-        match l.spill(Node::boxed(8), &overflow) {
-            Spill::One(node, stamp) => assert_eq!((node.value, stamp), (8, 2)),
-            _ => panic!("expected a single"),
-        }
+        assert!(l.spill(Node::boxed(8), &overflow).is_ok());
+        assert_eq!(spilled_one(&overflow), (8, 2));
         assert!(l.items.is_empty());
         assert_eq!(l.items.capacity(), 0, "no buffer for a stash with no room");
         assert!(l.spares.is_empty());
