@@ -5,7 +5,7 @@ use std::marker::PhantomData;
 use std::time::Duration;
 
 use crate::lazy::LazyArc;
-use crate::pool::config::{default_max_stashes, sweep_interval, Config};
+use crate::pool::config::{sweep_interval, Config};
 use crate::pool::local_pool::LocalPool;
 use crate::Recycle;
 
@@ -144,16 +144,9 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPoolBuilder<T, R> {
 
     /// Makes the pool.
     pub fn build(self) -> LocalPool<T, R> {
-        let mut config = self.config;
-        // Resolved here rather than on first use (which a `const` pool must
-        // leave it to): where a pool is built is usually where a program
-        // sets up, and the core count is read from the system (files, under
-        // cgroups) on a deep stack, better not paid by the first thread to
-        // use the pool.
-        config.max_stashes = Some(config.max_stashes.unwrap_or_else(default_max_stashes));
         LocalPool {
             recycler: self.recycler,
-            config,
+            config: self.config,
             shared: LazyArc::new(),
         }
     }

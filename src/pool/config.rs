@@ -33,7 +33,6 @@ pub const MIN_SWEEP_INTERVAL: Duration = Duration::from_millis(1);
 /// How many of a pool's stashes hold a slot at once, per core
 /// (`available_parallelism`), as glibc bounds its malloc arenas:
 /// [`implementation`](crate::implementation), section 3a.
-#[cfg_attr(stashpool_loom, allow(dead_code))]
 pub(crate) const STASHES_PER_CORE: usize = 8;
 
 /// The bound on a pool's stashes: [`STASHES_PER_CORE`] per core, read once

@@ -6,7 +6,7 @@ use std::mem;
 use std::time::Duration;
 
 use crate::lazy::{LazyArc, LazyArcRef};
-use crate::pool::config::{default_max_stashes, Config};
+use crate::pool::config::Config;
 use crate::pool::guard::{Pooled, PooledOwned};
 use crate::pool::node::{Home, Node};
 use crate::pool::shared::Shared;
@@ -395,11 +395,10 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
         let config = self.config;
         self.shared.get_or_make(
             || {
-                let max_stashes = config.max_stashes.unwrap_or_else(default_max_stashes);
                 Arc::new(Shared::new(
                     config.max_stashed,
                     config.max_idle,
-                    max_stashes,
+                    config.max_stashes,
                     next_id(),
                 ))
             },

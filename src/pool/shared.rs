@@ -21,6 +21,7 @@
 
 use crate::lazy::LazyArcRef;
 use crate::pool::barrier::{self, Strategy};
+use crate::pool::config::{default_max_stashes, STASHES_PER_CORE};
 use crate::pool::exit::Flush;
 use crate::pool::node::Node;
 use crate::pool::overflow::Overflow;
@@ -74,10 +75,10 @@ pub(crate) struct Shared<T: Send> {
     /// without 64-bit atomics: a stamp that wrapped reads as old, and its
     /// object is trimmed a sweep early, never kept too long.
     pub(super) epoch: AtomicCount,
-    /// The most stashes that hold a slot at once: `config::STASHES_PER_CORE`
-    /// per core, and no more than `max_idle` (a stash past that many would
-    /// have a share of zero).
-    pub(crate) max_stashes: usize,
+    /// The most stashes that hold a slot at once, if set (models, tests);
+    /// `None`: `config::default_max_stashes`. Never more than `max_idle`
+    /// (a stash past that many would have a share of zero): `no_slot_free`.
+    pub(crate) max_stashes: Option<usize>,
     /// `Sweeping::held`, for threads without a slot, which check without
     /// the lock whether one is free on every slow path. Stored under the
     /// sweep lock.
@@ -106,14 +107,19 @@ pub(crate) struct Shared<T: Send> {
 }
 
 impl<T: Send> Shared<T> {
-    pub(crate) fn new(max_stashed: usize, max_idle: usize, max_stashes: usize, id: u64) -> Self {
+    pub(crate) fn new(
+        max_stashed: usize,
+        max_idle: usize,
+        max_stashes: Option<usize>,
+        id: u64,
+    ) -> Self {
         crate::pool::fork::guard();
         Self {
             stashes: PerThread::new(),
             overflow: Overflow::new(max_idle),
             sweep: Mutex::new(Sweeping { epoch: 0, held: 0 }),
             epoch: AtomicCount::new(0),
-            max_stashes: max_stashes.min(max_idle),
+            max_stashes,
             held: AtomicUsize::new(0),
             wanted: AtomicBool::new(false),
             closed: AtomicBool::new(false),
@@ -312,7 +318,15 @@ impl<T: Send> Shared<T> {
     /// slot comes here on every get and return, and a store each time would
     /// bounce the line between them.
     fn no_slot_free(&self, held: usize) -> bool {
-        let full = held >= self.max_stashes;
+        let full = held >= self.max_idle
+            || match self.max_stashes {
+                Some(max) => held >= max,
+                // No default bound is below one core's slots, so the core
+                // count (read from system files) is read only once that many
+                // are held, never on a pool's first use (`implementation`,
+                // section 3a).
+                None => held >= STASHES_PER_CORE && held >= default_max_stashes(),
+            };
         if full && !self.wanted.load(Ordering::Relaxed) {
             self.wanted.store(true, Ordering::Relaxed);
         }
