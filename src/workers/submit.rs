@@ -218,8 +218,7 @@ impl Shared {
             }
             // `queued` is at its limit (only a tiny test limit gets there
             // from outside the pool): counted apart, and never refused,
-            // since the task is in the queue; nor held back, since only
-            // the bound on `queued` and not the pool's is full.
+            // since the task is in the queue already.
             if this.count_uncounted(false).is_some() {
                 return;
             }
@@ -389,10 +388,10 @@ impl Shared {
     /// returns `Queued`; returns `None`, counting nothing, if a claim has
     /// made room there since (the caller admits the task again), and
     /// `Refused` past `MAX_UNCOUNTED`, unless `may_refuse` is false (for a
-    /// task in the queue already: `count_pushed`). A claim that takes `queued` down from
-    /// the limit after this check takes the lock after it too, and moves
-    /// the task into `queued` (`refill`); one that did before has released
-    /// the lock before this check, which therefore sees it.
+    /// task that `submit` has pushed already). A claim that takes `queued`
+    /// down from the limit after this check takes the lock after it too,
+    /// and moves the task into `queued` (`refill`); one that did before has
+    /// released the lock before this check, which therefore sees it.
     #[cold]
     fn count_uncounted(&self, may_refuse: bool) -> Option<Admission> {
         let mut inner = lock(&self.inner);
