@@ -192,6 +192,30 @@ fn a_blocked_submitter_is_woken_when_a_worker_frees() {
     });
 }
 
+/// One worker, a queue of one, and three tasks submitted at once: the last
+/// submitter may find the pool full, with its task queued already, and
+/// sleep; the worker's first claim then leaves the queue above its
+/// low-water mark (empty, for a queue of one) and does not wake it, the
+/// second does (or the worker, free at last). Every interleaving ends with
+/// all three run and nobody asleep: a wake deferred to the low-water mark
+/// is never lost.
+#[test]
+fn a_blocked_submitter_is_woken_at_the_low_water_mark() {
+    model("a_blocked_submitter_is_woken_at_the_low_water_mark", || {
+        let pool = WorkerPool::builder(1)
+            .max_queued(1)
+            .idle_timeout(Duration::MAX)
+            .build();
+        let counter = Arc::new(AtomicUsize::new(0));
+        for _ in 0..3 {
+            pool.submit(count(&counter));
+        }
+        pool.wait();
+        assert_eq!(counter.load(Ordering::Relaxed), 3);
+        assert_eq!(pool.stats().spawned, 1);
+    });
+}
+
 /// Dropping the pool right after submitting runs the queued task and joins
 /// the worker, wherever it was (running, spinning or parked).
 #[test]

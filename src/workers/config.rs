@@ -27,9 +27,9 @@ pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(10);
 /// [`max_queued`](super::WorkerPoolBuilder::max_queued) says otherwise.
 ///
 /// Why this many: a submitter that outruns the workers fills the queue and
-/// then waits for room, one freed slot at a time, while it shares the cores
-/// with the workers it waits for; a submitter that is off the cores (asleep,
-/// or preempted on a busy machine) leaves the workers only what is queued.
+/// then sleeps until it has drained to half, while it shares the cores with
+/// the workers it waits for; a submitter that is off the cores (asleep, or
+/// preempted on a busy machine) leaves the workers only what is queued.
 /// A few hundred tasks of runway run out within the time a wake or a
 /// preemption takes, and small tasks then pay for the waiting on both sides.
 /// A few thousand cover it, and the `max_queued` group of

@@ -50,7 +50,7 @@
 //!   are the *free* workers;
 //! * a flag for submitters blocked until there is room.
 //!
-//! A submitter admits its task with one compare-and-swap on the word, and
+//! `try_submit` admits its task with one compare-and-swap on the word, and
 //! the state it replaced says what to do next:
 //!
 //! 1. `queued < free`: a free worker is not yet spoken for. Queue the task;
@@ -60,18 +60,32 @@
 //!    with the task as its first.
 //! 3. else, `queued < free + max_queued`: queue the task for the next
 //!    busy worker to finish.
-//! 4. else the pool is full: `try_submit` gives the task back; `submit`
-//!    spins, retrying, for a few microseconds, then marks the word and
-//!    sleeps on a condition variable until a worker makes room. Each step
-//!    that makes room and finds the mark clears it and grants one sleeper a
-//!    wake; the sleeper woken, once it has its room, grants the next one a
-//!    wake if there is room still, or raises the mark again (`submit.rs`).
+//! 4. else the pool is full, and `try_submit` gives the task back.
+//!
+//! `submit` works the other way round: it pushes its task, then counts it
+//! with one compare-and-swap by the same rules (a worker it starts is
+//! counted with the task claimed for it), and acts on what the count saw.
+//! A task pushed before it is counted is findable before it is claimable,
+//! so no claimer waits for a submitter preempted between the two; until
+//! the count, the task is its submitter's to cover. A task the count finds
+//! no room for (rule 4) is queued already: its submitter spins for a few
+//! microseconds until the pool is within its bound again, then marks the
+//! word and sleeps on a condition variable. A step that finds the mark and
+//! makes room clears it and grants one sleeper a wake: a worker that
+//! becomes free or leaves, at once; a claim, only once the queue has
+//! drained to its low-water mark (half the capacity, rounded up, free), so
+//! that a submitter that outruns the workers sleeps and wakes once per
+//! half a queue, not once per task. The sleeper woken grants the next one
+//! a wake if the pool is still within its bound, or raises the mark again;
+//! a sleeper that finds the pool within its bound when its timer
+//! (`ROOM_BACKSTOP`) fires returns without a wake (`submit.rs`).
 //!
 //! A worker that finishes a task exits if the pool has more workers than its
 //! bound (lowered by `set_max_workers`), whatever is queued; else it claims
 //! a queued one (`queued -= 1`, then pops; the claim guarantees the pop will
-//! find a task, at worst after the submitter's push lands) or, if none is
-//! queued, becomes *spinning*. A spinning worker watches the word for a few
+//! find a task, at once for `submit`'s, at worst after the submitter's push
+//! lands for the others) or, if none is queued, becomes *spinning*. A
+//! spinning worker watches the word for a few
 //! microseconds, claiming a task if one is queued (or exiting, above the
 //! bound), then takes the pool's lock and, in one step on the word, does the
 //! same, or else becomes *sleeping* and parks on its own condition variable,
@@ -106,9 +120,14 @@
 //!   both. A submitter that finds the stack empty counted on a sleeper that
 //!   has since been woken by another submitter, or by its timer while a
 //!   task was queued (so it stayed): either way it is awake.
+//! * A task that `submit` has pushed and not yet counted may find every
+//!   worker parked: its count, which comes next, is a submitter's step on
+//!   the word like any other, and sees them.
 //! * Claims are anonymous: each is one unit of `queued`, and each unit is a
-//!   task its submitter pushes right after counting it, so a claimer's pop
-//!   always finds a task, though maybe another submitter's. The task may be
+//!   task its submitter pushed before counting it (`submit`) or pushes
+//!   right after (`try_submit`, the pool's own tasks' submits, tasks sent
+//!   back), so a claimer's pop always finds a task, though maybe another
+//!   submitter's. The task may be
 //!   in the ring or in the overflow; a claimer polls both until it finds
 //!   one, so which part a push chose never matters to the proof.
 //! * A worker exits above the bound even with tasks queued, but only in a
@@ -120,10 +139,20 @@
 //! * A worker blocked in `join` or at the end of a `scope` first runs
 //!   queued tasks itself (`worker::help_while`).
 //!
+//! And no submitter sleeps for ever while its task is admitted: it sleeps
+//! only after a step that saw the pool over its bound, and the steps that
+//! bring the pool back within it see its mark. A claim leaves the mark up
+//! only above the low-water mark, where the pool is full enough that
+//! workers that finish tasks claim again; as the queue drains, one of
+//! them reaches the mark or becomes free, and clears it. Workers that
+//! stop short of the mark, each in a task that waits for what the
+//! submitter does next, make no step that could wake it: its timer does.
+//!
 //! The `loom-tests/workers.rs` models check these races on the real code:
 //! a submit racing a worker on its way to park, a parked worker woken, an
 //! idle timeout firing as a submit arrives, two submitters racing idle
-//! exits, blocked submitters woken by a worker, tasks overflowing the ring
+//! exits, blocked submitters woken by a worker and at the queue's
+//! low-water mark, tasks overflowing the ring
 //! while a worker claims, a task queueing past the count of `queued` while
 //! a worker claims, two workers draining the queue while timing out,
 //! closing, a `JoinHandle` completing as it is joined, a lowered bound

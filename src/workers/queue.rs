@@ -8,7 +8,8 @@
 //! (`crossbeam_queue::ArrayQueue`) is one compare-and-swap on the tail and a
 //! plain release store of the slot's stamp. So tasks go to the ring, sized
 //! for what admission lets queue (`max_queued` plus a task for each free
-//! worker, up to `FREE_WORKER_SLOTS` of those), and only those that find it
+//! worker, up to `FREE_WORKER_SLOTS` of those, and a few for submitters:
+//! `SUBMITTER_SLOTS`), and only those that find it
 //! full go to the `Injector`, made on the first of them: tasks that workers
 //! submit past the capacity, tasks admitted after `set_max_workers` raised
 //! the bound, a burst for more free workers than the ring keeps slots for,
@@ -46,15 +47,24 @@ use crate::sync::{AtomicUsize, Ordering, Ring};
 /// one slot, so that the models send tasks through the overflow too.
 const MAX_RING_SLOTS: usize = if cfg!(stashpool_loom) { 1 } else { 1 << 13 };
 
-/// The most ring slots kept for tasks on their way to free workers. Such a
-/// task waits only until the worker it was admitted for (one that is
-/// spinning, parked or just starting) takes it, a matter of microseconds,
-/// so a full set, a task for every free worker at once, needs a burst of
-/// submits as large as the pool while every worker is idle; a pool of many
-/// workers would pay a slot for each of them, all of its life, for that.
-/// Past this many, such a burst overflows, and costs the overflow's
-/// allocations (a block per few dozen tasks) until it drains.
+/// The most ring slots kept for tasks on their way to free workers, or
+/// claimed by busy ones and not yet popped (a worker is one or the other,
+/// never both). Such a task waits only until the worker it was admitted for
+/// (one that is spinning, parked or just starting) takes it, a matter of
+/// microseconds, so a full set, a task for every free worker at once, needs
+/// a burst of submits as large as the pool while every worker is idle; a
+/// pool of many workers would pay a slot for each of them, all of its
+/// life, for that. Past this many, such a burst overflows, and costs the
+/// overflow's allocations (a block per few dozen tasks) until it drains.
 const FREE_WORKER_SLOTS: usize = 16;
+
+/// Ring slots for the tasks that submitters hold past the capacity: `submit`
+/// pushes a task before it counts it, and, if the count finds the pool
+/// full, waits with it queued (`submit.rs`), so each submitter may hold two
+/// in the ring past what `queued` lets wait. A full queue's submitter does
+/// so at every task, so without these its pushes would overflow, over and
+/// over; these cover a few submitters at once.
+const SUBMITTER_SLOTS: usize = 8;
 
 /// Admitted tasks that no worker has taken yet.
 pub(crate) struct TaskQueue {
@@ -72,11 +82,13 @@ pub(crate) struct TaskQueue {
 
 impl TaskQueue {
     /// A queue for a pool that lets `capacity` tasks wait for a busy worker
-    /// and runs at most `max_workers`: its ring holds the capacity, and a
-    /// task for each free worker up to `FREE_WORKER_SLOTS`, at most
-    /// `MAX_RING_SLOTS` in all.
+    /// and runs at most `max_workers`: its ring holds the capacity, a task
+    /// for each free worker up to `FREE_WORKER_SLOTS`, and the submitters'
+    /// (`SUBMITTER_SLOTS`), at most `MAX_RING_SLOTS` in all.
     pub(crate) fn new(capacity: usize, max_workers: usize) -> Self {
-        let slots = capacity.saturating_add(max_workers.min(FREE_WORKER_SLOTS));
+        let slots = capacity
+            .saturating_add(max_workers.min(FREE_WORKER_SLOTS))
+            .saturating_add(SUBMITTER_SLOTS);
         Self::with_slots(slots)
     }
 
@@ -176,11 +188,17 @@ mod tests {
 
     #[test]
     fn the_ring_holds_the_capacity_and_a_few_free_workers_tasks() {
-        assert_eq!(TaskQueue::new(4096, 2).ring.capacity(), 4098);
-        assert_eq!(TaskQueue::new(0, 256).ring.capacity(), FREE_WORKER_SLOTS);
+        assert_eq!(
+            TaskQueue::new(4096, 2).ring.capacity(),
+            4098 + SUBMITTER_SLOTS
+        );
+        assert_eq!(
+            TaskQueue::new(0, 256).ring.capacity(),
+            FREE_WORKER_SLOTS + SUBMITTER_SLOTS
+        );
         assert_eq!(
             TaskQueue::new(10, 256).ring.capacity(),
-            10 + FREE_WORKER_SLOTS
+            10 + FREE_WORKER_SLOTS + SUBMITTER_SLOTS
         );
         assert_eq!(
             TaskQueue::new(usize::MAX, 1).ring.capacity(),

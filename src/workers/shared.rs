@@ -74,8 +74,9 @@ pub(crate) struct Inner {
     pub(super) handles: Vec<JoinHandle<()>>,
     /// Submitters asleep until there is room.
     pub(super) blocked: usize,
-    /// Wakes handed to blocked submitters and not yet taken: one per freed
-    /// slot, so a freed slot wakes one submitter, not all of them.
+    /// Wakes handed to blocked submitters and not yet taken: one per step
+    /// that clears the waiting mark, so such a step wakes one submitter,
+    /// not all of them.
     pub(super) grants: usize,
     /// Workers started so far, to number their threads.
     pub(super) started: usize,
@@ -142,25 +143,59 @@ impl Shared {
     /// Claims a queued task, if any, for the calling thread to run or drop:
     /// a worker helping while it waits for a task it joined, or a shutdown.
     pub(crate) fn claim_queued(&self) -> Option<Job> {
-        let (before, claimed) = self
-            .state()
-            .update(|s| (s.queued() > 0).then(|| s.claim_busy().without_waiting()));
+        let mut after = None;
+        let (before, claimed) = self.state().update(|s| {
+            after = (s.queued() > 0).then(|| self.claim_busy(s));
+            after
+        });
         if !claimed {
             return None;
         }
-        if before.waiting() {
+        if before.waiting() && after.is_some_and(|after| !after.waiting()) {
             self.grant_room();
         }
         self.refill_if_full(before);
         Some(self.take_claimed())
     }
 
+    /// A claim, from `s`, by a worker not counted free (one that ran a
+    /// task, or helps while it waits for one). It frees a slot of the
+    /// queue, but it ends a blocked submitter's wait (clears the mark, and
+    /// the caller grants the wake) only once the queue has drained to its
+    /// low-water mark (`drained`): woken for each slot, a submitter that
+    /// outruns the workers would sleep and wake once per task.
+    #[inline]
+    pub(super) fn claim_busy(&self, s: State) -> State {
+        let next = s.claim_busy();
+        if next.waiting() && self.drained(next) {
+            next.without_waiting()
+        } else {
+            next
+        }
+    }
+
+    /// Whether a pool in state `s` has drained to the queue's low-water
+    /// mark, where a claim wakes a blocked submitter (`claim_busy`): half
+    /// the capacity, rounded up, free past every blocked submitter's task
+    /// (which is queued already: `submit`). A pool with no queue wakes at
+    /// the claim that brings it within its bound (`over_bound`), one with a
+    /// queue of one once it is empty. A submitter woken there queues half
+    /// a queue's tasks before it finds the pool full again, while the other
+    /// half keeps the workers busy.
+    #[inline]
+    fn drained(&self, s: State) -> bool {
+        let capacity = self.config.capacity(self.max_workers());
+        s.queued() + capacity.div_ceil(2) <= s.free() + capacity
+    }
+
     /// Pops the task this thread claimed. The claim guarantees one is in
     /// the queue (in its ring or its overflow: `queue.rs`), or about to be:
     /// every claim takes one unit of `queued`, and each unit is a task its
-    /// submitter pushes right after counting it. A wait here
-    /// is a submitter between its count and its push: short, unless it was
-    /// preempted right there, which is what the yield in `Spin` is for.
+    /// submitter pushed before counting it (`submit`) or pushes right after
+    /// (`try_submit`, a pool's own task's submit, a task sent back). A wait
+    /// here is one of the latter between its count and its push: short,
+    /// unless it was preempted right there, which is what the yield in
+    /// `Spin` is for.
     pub(super) fn take_claimed(&self) -> Job {
         let mut spin = Spin::new();
         loop {
@@ -291,8 +326,9 @@ impl Shared {
     }
 
     /// Grants one blocked submitter a wake. Called by whoever cleared the
-    /// waiting mark in a step that made room (a task claimed, a worker free
-    /// or gone): one slot, one wake. The submitter woken passes the mark on
+    /// waiting mark in a step that made room (a claim that drained the
+    /// queue to its low-water mark, a worker free or gone, the bound
+    /// raised): one step, one wake. The submitter woken passes the mark on
     /// if others are still asleep (`pass_room`).
     #[cold]
     pub(super) fn grant_room(&self) {

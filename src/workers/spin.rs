@@ -8,7 +8,9 @@
 //! park (a wake from the thread that makes progress ends the wait at the
 //! right moment); only a claimer waiting for a submitter's push, which has
 //! no one to wake it, yields the core, in case that submitter was preempted
-//! on the same core. A push follows its count within a few hundred
+//! on the same core (`submit` pushes before it counts, so this is only ever
+//! a wait for `try_submit`, a pool's own task's submit or a task sent
+//! back). A push follows its count within a few hundred
 //! nanoseconds when the submitter runs, so a claimer still waiting after a
 //! few microseconds waits for a submitter that is off its core, which more
 //! spinning cannot bring back. A loop of `sched_yield` calls in place of

@@ -23,6 +23,17 @@ use crate::sync::{lock, wait, wait_timeout, Arc, Mutex, Ordering, NEVER};
 /// parks (in `Spin` rounds). A busy worker frees a slot within one task, so
 /// with small tasks room comes back sooner than a park and a wake take.
 const SUBMIT_SPINS: u32 = if cfg!(stashpool_loom) { 1 } else { 12 };
+/// The longest a blocked submitter sleeps once the pool is within its
+/// bound but short of the queue's low-water mark. A claim wakes a blocked
+/// submitter only once the queue has drained to that mark
+/// (`Shared::claim_busy`), or a worker becomes free or leaves; but the
+/// workers may stop claiming short of it, each in a task that waits for
+/// something the submitter does after its submit returns (a task that
+/// waits on a channel the submitter sends on next), and only this timer
+/// then ends the wait. So such a program is slowed, never stopped: its
+/// submitter returns, at worst, a task per `ROOM_BACKSTOP`.
+#[cfg(not(stashpool_loom))]
+const ROOM_BACKSTOP: std::time::Duration = std::time::Duration::from_millis(1);
 /// Attempts to start the last worker when tasks wait for it.
 const START_RETRIES: u32 = 10;
 
@@ -49,12 +60,6 @@ struct Mode {
     /// submitted by the pool's own workers, ones a failed start sends back).
     bounded: bool,
 }
-
-/// The mode of every submitter that can block for room.
-const BLOCKING: Mode = Mode {
-    may_start: true,
-    bounded: true,
-};
 
 impl Shared {
     // === admission ===
@@ -126,43 +131,30 @@ impl Shared {
         }
     }
 
-    /// Finds room for one task: see `WorkerPool::submit`. With `block`
-    /// false, returns `None` instead of waiting when the pool is full. The
-    /// caller must `dispatch` a task with the admission it gets.
-    pub(crate) fn reserve(&self, block: bool) -> Option<Admission> {
-        // A task submitted by one of this pool's own tasks must not wait:
-        // if every worker did, none would be left to make room.
+    /// Finds room for one task, admitted before it is pushed: for
+    /// `try_submit`, which gets `None` when the pool is full, and, with
+    /// `unbounded`, for a task that one of the pool's own tasks submits,
+    /// which must not wait (if every worker did, none would be left to make
+    /// room): it is queued past the capacity, and past the count of
+    /// `queued` if need be. The caller must `dispatch` a task with the
+    /// admission it gets.
+    pub(crate) fn reserve(&self, unbounded: bool) -> Option<Admission> {
         let mode = Mode {
             may_start: true,
-            bounded: !(block && worker::is_worker_of(self)),
+            bounded: !unbounded,
         };
-        let (mut spin, mut woken) = (Spin::new(), false);
-        let how = loop {
+        loop {
             if let Some(how) = self.admit(mode) {
-                break how;
+                return Some(how);
             }
-            if !block {
+            if !unbounded {
                 return None;
             }
             // Unbounded, it failed only because `queued` is at its limit.
-            if !mode.bounded {
-                match self.count_uncounted() {
-                    Some(how) => break how,
-                    None => continue,
-                }
+            if let Some(how) = self.count_uncounted(true) {
+                return Some(how);
             }
-            if spin.rounds() < SUBMIT_SPINS {
-                spin.spin();
-            } else {
-                woken |= self.wait_for_room();
-            }
-        };
-        if woken {
-            // Other submitters may still be asleep: hand the next one the
-            // room there is, or leave the mark up for the next freed slot.
-            self.pass_room();
         }
-        Some(how)
     }
 
     /// Counts `task` submitted and sends it where admission said. Counted
@@ -172,19 +164,73 @@ impl Shared {
         Self::send(this, how, Job { task, generation });
     }
 
-    /// Submits `task`, waiting for room while the pool is full: what
-    /// `reserve(true)` and `dispatch` do, with the task counted before its
-    /// admission rather than after. Admission makes the task claimable, and
-    /// a claimer then waits for the push that makes it findable
-    /// (`take_claimed`); the less the submitter does in between, the less
-    /// likely it is to be preempted there, which keeps the claimer waiting
-    /// until it runs again.
+    /// Submits `task`, waiting while the pool is full: see
+    /// `WorkerPool::submit`.
+    ///
+    /// The task is pushed first, then counted in `queued`, and only then
+    /// does its submitter act on what the count saw, as admission would
+    /// have: wake a parked worker, start one, or wait for room. Counted
+    /// first, a task would be claimable before it is findable, and a
+    /// claimer would wait for the push (`take_claimed`) for as long as the
+    /// submitter is off its core, if it was preempted in between. Pushed
+    /// first, a claim always finds a task: every unit of `queued` counted
+    /// this way is a task in the queue already, and claims are anonymous
+    /// (module docs); until its count, the task is covered by the
+    /// submitter, which is about to make it.
+    ///
+    /// So a submitter that finds the pool full has queued its task already:
+    /// it waits, before it returns, until its task is within the capacity
+    /// (`over_bound`), and the queue holds at most a task per blocked
+    /// submitter past it. A task submitted by one of the pool's own tasks
+    /// is admitted first (`reserve`), since it may be refused.
     pub(crate) fn submit(this: &Arc<Self>, task: Task) {
-        let generation = this.counts.generations.enter();
-        let how = this
-            .reserve(true)
-            .expect("a blocking submit always admits its task");
-        Self::send(this, how, Job { task, generation });
+        let job = Job {
+            task,
+            generation: this.counts.generations.enter(),
+        };
+        if worker::is_worker_of(this) {
+            let how = this
+                .reserve(true)
+                .expect("an unbounded admission never fails");
+            return Self::send(this, how, job);
+        }
+        this.queue.push(job);
+        // The count, in one step with admission's rules (`plan`): with no
+        // free worker left for it, a worker is started and counted with
+        // the task claimed for it; else the task is counted in `queued`.
+        let max = this.max_workers();
+        let before = loop {
+            let mut start = false;
+            let (before, counted) = this.state().update(|s| {
+                start = s.queued() >= s.free() && s.running() < max;
+                if start {
+                    Some(s.start())
+                } else {
+                    (s.queued() < QUEUED_LIMIT).then(|| s.queue())
+                }
+            });
+            if start {
+                Self::start_for_claim(this, before);
+                return;
+            }
+            if counted {
+                break before;
+            }
+            // `queued` is at its limit (only a tiny test limit gets there
+            // from outside the pool): counted apart, and never refused,
+            // since the task is in the queue already.
+            if this.count_uncounted(false).is_some() {
+                return;
+            }
+        };
+        if before.queued() < before.free() {
+            // A free worker not yet spoken for takes it.
+            if before.queued() >= before.spinning() {
+                this.wake_one();
+            }
+        } else if this.over_bound(before.queue()) {
+            this.wait_within_bound();
+        }
     }
 
     fn send(this: &Arc<Self>, how: Admission, job: Job) {
@@ -299,7 +345,7 @@ impl Shared {
                 panic!("stashpool: could not start a worker thread: {error}");
             }
             let how = loop {
-                if let Some(how) = this.admit(mode).or_else(|| this.count_uncounted()) {
+                if let Some(how) = this.admit(mode).or_else(|| this.count_uncounted(true)) {
                     break how;
                 }
             };
@@ -341,17 +387,18 @@ impl Shared {
     /// in `Inner::uncounted`, if `queued` is still at its limit, and
     /// returns `Queued`; returns `None`, counting nothing, if a claim has
     /// made room there since (the caller admits the task again), and
-    /// `Refused` past `MAX_UNCOUNTED`. A claim that takes `queued` down from
-    /// the limit after this check takes the lock after it too, and moves
-    /// the task into `queued` (`refill`); one that did before has released
-    /// the lock before this check, which therefore sees it.
+    /// `Refused` past `MAX_UNCOUNTED`, unless `may_refuse` is false (for a
+    /// task that `submit` has pushed already). A claim that takes `queued`
+    /// down from the limit after this check takes the lock after it too,
+    /// and moves the task into `queued` (`refill`); one that did before has
+    /// released the lock before this check, which therefore sees it.
     #[cold]
-    fn count_uncounted(&self) -> Option<Admission> {
+    fn count_uncounted(&self, may_refuse: bool) -> Option<Admission> {
         let mut inner = lock(&self.inner);
         if self.state().load().queued() < QUEUED_LIMIT {
             return None;
         }
-        if inner.uncounted >= MAX_UNCOUNTED {
+        if may_refuse && inner.uncounted >= MAX_UNCOUNTED {
             return Some(Admission::Refused);
         }
         inner.uncounted += 1;
@@ -360,19 +407,50 @@ impl Shared {
 
     // === room for blocked submitters ===
 
-    /// Blocks until there may be room: returns false at once if there is
-    /// room already, true after sleeping until a freed slot was granted to
-    /// this submitter (the caller retries either way).
+    /// Whether a pool in state `s` holds more tasks than it admits: more
+    /// queued than its free workers and its capacity take, and no worker
+    /// left to start. A submitter whose task made it so waits until it is
+    /// not (`wait_within_bound`).
+    #[inline]
+    pub(super) fn over_bound(&self, s: State) -> bool {
+        let max = self.max_workers();
+        s.running() >= max && s.queued() > s.free() + self.config.capacity(max)
+    }
+
+    /// Waits until the pool is within its bound (`submit`): spins, re-reading
+    /// the state, for a few microseconds, then sleeps until a worker grants
+    /// a wake.
+    #[cold]
+    fn wait_within_bound(&self) {
+        let (mut spin, mut woken) = (Spin::new(), false);
+        while self.over_bound(self.state().load()) {
+            if spin.rounds() < SUBMIT_SPINS {
+                spin.spin();
+            } else {
+                woken |= self.wait_for_room();
+            }
+        }
+        if woken {
+            // Other submitters may still be asleep: hand the next one the
+            // room there is, or raise the mark again for the next step
+            // that makes room.
+            self.pass_room();
+        }
+    }
+
+    /// Blocks until there may be room: returns false at once if the pool is
+    /// within its bound already, true after sleeping until a wake was
+    /// granted to this submitter, or until `ROOM_BACKSTOP` found the pool
+    /// within its bound (the caller checks again either way).
     #[cold]
     fn wait_for_room(&self) -> bool {
         let mut inner = lock(&self.inner);
-        // Mark ourselves waiting only if the pool is still full, in one step
-        // on the state word: a worker that makes room afterwards sees the
-        // mark and grants a wake; one that made room before, we see here.
-        let (_, marked) = self.state().update(|s| match self.plan(s, BLOCKING) {
-            Some(_) => None,
-            None => Some(s.with_waiting()),
-        });
+        // Mark ourselves waiting only if the pool is still over its bound,
+        // in one step on the state word: a worker that makes room
+        // afterwards sees the mark; one that made room before, we see here.
+        let (_, marked) = self
+            .state()
+            .update(|s| self.over_bound(s).then(|| s.with_waiting()));
         if !marked {
             return false;
         }
@@ -381,28 +459,45 @@ impl Shared {
         // worker granting a wake, which takes the lock, cannot do it in
         // between.
         while inner.grants == 0 {
-            inner = wait(&self.room, inner);
+            // loom has no clock, and its timed waits time out at once: the
+            // models check the wakes alone, with tasks that finish.
+            #[cfg(stashpool_loom)]
+            {
+                inner = wait(&self.room, inner);
+            }
+            #[cfg(not(stashpool_loom))]
+            {
+                let timed_out;
+                (inner, timed_out) = wait_timeout(&self.room, &self.inner, inner, ROOM_BACKSTOP);
+                if timed_out && !self.over_bound(self.state().load()) {
+                    // Within the bound, short of the low-water mark, and
+                    // maybe no claim to come (`ROOM_BACKSTOP`). The mark
+                    // stays up for any other sleeper (`pass_room`).
+                    inner.blocked -= 1;
+                    return true;
+                }
+            }
         }
         inner.grants -= 1;
         inner.blocked -= 1;
         true
     }
 
-    /// Called by a submitter that was woken, once it has its room: if other
-    /// submitters are still asleep, grant one of them a wake if there is
-    /// room now, or raise the waiting mark again so the next freed slot
-    /// does. Together with `grant_room`, this keeps the rule that while a
-    /// submitter sleeps, either the mark is up or a wake is on its way.
+    /// Called by a submitter that was woken, once the pool is within its
+    /// bound: if other submitters are still asleep, grant one of them a
+    /// wake if the pool is within its bound still, or raise the waiting
+    /// mark again so that the next step that makes room does. Together
+    /// with `grant_room`, this keeps the rule that while a submitter
+    /// sleeps, either the mark is up or a wake is on its way.
     #[cold]
     fn pass_room(&self) {
         let mut inner = lock(&self.inner);
         if inner.blocked <= inner.grants {
             return;
         }
-        let (_, marked) = self.state().update(|s| match self.plan(s, BLOCKING) {
-            Some(_) => None,
-            None => Some(s.with_waiting()),
-        });
+        let (_, marked) = self
+            .state()
+            .update(|s| self.over_bound(s).then(|| s.with_waiting()));
         if !marked {
             inner.grants += 1;
             self.room.notify_one();
@@ -481,16 +576,27 @@ impl Shared {
                 return;
             }
             this.refill_if_full(before);
-            // Lowered again meanwhile: the claim goes back to the queue.
-            let max = this.max_workers();
-            if before.running() >= max && this.give_back(max) {
+            if !Self::start_for_claim(this, before) {
                 return;
             }
-            let job = this.take_claimed();
-            if let Err((job, error)) = Self::start(this, job) {
-                Self::start_failed(this, job, error);
-            }
         }
+    }
+
+    /// Starts a worker for a task claimed for it in the step, which saw
+    /// `before`, that counted the worker started, unless the bound was
+    /// lowered meanwhile (`max_workers`, read again) and the pool is still
+    /// above it: then the claim goes back to the queue (`give_back`) and
+    /// this returns false.
+    fn start_for_claim(this: &Arc<Self>, before: State) -> bool {
+        let max = this.max_workers();
+        if before.running() >= max && this.give_back(max) {
+            return false;
+        }
+        let job = this.take_claimed();
+        if let Err((job, error)) = Self::start(this, job) {
+            Self::start_failed(this, job, error);
+        }
+        true
     }
 
     /// Takes every parked worker off the idle stack and wakes it.
@@ -555,7 +661,8 @@ impl Shared {
 #[cfg(all(test, not(stashpool_loom)))]
 mod tests {
     //! Tasks past the limit of `queued`, which unit tests set at
-    //! `QUEUED_LIMIT` (3) so that they reach it cheaply.
+    //! `QUEUED_LIMIT` (3) so that they reach it cheaply; and a blocked
+    //! submitter's wake at the low-water mark, and without it.
 
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::{mpsc, Arc};
@@ -568,9 +675,13 @@ mod tests {
     const DEADLINE: Duration = Duration::from_secs(60);
 
     fn shared(max_workers: usize) -> Shared {
+        shared_with_queue(max_workers, None)
+    }
+
+    fn shared_with_queue(max_workers: usize, max_queued: Option<usize>) -> Shared {
         Shared::new(Config {
             max_workers,
-            max_queued: None,
+            max_queued,
             idle_timeout: None,
             stack_size: None,
             thread_name: None,
@@ -581,6 +692,48 @@ mod tests {
 
     fn uncounted(shared: &Shared) -> usize {
         lock(&shared.inner).uncounted
+    }
+
+    #[test]
+    fn a_claim_short_of_the_low_water_mark_leaves_a_blocked_submitter_to_its_timer() {
+        // One worker, busy; a queue of two, and a third task past it, whose
+        // submitter waits for room.
+        let shared = Arc::new(shared_with_queue(1, Some(2)));
+        shared
+            .state()
+            .update(|s| Some(s.start().queue().queue().queue()));
+        for _ in 0..3 {
+            let generation = shared.counts.generations.enter();
+            let task = Task::new(|| crate::workers::task::Outcome::Returned);
+            shared.queue.push(Job { task, generation });
+        }
+        let (returned_tx, returned) = mpsc::channel();
+        let submitter = {
+            let shared = Arc::clone(&shared);
+            std::thread::spawn(move || {
+                shared.wait_within_bound();
+                returned_tx.send(()).unwrap();
+            })
+        };
+        // The mark goes up only once its spin is over, on its way to sleep.
+        while !shared.state().load().waiting() {
+            std::thread::yield_now();
+        }
+        // A claim: within the bound, but above the low-water mark (one
+        // queued, for a queue of two), so no wake is granted.
+        drop(shared.claim_queued());
+        assert!(shared.state().load().waiting());
+        assert_eq!(lock(&shared.inner).grants, 0);
+        // Nothing else will claim (as if the worker waited for the
+        // submitter): its timer ends the wait.
+        assert!(
+            returned.recv_timeout(DEADLINE).is_ok(),
+            "a blocked submitter slept on with room"
+        );
+        submitter.join().unwrap();
+        // The next claim reaches the mark, and clears it.
+        drop(shared.claim_queued());
+        assert!(!shared.state().load().waiting());
     }
 
     #[test]
@@ -599,7 +752,7 @@ mod tests {
             bounded: false,
         };
         assert_eq!(shared.admit(unbounded), None);
-        assert_eq!(shared.count_uncounted(), Some(Admission::Queued));
+        assert_eq!(shared.count_uncounted(true), Some(Admission::Queued));
         assert_eq!(
             (uncounted(&shared), shared.stats().queued),
             (1, QUEUED_LIMIT + 1)
@@ -611,7 +764,7 @@ mod tests {
         assert_eq!(shared.state().load().queued(), QUEUED_LIMIT);
         // With room in `queued`, nothing is counted past it.
         shared.state().update(|s| Some(s.claim_busy()));
-        assert_eq!(shared.count_uncounted(), None);
+        assert_eq!(shared.count_uncounted(true), None);
         assert_eq!(uncounted(&shared), 0);
     }
 

@@ -207,19 +207,22 @@ impl Shared {
         // whatever is queued; else claim a queued task, or, with none
         // queued, become free. Each step makes room (one queued task fewer,
         // one free worker more or one worker fewer), so it also wakes a
-        // blocked submitter.
+        // blocked submitter: at once when the worker becomes free or
+        // leaves, and for a claim only at the queue's low-water mark
+        // (`Shared::claim_busy`).
         let max = self.max_workers();
+        let mut after = None;
         let (before, _) = self.state().update(|s| {
-            let next = if s.running() > max {
-                s.exit_busy()
+            after = Some(if s.running() > max {
+                s.exit_busy().without_waiting()
             } else if s.queued() > 0 {
-                s.claim_busy()
+                self.claim_busy(s)
             } else {
-                s.spin()
-            };
-            Some(next.without_waiting())
+                s.spin().without_waiting()
+            });
+            after
         });
-        if before.waiting() {
+        if before.waiting() && after.is_some_and(|after| !after.waiting()) {
             self.grant_room();
         }
         finished.add(self, generation);

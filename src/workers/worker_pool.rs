@@ -140,8 +140,16 @@ impl WorkerPool {
     }
 
     /// Runs `task` on a worker: a free one, else a new one while fewer than
-    /// `max_workers` run, else the next busy one to finish, once the queue
-    /// has room; until then, waits.
+    /// `max_workers` run, else the next busy one to finish. When the queue
+    /// is full, the task is queued all the same, and `submit` waits before
+    /// it returns until the pool is back within its bound (so the queue
+    /// holds at most one task per waiting submitter past its capacity).
+    /// A submitter that sleeps for it is woken once the queue has drained
+    /// to half its capacity, so that one that outruns the workers sleeps
+    /// and wakes once per half a queue of tasks, not once per task; or, if
+    /// the workers stop short of that (in tasks that wait for what this
+    /// submitter's caller does next, say), within about a millisecond of
+    /// the pool being back within its bound.
     ///
     /// A task submitted from one of this pool's own tasks never waits (if
     /// every worker waited for room, none would be left to make it): it is
@@ -561,10 +569,11 @@ impl WorkerPoolBuilder {
     /// [`DEFAULT_QUEUE_CAPACITY`](super::DEFAULT_QUEUE_CAPACITY), or
     /// [`DEFAULT_QUEUE_PER_WORKER`](super::DEFAULT_QUEUE_PER_WORKER) per
     /// worker in pools large enough for that to be more). When every worker is busy
-    /// and no new one may start, `submit` queues its task if there is room
-    /// and waits otherwise; `try_submit` gives the task back. With 0,
-    /// `submit` waits until a worker is free, as Go's `itogami` does, and
-    /// every task is a hand-off; a queue lets a submitter run ahead of the
+    /// and no new one may start, `submit` queues its task, and waits if
+    /// that took the queue past this (see [`submit`](WorkerPool::submit));
+    /// `try_submit` gives the task back. With 0, `submit` waits until a
+    /// worker takes its task, as Go's `itogami` waits for a free worker,
+    /// and every task is a hand-off; a queue lets a submitter run ahead of the
     /// workers (the `max_queued` group of `benches/workers.rs`
     /// measures what that buys). Room for the queue (six words a task, up
     /// to 8192 tasks; tasks past that go to a queue that grows as needed)
