@@ -458,8 +458,7 @@ fn table() {
          the best wall time and the best CPU time (user and system, every thread, during the run), medians of \
          the rest. *÷ stashpool*: the peer's best over stashpool's (above 1: stashpool is faster), and its \
          median peak RSS over stashpool's. `plain, glibc keeping memory`: plain with \
-         `GLIBC_TUNABLES={KEEP_MEMORY}`. stashpool's wall times include the wait of a process's first pool \
-         use for its `membarrier` registration, a sleep in the kernel that its CPU time does not show.",
+         `GLIBC_TUNABLES={KEEP_MEMORY}`.",
         cores(),
         cores()
     )
