@@ -156,49 +156,64 @@ fn sweeps_reach_blocked_threads() {
 #[test]
 fn objects_flow_from_returning_threads_to_getting_threads() {
     common::run_with_deadline(DEADLINE, || {
-        const SENT: u32 = if cfg!(miri) { 200 } else { 20_000 };
-        // One thread only gets, the other only returns (a pipeline): the
-        // returner's stash spills into the overflow and the getter takes batches
-        // from it, so few objects are ever made.
+        const ROUND: usize = 8;
+        const ROUNDS: usize = if cfg!(miri) { 5 } else { 500 };
+        // One thread only gets, the other only returns (a pipeline), in
+        // rounds: the getter takes ROUND buffers and sends them, the
+        // returner receives them all, drops them and says so, then the
+        // next round. A
+        // thread that only returns keeps nothing in its stash (it never
+        // finds it empty), so each round finds the last round's buffers in
+        // the overflow: the first round makes every buffer and no later
+        // round makes one. (A stash that kept what its thread returned, up
+        // to `max_stashed`, would have held them from the getter.) The
+        // rounds do not overlap, so no get races a return and the count is
+        // exact.
         let pool = Arc::new(
             LocalPool::builder((|| vec![0u8; 1024]) as fn() -> Vec<u8>)
                 .max_stashed(16)
                 .manual_sweep()
                 .build(),
         );
-        let (tx, rx) = mpsc::sync_channel::<PooledOwned<Vec<u8>, fn() -> Vec<u8>>>(8);
+        let (tx, rx) = mpsc::channel::<PooledOwned<Vec<u8>, fn() -> Vec<u8>>>();
+        let (done_tx, done_rx) = mpsc::channel::<()>();
         let producer = {
             let pool = Arc::clone(&pool);
             thread::spawn(move || {
-                for i in 0..SENT {
-                    let mut buf = pool.get_owned();
-                    buf[0] = i as u8;
-                    tx.send(buf).unwrap();
+                for round in 0..ROUNDS {
+                    for i in 0..ROUND {
+                        let mut buf = pool.get_owned();
+                        buf[0] = (round * ROUND + i) as u8;
+                        tx.send(buf).unwrap();
+                    }
+                    done_rx.recv().unwrap();
                 }
             })
         };
         let consumer = thread::spawn(move || {
             let mut n = 0;
-            for buf in rx {
-                n += usize::from(buf[0] == (n as u8));
-                drop(buf);
+            for _ in 0..ROUNDS {
+                // The whole round first: the getter is done with it.
+                let round: Vec<_> = rx.iter().take(ROUND).collect();
+                for buf in round {
+                    n += usize::from(buf[0] == (n as u8));
+                    drop(buf);
+                }
+                done_tx.send(()).unwrap();
             }
             n
         });
         producer.join().unwrap();
         assert_eq!(
             consumer.join().unwrap(),
-            SENT as usize,
+            ROUND * ROUNDS,
             "in order, each once"
         );
         let stats = pool.stats();
-        assert_eq!(stats.created + stats.reused, u64::from(SENT));
-        // The producer makes a buffer only when its stash and the overflow are
-        // empty; then every other buffer is in the channel (8), in the
-        // consumer's hand (1) or in the consumer's stash (16).
-        assert!(
-            stats.created <= 8 + 1 + 16 + 1,
-            "objects were recycled across threads: {stats:?}"
+        assert_eq!(
+            (stats.created, stats.reused),
+            (ROUND as u64, (ROUND * (ROUNDS - 1)) as u64),
+            "the returner's buffers went to the getter: {stats:?}"
         );
         assert_eq!(stats.idle as u64, stats.created, "all back in the pool");
     });
