@@ -41,9 +41,9 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPoolBuilder<T, R> {
     /// found it empty since the previous sweep halves it again, and one that
     /// finds the thread took nothing since then sets it back to none. So a
     /// thread that only returns objects other threads took (the consumer of
-    /// a channel) keeps none: each return goes straight to the shared overflow, where
-    /// the taking thread finds it; and a thread that takes and returns (a
-    /// loop, a burst) soon keeps all it holds. A return that finds the
+    /// a channel) keeps none: each return goes straight to the shared
+    /// overflow, where the taking thread finds it; and a thread that takes
+    /// and returns (a loop, a burst) soon keeps all it holds. A return that finds the
     /// stash at its limit moves the older half to the overflow.
     ///
     /// `0` is allowed and means no private stash: every return goes to the
