@@ -63,6 +63,15 @@ fn drop_and_check(pool: LocalPool<Obj, Maker>, ledger: &Ledger) {
     assert_eq!(ledger.live(), 0, "every object dropped exactly once");
 }
 
+/// An owner that returns one object, then uses one.
+fn spawn_owner(pool: &Arc<LocalPool<Obj, Maker>>, ledger: &Arc<Ledger>) -> thread::JoinHandle<()> {
+    let (pool, ledger) = (Arc::clone(pool), Arc::clone(ledger));
+    thread::spawn(move || {
+        pool.put(Ledger::track(&ledger));
+        pool.with(|obj| obj.hold(|_| ()));
+    })
+}
+
 /// Two threads race to use a new pool first, so both make its shared state
 /// and race to publish it: one state wins, the other is dropped unseen, and
 /// both threads' objects end up pooled in the winner.
@@ -146,13 +155,7 @@ fn sweep_races_owner() {
     loom::model(|| {
         let ledger = Ledger::new();
         let pool = Arc::new(pool(&ledger, 2));
-        let owner = {
-            let (pool, ledger) = (Arc::clone(&pool), Arc::clone(&ledger));
-            thread::spawn(move || {
-                pool.put(Ledger::track(&ledger));
-                pool.with(|obj| obj.hold(|_| ()));
-            })
-        };
+        let owner = spawn_owner(&pool, &ledger);
         let sweeper = {
             let pool = Arc::clone(&pool);
             thread::spawn(move || pool.sweep())
@@ -822,6 +825,15 @@ fn wait_for_the_switch() {
     }
 }
 
+/// The end of a switch model: once the owners have switched, a use on
+/// compiler fences, then every object accounted for.
+fn use_after_the_switch(pool: Arc<LocalPool<Obj, Maker>>, ledger: &Ledger) {
+    wait_for_the_switch();
+    pool.with(|obj| obj.hold(|_| ())); // on compiler fences
+    let pool = Arc::try_unwrap(pool).ok().unwrap();
+    drop_and_check(pool, ledger);
+}
+
 /// An owner gets and returns while a sweeper sweeps, registers the process
 /// for `membarrier` and sweeps again: the owner's critical sections use
 /// either barrier, and the one sweep that used a fence is done before any
@@ -834,21 +846,12 @@ fn owners_switch_barriers_between_two_sweeps() {
         let ledger = Ledger::new();
         let pool = Arc::new(pool(&ledger, 2));
         pool.put(Ledger::track(&ledger)); // something to sweep
-        let owner = {
-            let (pool, ledger) = (Arc::clone(&pool), Arc::clone(&ledger));
-            thread::spawn(move || {
-                pool.put(Ledger::track(&ledger));
-                pool.with(|obj| obj.hold(|_| ()));
-            })
-        };
+        let owner = spawn_owner(&pool, &ledger);
         pool.sweep();
         LocalPool::<Obj, Maker>::loom_register();
         pool.sweep();
         owner.join().unwrap();
-        wait_for_the_switch();
-        pool.with(|obj| obj.hold(|_| ())); // on compiler fences
-        let pool = Arc::try_unwrap(pool).ok().unwrap();
-        drop_and_check(pool, &ledger);
+        use_after_the_switch(pool, &ledger);
     });
 }
 
@@ -861,13 +864,7 @@ fn registration_races_a_sweep() {
         let ledger = Ledger::new();
         let pool = Arc::new(pool(&ledger, 2));
         pool.put(Ledger::track(&ledger)); // something to sweep
-        let owner = {
-            let (pool, ledger) = (Arc::clone(&pool), Arc::clone(&ledger));
-            thread::spawn(move || {
-                pool.put(Ledger::track(&ledger));
-                pool.with(|obj| obj.hold(|_| ()));
-            })
-        };
+        let owner = spawn_owner(&pool, &ledger);
         let sweeper = {
             let pool = Arc::clone(&pool);
             thread::spawn(move || pool.sweep())
@@ -875,9 +872,6 @@ fn registration_races_a_sweep() {
         LocalPool::<Obj, Maker>::loom_register();
         sweeper.join().unwrap();
         owner.join().unwrap();
-        wait_for_the_switch();
-        pool.with(|obj| obj.hold(|_| ())); // on compiler fences
-        let pool = Arc::try_unwrap(pool).ok().unwrap();
-        drop_and_check(pool, &ledger);
+        use_after_the_switch(pool, &ledger);
     });
 }
