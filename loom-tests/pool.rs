@@ -299,7 +299,7 @@ fn thread_exit_with_a_full_stash() {
         let ledger = Ledger::new();
         let pool = Arc::new(pool(&ledger, 2));
         let exiting = {
-            let (pool, ledger) = (Arc::clone(&pool), Arc::clone(&ledger));
+            let pool = Arc::clone(&pool);
             thread::spawn(move || {
                 // Two made, and returned: the stash keeps one (its limit
                 // after one get) and spills the other.
