@@ -41,8 +41,9 @@ pub(crate) struct Overflow<T> {
     /// Objects queued, plus objects reserved for batches on their way in;
     /// kept only if the pool has a `max_idle` (`counts`).
     len: AtomicUsize,
-    /// The most objects `len` may reach (`LocalPoolBuilder::max_idle`).
-    max_idle: usize,
+    /// The most objects `len` may reach (`LocalPoolBuilder::max_idle`), if
+    /// the pool has a bound: the one place the pool keeps it.
+    max_idle: Option<usize>,
 }
 
 impl<T> Overflow<T> {
@@ -51,14 +52,22 @@ impl<T> Overflow<T> {
             queue: LazyQueue::new(),
             singles: Singles::new(max_idle),
             len: AtomicUsize::new(0),
-            max_idle,
+            max_idle: (max_idle != usize::MAX).then_some(max_idle),
         }
+    }
+
+    /// The pool's `max_idle`, if it has one (`usize::MAX`, the default, is
+    /// none): the bound on idle objects that sweeps enforce, and that
+    /// stashes share.
+    #[inline]
+    pub(crate) fn max_idle(&self) -> Option<usize> {
+        self.max_idle
     }
 
     /// Whether `len` is kept: only a bound needs the count (module docs).
     #[inline]
     fn counts(&self) -> bool {
-        self.max_idle != usize::MAX
+        self.max_idle.is_some()
     }
 
     /// Adds `n` to `len`, if it is kept.
@@ -80,14 +89,17 @@ impl<T> Overflow<T> {
     /// Reserves room for up to `want` objects; returns how many fit. The
     /// caller must push exactly that many, in one batch.
     pub(crate) fn reserve(&self, want: usize) -> usize {
-        if want == 0 || !self.counts() {
+        let Some(max_idle) = self.max_idle else {
             return want;
+        };
+        if want == 0 {
+            return 0;
         }
         // Relaxed: `len` is a budget, not a publication; the queue itself
         // orders the batches and their contents.
         let mut len = self.len.load(Ordering::Relaxed);
         loop {
-            let granted = want.min(self.max_idle.saturating_sub(len));
+            let granted = want.min(max_idle.saturating_sub(len));
             if granted == 0 {
                 return 0;
             }

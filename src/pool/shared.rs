@@ -97,9 +97,6 @@ pub(crate) struct Shared<T: Send> {
     /// read-modify-writes.
     pub(crate) orphans: Counters<true>,
     pub(crate) max_stashed: usize,
-    /// `LocalPoolBuilder::max_idle`: the most idle objects of all stashes and the
-    /// overflow together, after a sweep.
-    pub(crate) max_idle: usize,
     pub(crate) strategy: Strategy,
     /// This pool's key in the background sweeper's registry.
     #[cfg_attr(stashpool_loom, allow(dead_code))]
@@ -126,7 +123,6 @@ impl<T: Send> Shared<T> {
             trimmed: AtomicCount::new(0),
             orphans: Counters::default(),
             max_stashed,
-            max_idle,
             strategy: barrier::strategy(),
             id,
         }
@@ -268,7 +264,7 @@ impl<T: Send> Shared<T> {
         stash.with_owner(shared.strategy, |local| {
             local.epoch = local.epoch.max(epoch)
         });
-        if shared.max_idle != usize::MAX {
+        if shared.overflow.max_idle().is_some() {
             // One more slot held: every other one's share shrinks.
             let capacity = shared.stash_capacity(sweeping.held);
             shared.rebalance(capacity);
@@ -306,7 +302,7 @@ impl<T: Send> Shared<T> {
             local.set_capacity(capacity);
             local.seen = stash.counters.total();
         });
-        if self.max_idle != usize::MAX {
+        if self.overflow.max_idle().is_some() {
             self.rebalance(capacity);
         }
         true
@@ -318,7 +314,7 @@ impl<T: Send> Shared<T> {
     /// slot comes here on every get and return, and a store each time would
     /// bounce the line between them.
     fn no_slot_free(&self, held: usize) -> bool {
-        let full = held >= self.max_idle
+        let full = self.overflow.max_idle().is_some_and(|max| held >= max)
             || match self.max_stashes {
                 Some(max) => held >= max,
                 // No default bound is below one core's slots, so the core
@@ -423,10 +419,9 @@ impl<T: Send> Shared<T> {
     /// The capacity of each stash when the pool has `stashes` of them: the
     /// pool's `max_stashed`, or the stash's share of `max_idle`.
     pub(super) fn stash_capacity(&self, stashes: usize) -> usize {
-        if self.max_idle == usize::MAX {
-            self.max_stashed
-        } else {
-            self.max_stashed.min(self.max_idle / stashes.max(1))
+        match self.overflow.max_idle() {
+            None => self.max_stashed,
+            Some(max_idle) => self.max_stashed.min(max_idle / stashes.max(1)),
         }
     }
 

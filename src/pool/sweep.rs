@@ -49,7 +49,7 @@ impl<T: Send> Shared<T> {
                     // Release: a stashless return that reads this stamps
                     // its object as returned during or after this sweep.
                     self.epoch.store(epoch, Ordering::Release);
-                    let bounded = self.max_idle != usize::MAX;
+                    let max_idle = self.overflow.max_idle();
                     let capacity = self.stash_capacity(sweeping.held);
                     let wanted = self.wanted.swap(false, Ordering::Relaxed);
                     let (mut kept, mut shed, mut given_up) = (0, Vec::new(), 0);
@@ -68,7 +68,7 @@ impl<T: Send> Shared<T> {
                                 given_up += 1;
                             }
                             local.seen = ops;
-                            if bounded {
+                            if max_idle.is_some() {
                                 // Shares as of now.
                                 local.set_share(capacity);
                             }
@@ -82,18 +82,13 @@ impl<T: Send> Shared<T> {
                     let held = sweeping.held - given_up;
                     self.count_held(&mut sweeping, held);
                     self.overflow.trim(epoch, false, &mut dead);
-                    if !bounded {
-                        // Victims all: the next sweep drops them if they
-                        // are still idle then.
-                        shed.into_iter()
-                            .for_each(|batch| self.overflow.put_back(batch));
-                    } else {
+                    if let Some(max_idle) = max_idle {
                         // The bound: stashes and overflow together keep at
                         // most `max_idle`. What was shed is victims only, so
                         // it goes first, then the overflow's oldest.
                         let queued = self.overflow.len();
                         let shed_len: usize = shed.iter().map(|b| b.items.len()).sum();
-                        let room = self.max_idle.saturating_sub(kept);
+                        let room = max_idle.saturating_sub(kept);
                         let mut excess = (queued + shed_len).saturating_sub(room);
                         for mut batch in shed {
                             let n = excess.min(batch.items.len());
@@ -104,6 +99,11 @@ impl<T: Send> Shared<T> {
                             }
                         }
                         self.overflow.cut(excess, &mut dead);
+                    } else {
+                        // Victims all: the next sweep drops them if they
+                        // are still idle then.
+                        shed.into_iter()
+                            .for_each(|batch| self.overflow.put_back(batch));
                     }
                 }
                 Trim::All => {
