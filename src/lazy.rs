@@ -18,6 +18,9 @@ use crate::pool::fork;
 use crate::sync::{Arc, AtomicPtr, Ordering, Queue};
 
 /// A `T` made by the first [`get_or_make`](Lazy::get_or_make).
+///
+/// Its one user, the size-class pools, is compiled out under loom.
+#[cfg_attr(stashpool_loom, allow(dead_code))]
 pub(crate) struct Lazy<T> {
     /// Null until made; then a value from `Box::into_raw`, freed only by
     /// `Drop`.
@@ -31,6 +34,7 @@ pub(crate) struct Lazy<T> {
     _owns: PhantomData<AssertUnwindSafe<Box<T>>>,
 }
 
+#[cfg_attr(stashpool_loom, allow(dead_code))]
 impl<T> Lazy<T> {
     /// `const`, so that a pool holding one can be made in a `static`.
     #[cfg(not(stashpool_loom))]

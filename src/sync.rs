@@ -694,6 +694,7 @@ mod loom_impl {
 
                 /// A store only when it succeeds; when it fails it read the
                 /// latest value, as a load that returned it does.
+                #[allow(dead_code)]
                 pub(crate) fn compare_exchange(
                     &self,
                     current: $value,
