@@ -195,41 +195,40 @@ impl Shared {
             return Self::send(this, how, job);
         }
         this.queue.push(job);
-        // The count, in one step with admission's rules (`plan`): with no
-        // free worker left for it, a worker is started and counted with
-        // the task claimed for it; else the task is counted in `queued`.
-        let max = this.max_workers();
-        let before = loop {
-            let mut start = false;
+        // The count, by admission's rules (`plan`), with the pushed task in
+        // hand: a worker started for it claims it, a queued one is counted
+        // in `queued`.
+        let unbounded = Mode {
+            may_start: true,
+            bounded: false,
+        };
+        let (before, how) = loop {
+            let mut how = None;
             let (before, counted) = this.state().update(|s| {
-                start = s.queued() >= s.free() && s.running() < max;
-                if start {
-                    Some(s.start())
-                } else {
-                    (s.queued() < QUEUED_LIMIT).then(|| s.queue())
-                }
+                let (next, planned) = this.plan(s, unbounded)?;
+                how = Some(planned);
+                Some(next)
             });
-            if start {
-                Self::start_for_claim(this, before);
-                return;
+            if let Some(how) = how.filter(|_| counted) {
+                break (before, how);
             }
-            if counted {
-                break before;
-            }
-            // `queued` is at its limit (only a tiny test limit gets there
-            // from outside the pool): counted apart, and never refused,
-            // since the task is in the queue already.
+            // `queued` is at its limit and no worker can start (only a tiny
+            // test limit gets there from outside the pool): counted apart,
+            // and never refused, since the task is in the queue already.
             if this.count_uncounted(false).is_some() {
                 return;
             }
         };
-        if before.queued() < before.free() {
-            // A free worker not yet spoken for takes it.
-            if before.queued() >= before.spinning() {
-                this.wake_one();
+        match how {
+            Admission::Start => {
+                Self::start_for_claim(this, before);
             }
-        } else if this.over_bound(before.queue()) {
-            this.wait_within_bound();
+            Admission::Wake => this.wake_one(),
+            // For a spinning worker, or for a busy one: past the bound, the
+            // submitter waits for room before it returns.
+            Admission::Queued if this.over_bound(before.queue()) => this.wait_within_bound(),
+            Admission::Queued => {}
+            Admission::Refused => unreachable!("`plan` never refuses"),
         }
     }
 
