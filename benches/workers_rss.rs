@@ -48,7 +48,10 @@
 //! at the mercy of the schedule; the ratio says how far. It writes its
 //! tables into `benches/results/workers_rss.md` (between the `tail`
 //! markers), with the load average before and after each sitting, since on
-//! a shared machine the worst runs measure the neighbours too.
+//! a shared machine the worst runs measure the neighbours too; and with a
+//! control that has no pool at all (`turns`, `TAIL_PEERS`), whose worst
+//! run shows what the machine did to the sitting: its threads spin for
+//! their turns, so it stalls for as long as either is off its core.
 //!
 //! Neither includes dropping the pool: `WorkerPool`'s drop joins its
 //! workers, `rayon`'s and `threadpool`'s return without waiting for theirs,
@@ -101,10 +104,14 @@ const TAIL_RUNS: usize = 20;
 const TAIL_SITTINGS: usize = 3;
 
 /// The peers of the tail table: the pool, first (each sitting ends with
-/// how it compares with the best of the others), and the two pools of
-/// threads it competes with (`thread_per_task` takes seconds a run,
-/// `scope_fan_out` dispatches nothing).
-const TAIL_PEERS: [&str; 3] = ["stashpool", "rayon", "threadpool"];
+/// how it compares with the best of the others), the two pools of threads
+/// it competes with (`thread_per_task` takes seconds a run,
+/// `scope_fan_out` dispatches nothing), and last the control, `turns`: no
+/// pool, the tasks run by the workers in turn, a cross-core handoff each,
+/// and a stall for as long as either thread is off its core.
+const TAIL_PEERS: [&str; 4] = ["stashpool", "rayon", "threadpool", CONTROL];
+/// The tail table's control (`TAIL_PEERS`), compared with no peer.
+const CONTROL: &str = "turns";
 
 /// Where the tail table goes, between these markers.
 const RESULTS: &str = "benches/results/workers_rss.md";
@@ -396,7 +403,7 @@ fn tail() {
     let section = format!(
         "{TAIL_BEGIN}\n\
          ### The tail: worst cold runs\n\n\
-         `cargo bench --bench workers_rss -- tail`: the spread of cold runs of `tiny` (make the pool, run one batch, in a fresh process), {TAIL_SITTINGS} sittings one after another, each of {TAIL_RUNS} runs per peer, interleaved: best, quartiles, median and worst of each, with the calls to `sched_yield` and `futex` of each run (a run in which workers park and are woken over and over, or wait for a preempted thread, shows there, whatever else slowed it). The load average shows how busy the machine was: on a shared machine the worst runs measure the neighbours too.\n\n\
+         `cargo bench --bench workers_rss -- tail`: the spread of cold runs of `tiny` (make the pool, run one batch, in a fresh process), {TAIL_SITTINGS} sittings one after another, each of {TAIL_RUNS} runs per peer, interleaved: best, quartiles, median and worst of each, with the calls to `sched_yield` and `futex` of each run (a run in which workers park and are woken over and over, or wait for a preempted thread, shows there, whatever else slowed it). The load average shows how busy the machine was: on a shared machine the worst runs measure the neighbours too. `turns` is the control: no pool, the tasks run by the two threads in turn, so that it stalls for as long as either is off its core; its worst run shows what the machine did to that sitting.\n\n\
          ```text\n{tables}```\n\n\
          _{}; commit `{}`; {}; written by the bench._\n\
          {TAIL_END}\n",
@@ -457,6 +464,7 @@ fn tail_sitting(me: &Path, counter: Counter, sitting: usize) -> String {
             show(futexes.and_then(|f| f.into_iter().max())),
         );
     }
+    let (control, medians) = medians.split_last().expect("the control last");
     let (ours, others) = medians.split_first().expect("stashpool first");
     let (best_peer, best_median, _) = others
         .iter()
@@ -464,10 +472,13 @@ fn tail_sitting(me: &Path, counter: Counter, sitting: usize) -> String {
         .min_by(|a, b| a.1.partial_cmp(&b.1).expect("comparable"))
         .expect("a peer");
     table += &format!(
-        "{}: median {:.2}x the best peer's ({best_peer}), worst {:.2}x its own median\n",
+        "{}: median {:.2}x the best peer's ({best_peer}), worst {:.2}x its own median; \
+         {} (no pool; stalls while a thread is off its core): worst {:.2}x its own median\n",
         ours.0,
         ours.1 / best_median,
         ours.2 / ours.1,
+        control.0,
+        control.2 / control.1,
     );
     table += &format!("load average (1, 5, 15 min): {load_before} before, {load_after} after\n");
     print!("{table}");

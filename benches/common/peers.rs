@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 use std::hint::black_box;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::thread;
 use std::time::Duration;
 
@@ -47,6 +48,13 @@ pub enum Peer {
     /// `std::thread::scope` with one thread per worker, each running its
     /// share of the tasks in place: no dispatch at all, the floor.
     ScopeFanOut(usize),
+    /// One scoped thread per worker, taking turns: task `i` runs on thread
+    /// `i % workers`, which then hands the turn on through one shared
+    /// atomic. No pool, and a cross-core handoff per task, the least a
+    /// pool's dispatch costs; a thread off its core stalls the others for
+    /// as long, so its worst runs show the machine's longest preemptions
+    /// (the control of `workers_rss -- tail`).
+    Turns(usize),
 }
 
 pub const NAMES: [&str; 6] = [
@@ -99,6 +107,7 @@ impl Peer {
             "threadpool" => Self::ThreadPool(threadpool::ThreadPool::new(workers)),
             "thread_per_task" => Self::ThreadPerTask,
             "scope_fan_out" => Self::ScopeFanOut(workers),
+            "turns" => Self::Turns(workers),
             _ => panic!("unknown peer {name:?}; one of {NAMES:?}"),
         }
     }
@@ -142,6 +151,24 @@ impl Peer {
                         s.spawn(move || {
                             for i in (w..n).step_by(workers as usize) {
                                 make(i)();
+                            }
+                        });
+                    }
+                });
+            }
+            Self::Turns(workers) => {
+                let (make, workers) = (&make, *workers as u64);
+                let turn = AtomicU64::new(0);
+                let turn = &turn;
+                thread::scope(|s| {
+                    for w in 0..workers {
+                        s.spawn(move || {
+                            for i in (w..n).step_by(workers as usize) {
+                                while turn.load(Ordering::Acquire) != i {
+                                    std::hint::spin_loop();
+                                }
+                                make(i)();
+                                turn.store(i + 1, Ordering::Release);
                             }
                         });
                     }
