@@ -49,9 +49,9 @@
 //! tables into `benches/results/workers_rss.md` (between the `tail`
 //! markers), with the load average before and after each sitting, since on
 //! a shared machine the worst runs measure the neighbours too; and with a
-//! control that has no pool at all (`turns`, `TAIL_PEERS`), whose worst
-//! run shows what the machine did to the sitting: its threads spin for
-//! their turns, so it stalls for as long as either is off its core.
+//! control that has no pool at all (`turns`, `TAIL_PEERS`): its threads
+//! spin for their turns, so it stalls for as long as either is off its
+//! core, and its worst run shows the longest such stall of the sitting.
 //!
 //! Neither includes dropping the pool: `WorkerPool`'s drop joins its
 //! workers, `rayon`'s and `threadpool`'s return without waiting for theirs,
@@ -403,7 +403,7 @@ fn tail() {
     let section = format!(
         "{TAIL_BEGIN}\n\
          ### The tail: worst cold runs\n\n\
-         `cargo bench --bench workers_rss -- tail`: the spread of cold runs of `tiny` (make the pool, run one batch, in a fresh process), {TAIL_SITTINGS} sittings one after another, each of {TAIL_RUNS} runs per peer, interleaved: best, quartiles, median and worst of each, with the calls to `sched_yield` and `futex` of each run (a run in which workers park and are woken over and over, or wait for a preempted thread, shows there, whatever else slowed it). The load average shows how busy the machine was: on a shared machine the worst runs measure the neighbours too. `turns` is the control: no pool, the tasks run by the two threads in turn, so that it stalls for as long as either is off its core; its worst run shows what the machine did to that sitting.\n\n\
+         `cargo bench --bench workers_rss -- tail`: the spread of cold runs of `tiny` (make the pool, run one batch, in a fresh process), {TAIL_SITTINGS} sittings one after another, each of {TAIL_RUNS} runs per peer, interleaved: best, quartiles, median and worst of each, with the calls to `sched_yield` and `futex` of each run (a run in which workers park and are woken over and over, or wait for a preempted thread, shows there, whatever else slowed it). The load average shows how busy the machine was: on a shared machine the worst runs measure the neighbours too. `turns` is the control: no pool, the tasks run by the two threads in turn, so that it stalls for as long as either is off its core; its worst run shows the longest stall of that kind in the sitting, which a pool whose workers park feels less.\n\n\
          ```text\n{tables}```\n\n\
          _{}; commit `{}`; {}; written by the bench._\n\
          {TAIL_END}\n",
