@@ -49,9 +49,7 @@
 //! tables into `benches/results/workers_rss.md` (between the `tail`
 //! markers), with the load average before and after each sitting, since on
 //! a shared machine the worst runs measure the neighbours too; and with a
-//! control that has no pool at all (`turns`, `TAIL_PEERS`): its threads
-//! spin for their turns, so it stalls for as long as either is off its
-//! core, and its worst run shows the longest such stall of the sitting.
+//! control that has no pool at all (`Peer::Turns`).
 //!
 //! Neither includes dropping the pool: `WorkerPool`'s drop joins its
 //! workers, `rayon`'s and `threadpool`'s return without waiting for theirs,
@@ -106,11 +104,10 @@ const TAIL_SITTINGS: usize = 3;
 /// The peers of the tail table: the pool, first (each sitting ends with
 /// how it compares with the best of the others), the two pools of threads
 /// it competes with (`thread_per_task` takes seconds a run,
-/// `scope_fan_out` dispatches nothing), and last the control, `turns`: no
-/// pool, the tasks run by the workers in turn, a cross-core handoff each,
-/// and a stall for as long as either thread is off its core.
+/// `scope_fan_out` dispatches nothing), and last the control
+/// (`Peer::Turns`).
 const TAIL_PEERS: [&str; 4] = ["stashpool", "rayon", "threadpool", CONTROL];
-/// The tail table's control (`TAIL_PEERS`), compared with no peer.
+/// The tail table's control, compared with no peer.
 const CONTROL: &str = "turns";
 
 /// Where the tail table goes, between these markers.
@@ -403,7 +400,7 @@ fn tail() {
     let section = format!(
         "{TAIL_BEGIN}\n\
          ### The tail: worst cold runs\n\n\
-         `cargo bench --bench workers_rss -- tail`: the spread of cold runs of `tiny` (make the pool, run one batch, in a fresh process), {TAIL_SITTINGS} sittings one after another, each of {TAIL_RUNS} runs per peer, interleaved: best, quartiles, median and worst of each, with the calls to `sched_yield` and `futex` of each run (a run in which workers park and are woken over and over, or wait for a preempted thread, shows there, whatever else slowed it). The load average shows how busy the machine was: on a shared machine the worst runs measure the neighbours too. `turns` is the control: no pool, the tasks run by the two threads in turn, so that it stalls for as long as either is off its core; its worst run shows the longest stall of that kind in the sitting, which a pool whose workers park feels less.\n\n\
+         `cargo bench --bench workers_rss -- tail`: the spread of cold runs of `tiny` (make the pool, run one batch, in a fresh process), {TAIL_SITTINGS} sittings one after another, each of {TAIL_RUNS} runs per peer, interleaved: best, quartiles, median and worst of each, with the calls to `sched_yield` and `futex` of each run (a run in which workers park and are woken over and over, or wait for a preempted thread, shows there, whatever else slowed it). The load average shows how busy the machine was: on a shared machine the worst runs measure the neighbours too. `turns` is the control: no pool and no queue, the tasks run by the workers in turn, each spinning for its turn, so that it stalls for as long as any of them is off its core; what its worst run adds to its median is what the sitting's schedule added to one run.\n\n\
          ```text\n{tables}```\n\n\
          _{}; commit `{}`; {}; written by the bench._\n\
          {TAIL_END}\n",
@@ -465,6 +462,7 @@ fn tail_sitting(me: &Path, counter: Counter, sitting: usize) -> String {
         );
     }
     let (control, medians) = medians.split_last().expect("the control last");
+    assert_eq!(control.0, CONTROL, "the control is the last of TAIL_PEERS");
     let (ours, others) = medians.split_first().expect("stashpool first");
     let (best_peer, best_median, _) = others
         .iter()
@@ -473,7 +471,7 @@ fn tail_sitting(me: &Path, counter: Counter, sitting: usize) -> String {
         .expect("a peer");
     table += &format!(
         "{}: median {:.2}x the best peer's ({best_peer}), worst {:.2}x its own median; \
-         {} (no pool; stalls while a thread is off its core): worst {:.2}x its own median\n",
+         {} (control): worst {:.2}x its own median\n",
         ours.0,
         ours.1 / best_median,
         ours.2 / ours.1,

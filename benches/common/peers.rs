@@ -50,10 +50,12 @@ pub enum Peer {
     ScopeFanOut(usize),
     /// One scoped thread per worker, taking turns: task `i` runs on thread
     /// `i % workers`, which then hands the turn on through one shared
-    /// atomic. No pool, and a cross-core handoff per task, the least a
-    /// pool's dispatch costs; a thread off its core stalls the others for
-    /// as long, so its worst runs show the machine's longest preemptions
-    /// (the control of `workers_rss -- tail`).
+    /// atomic. No pool and no queue, a cross-core handoff per task (with
+    /// more than one worker); the threads spin for their turns, so a thread
+    /// off its core stalls the others for as long, and the excess of a
+    /// run over the median is the stalls the schedule added to it. The
+    /// control of `workers_rss -- tail`. A task that panics leaves the
+    /// others spinning: for the benches' own tasks only.
     Turns(usize),
 }
 
@@ -108,7 +110,7 @@ impl Peer {
             "thread_per_task" => Self::ThreadPerTask,
             "scope_fan_out" => Self::ScopeFanOut(workers),
             "turns" => Self::Turns(workers),
-            _ => panic!("unknown peer {name:?}; one of {NAMES:?}"),
+            _ => panic!("unknown peer {name:?}; one of {NAMES:?}, or \"turns\""),
         }
     }
 

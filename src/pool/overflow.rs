@@ -42,7 +42,7 @@ pub(crate) struct Overflow<T> {
     /// kept only if the pool has a `max_idle` (`counts`).
     len: AtomicUsize,
     /// The most objects `len` may reach (`LocalPoolBuilder::max_idle`), if
-    /// the pool has a bound: the one place the pool keeps it.
+    /// the pool has a bound: the one place the shared state keeps it.
     max_idle: Option<usize>,
 }
 
