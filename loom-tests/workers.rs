@@ -49,6 +49,17 @@ fn count(counter: &Arc<AtomicUsize>) -> impl FnOnce() + Send + 'static {
     }
 }
 
+/// Submits `n` tasks that count themselves, one after another, waits, and
+/// checks that every one ran.
+fn submit_and_wait(pool: &WorkerPool, n: usize) {
+    let counter = Arc::new(AtomicUsize::new(0));
+    for _ in 0..n {
+        pool.submit(count(&counter));
+    }
+    pool.wait();
+    assert_eq!(counter.load(Ordering::Relaxed), n);
+}
+
 /// Runs one task, waits, runs another while the worker heads for parking
 /// (and, with a zero idle timeout, for exiting), and waits again.
 fn two_tasks_with_a_wait_between(pool: &WorkerPool) {
@@ -89,11 +100,7 @@ fn submit_from_two_threads(pool: WorkerPool) -> Arc<WorkerPool> {
 fn a_submit_reaches_a_worker_on_its_way_to_park() {
     model("a_submit_reaches_a_worker_on_its_way_to_park", || {
         let pool = WorkerPool::builder(1).idle_timeout(Duration::MAX).build();
-        let counter = Arc::new(AtomicUsize::new(0));
-        pool.submit(count(&counter));
-        pool.submit(count(&counter));
-        pool.wait();
-        assert_eq!(counter.load(Ordering::Relaxed), 2);
+        submit_and_wait(&pool, 2);
         assert_eq!((pool.running(), pool.stats().spawned), (1, 1));
         drop(pool);
     });
@@ -206,12 +213,7 @@ fn a_blocked_submitter_is_woken_at_the_low_water_mark() {
             .max_queued(1)
             .idle_timeout(Duration::MAX)
             .build();
-        let counter = Arc::new(AtomicUsize::new(0));
-        for _ in 0..3 {
-            pool.submit(count(&counter));
-        }
-        pool.wait();
-        assert_eq!(counter.load(Ordering::Relaxed), 3);
+        submit_and_wait(&pool, 3);
         assert_eq!(pool.stats().spawned, 1);
     });
 }
@@ -243,12 +245,7 @@ fn two_workers_drain_the_queue_while_timing_out() {
             .max_queued(1)
             .idle_timeout(Duration::ZERO)
             .build();
-        let counter = Arc::new(AtomicUsize::new(0));
-        for _ in 0..3 {
-            pool.submit(count(&counter));
-        }
-        pool.wait();
-        assert_eq!(counter.load(Ordering::Relaxed), 3);
+        submit_and_wait(&pool, 3);
         assert!(pool.running() <= 2);
         drop(pool);
     });
