@@ -43,8 +43,8 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPoolBuilder<T, R> {
     /// thread that only returns objects other threads took (the consumer of
     /// a channel) keeps none: each return goes straight to the shared
     /// overflow, where the taking thread finds it; and a thread that takes
-    /// and returns (a loop, a burst) soon keeps all it holds. A return that finds the
-    /// stash at its limit moves the older half to the overflow.
+    /// and returns (a loop, a burst) soon keeps all it holds. A return that
+    /// finds the stash at its limit moves the older half to the overflow.
     ///
     /// `0` is allowed and means no private stash: every return goes to the
     /// overflow and every get comes from it, a shared pool with no thread
