@@ -101,17 +101,23 @@ impl Shared {
         None
     }
 
+    /// `plan` applied to the state word in one step: the state it found and
+    /// where the task goes, or `None` if the pool is full.
+    fn plan_step(&self, mode: Mode) -> Option<(State, Admission)> {
+        let mut how = None;
+        let (before, admitted) = self.state().update(|s| {
+            // Every retry plans afresh; only the plan whose swap succeeded
+            // counts.
+            let (next, planned) = self.plan(s, mode)?;
+            how = Some(planned);
+            Some(next)
+        });
+        how.filter(|_| admitted).map(|how| (before, how))
+    }
+
     fn admit(&self, mode: Mode) -> Option<Admission> {
         loop {
-            let mut how = None;
-            let (before, admitted) = self.state().update(|s| {
-                // Every retry plans afresh; only the plan whose swap
-                // succeeded counts.
-                let (next, planned) = self.plan(s, mode)?;
-                how = Some(planned);
-                Some(next)
-            });
-            let how = how.filter(|_| admitted)?;
+            let (before, how) = self.plan_step(mode)?;
             // A start planned with a bound that has been lowered since is
             // taken back, unless the pool is back within the new bound, and
             // the task planned again (`max_workers`). Never the pool's only
@@ -203,14 +209,8 @@ impl Shared {
             bounded: false,
         };
         let (before, how) = loop {
-            let mut how = None;
-            let (before, counted) = this.state().update(|s| {
-                let (next, planned) = this.plan(s, unbounded)?;
-                how = Some(planned);
-                Some(next)
-            });
-            if let Some(how) = how.filter(|_| counted) {
-                break (before, how);
+            if let Some(step) = this.plan_step(unbounded) {
+                break step;
             }
             // `queued` is at its limit and no worker can start (only a tiny
             // test limit gets there from outside the pool): counted apart,
