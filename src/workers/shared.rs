@@ -151,9 +151,7 @@ impl Shared {
         if !claimed {
             return None;
         }
-        if before.waiting() && after.is_some_and(|after| !after.waiting()) {
-            self.grant_room();
-        }
+        self.grant_if_cleared(before, after);
         self.refill_if_full(before);
         Some(self.take_claimed())
     }
@@ -323,6 +321,16 @@ impl Shared {
         // notification that arrives after it stopped waiting is lost
         // harmlessly.
         sleeper.wakeup.notify_one();
+    }
+
+    /// Grants the wake if the step from `before` to `after` (the state the
+    /// update stored, `None` if it stored none) cleared the waiting mark,
+    /// for a step that clears it only sometimes (a claim: `claim_busy`).
+    #[inline]
+    pub(super) fn grant_if_cleared(&self, before: State, after: Option<State>) {
+        if before.waiting() && after.is_some_and(|after| !after.waiting()) {
+            self.grant_room();
+        }
     }
 
     /// Grants one blocked submitter a wake. Called by whoever cleared the

@@ -222,9 +222,7 @@ impl Shared {
             });
             after
         });
-        if before.waiting() && after.is_some_and(|after| !after.waiting()) {
-            self.grant_room();
-        }
+        self.grant_if_cleared(before, after);
         finished.add(self, generation);
         if before.running() <= max && before.queued() > 0 {
             if let Some(next) = self.take_claimed_within_bound(before) {
