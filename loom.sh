@@ -4,6 +4,8 @@
 #   ./loom.sh                      every model, 2 preemptions (what CI runs)
 #   ./loom.sh sweep_races_owner    the models whose names contain a filter
 #                                  (several filters: any of them)
+#   ./loom.sh --skip slot          every model but those whose names
+#                                  contain `slot` (libtest's --skip)
 #   LOOM_MAX_PREEMPTIONS=3 LOOM_ONLY=loom_pool ./loom.sh
 #                                  a deeper search of the pool models
 #                                  (minutes; LOOM_ONLY picks one test target)
