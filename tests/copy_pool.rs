@@ -277,8 +277,11 @@ fn copy_to_any_writer_gives_what_io_copy_gives() {
 
 #[test]
 fn copy_lends_a_reader_only_zeros_under_reset_zero() {
+    // Under Miri, which interprets every byte copied, two rounds: the
+    // second still lends the buffer the first one's streams left dirty.
+    let rounds = if cfg!(miri) { 2 } else { 3 };
     let pool = CopyPool::builder(BUF).manual_sweep().build();
-    for round in 0..3 {
+    for round in 0..rounds {
         // Every buffer is filled with 0xEE past what the reader reports.
         let n = pool.copy(&mut Scribbler(LONG), &mut io::sink()).unwrap();
         assert_eq!(n, LONG as u64);
@@ -296,7 +299,7 @@ fn copy_lends_a_reader_only_zeros_under_reset_zero() {
     let stats = pool.stats();
     assert_eq!(
         (stats.created, stats.reused),
-        (1, 5),
+        (1, 2 * rounds - 1),
         "every stream passed through the one pooled buffer"
     );
 }

@@ -143,6 +143,8 @@ fn recycle_panics_at_random_points() {
 
 #[test]
 fn closure_and_guard_panics_on_many_threads() {
+    // Uses per thread: under Miri, enough for several panics of each kind.
+    let uses: u64 = if cfg!(miri) { 60 } else { 200 };
     let ledger = Ledger::new();
     let l = Arc::clone(&ledger);
     let pool = LocalPool::builder(move || l.make())
@@ -153,7 +155,7 @@ fn closure_and_guard_panics_on_many_threads() {
         for t in 0..4 {
             let pool = &pool;
             s.spawn(move || {
-                for i in 0..200 {
+                for i in 0..uses {
                     if (i + t) % 7 == 0 {
                         assert!(quiet(|| pool.with(|_| panic!("closure"))).is_err());
                     } else if (i + t) % 11 == 0 {
@@ -175,7 +177,7 @@ fn closure_and_guard_panics_on_many_threads() {
     let stats = pool.stats();
     assert_eq!(stats.idle, ledger.live());
     let panics = (0..4u64)
-        .flat_map(|t| (0..200).map(move |i| i + t))
+        .flat_map(|t| (0..uses).map(move |i| i + t))
         .filter(|n| n % 7 == 0 || n % 11 == 0)
         .count() as u64;
     // Every object a panic unwound through was discarded; the pool, with no

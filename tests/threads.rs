@@ -461,7 +461,7 @@ fn guards_dropped_by_thread_local_destructors_are_handled() {
 fn stress_nothing_lost_nothing_shared() {
     common::run_with_deadline(DEADLINE, || {
         const THREADS: usize = 4;
-        const ROUNDS: usize = 6;
+        const ROUNDS: usize = if cfg!(miri) { 3 } else { 6 };
         let ops = if cfg!(miri) {
             100
         } else if cfg!(debug_assertions) {

@@ -91,7 +91,7 @@ fn counter_task(counter: &Arc<AtomicUsize>) -> impl FnOnce() + Send + 'static {
 #[test]
 fn runs_every_task_on_reused_threads() {
     // Fewer under Miri, which interprets every spin of the idle workers.
-    let tasks: u64 = if cfg!(miri) { 200 } else { 2000 };
+    let tasks: u64 = if cfg!(miri) { 60 } else { 2000 };
     let pool = WorkerPool::new(4);
     let counter = Arc::new(AtomicUsize::new(0));
     for _ in 0..tasks {
