@@ -199,6 +199,11 @@ struct Client {
 
 impl Client {
     fn new(stream: TcpStream) -> Client {
+        // A request sent in two writes (a POST's head, then its body) would
+        // otherwise wait for the server's delayed acknowledgement of the
+        // first before the second leaves (Nagle's algorithm); curl and wrk
+        // set it too.
+        stream.set_nodelay(true).expect("TCP_NODELAY");
         let reader = BufReader::new(stream.try_clone().unwrap());
         Client { stream, reader }
     }
