@@ -7,6 +7,7 @@
 //! cargo bench --bench workers_rss -- rayon sleepy             # one cold run
 //! cargo bench --bench workers_rss -- rayon sleepy warm        # one warm run
 //! cargo bench --bench workers_rss -- stashpool_queue_64 tiny  # one setting
+//! cargo bench --bench workers_rss -- rayon tiny unsampled     # a tail run
 //! cargo bench --bench workers_rss -- tail                     # the tail table
 //! ```
 //!
@@ -43,7 +44,8 @@
 //! The tail table (`-- tail`) is about the spread of cold runs rather than
 //! the best: `TAIL_RUNS` fresh processes per peer on `tiny`, interleaved,
 //! with the quartiles, the median and the worst of each, in
-//! `TAIL_SITTINGS` sittings one after another. A pool whose median is good
+//! `TAIL_SITTINGS` sittings one after another, and without the memory
+//! sampler (`UNSAMPLED`). A pool whose median is good
 //! but whose worst run is several times slower leaves a short-lived program
 //! at the mercy of the schedule; the ratio says how far. It writes its
 //! tables into `benches/results/workers_rss.md` (between the `tail`
@@ -110,6 +112,13 @@ const TAIL_PEERS: [&str; 4] = ["stashpool", "rayon", "threadpool", CONTROL];
 /// The tail table's control, compared with no peer.
 const CONTROL: &str = "turns";
 
+/// The argument that runs one cold run without the memory sampler: the
+/// tail's runs, which report times, not memory. The sampler is a thread
+/// that wakes every millisecond; on a machine with a core per worker it
+/// takes a core from a worker or the submitter each time it runs, which is
+/// the bench's own noise in exactly the spread the tail measures.
+const UNSAMPLED: &str = "unsampled";
+
 /// Where the tail table goes, between these markers.
 const RESULTS: &str = "benches/results/workers_rss.md";
 const TAIL_BEGIN: &str = "<!-- tail: written by `cargo bench --bench workers_rss -- tail` -->";
@@ -151,16 +160,17 @@ fn context_switches() -> u64 {
 
 /// Runs one peer on one workload in this process, cold or warm (see the
 /// module docs); prints the milliseconds it took, the peak resident set and
-/// the peak anonymous memory, in KiB, and the context switches (of the
-/// whole run when cold; per timed batch, on average, when warm).
-fn run_one(peer: &str, workload: &str, warm: bool) {
+/// the peak anonymous memory, in KiB (`-` if not `sampled`), and the
+/// context switches (of the whole run when cold; per timed batch, on
+/// average, when warm).
+fn run_one(peer: &str, workload: &str, warm: bool, sampled: bool) {
     let (tasks, workers) = match workload {
         "tiny" => (peers::TINY_TASKS, peers::cores()),
         "sleepy" => (peers::SLEEPY_TASKS, peers::SLEEPY_WORKERS),
         _ => panic!("unknown workload {workload:?}: tiny or sleepy"),
     };
     let done = Arc::new(AtomicBool::new(false));
-    let sampler = {
+    let sampler = sampled.then(|| {
         let done = Arc::clone(&done);
         thread::spawn(move || {
             let mut peak = status_kib("RssAnon:");
@@ -170,7 +180,7 @@ fn run_one(peer: &str, workload: &str, warm: bool) {
             }
             peak
         })
-    };
+    });
     let batch = |peer: &Peer| {
         if workload == "tiny" {
             peer.run(tasks, peers::tiny_task);
@@ -212,7 +222,7 @@ fn run_one(peer: &str, workload: &str, warm: bool) {
     // Outside the timed part: see the module docs.
     drop(peer);
     done.store(true, Ordering::Relaxed);
-    let anon = sampler.join().unwrap();
+    let anon = sampler.map_or_else(|| "-".into(), |s| s.join().unwrap().to_string());
     println!("{millis:.3} {} {anon} {switches}", status_kib("VmHWM:"));
 }
 
@@ -257,7 +267,8 @@ impl Counter {
 struct Run {
     millis: f64,
     hwm: u64,
-    anon: u64,
+    /// `None` if the run was not sampled (the tail's).
+    anon: Option<u64>,
     switches: u64,
     /// `sched_yield` and `futex` calls, if counted.
     yields: Option<u64>,
@@ -283,8 +294,9 @@ fn syscall_count(counter: Counter, text: &str, syscall: &str) -> Option<u64> {
     })
 }
 
-/// A cold run, in a fresh process, with its system calls counted.
-fn measure(me: &Path, counter: Counter, peer: &str, workload: &str) -> Run {
+/// A cold run, in a fresh process, with its system calls counted, and its
+/// peak anonymous memory if `sampled`.
+fn measure(me: &Path, counter: Counter, peer: &str, workload: &str, sampled: bool) -> Run {
     let mut command = match counter {
         Counter::Perf => {
             let mut c = Command::new("perf");
@@ -303,6 +315,7 @@ fn measure(me: &Path, counter: Counter, peer: &str, workload: &str) -> Run {
     };
     let out = command
         .args([peer, workload])
+        .args((!sampled).then_some(UNSAMPLED))
         .output()
         .expect("run the bench again for one peer");
     assert!(out.status.success(), "{peer} {workload} failed");
@@ -312,7 +325,7 @@ fn measure(me: &Path, counter: Counter, peer: &str, workload: &str) -> Run {
     Run {
         millis: fields[0].parse().unwrap(),
         hwm: fields[1].parse().unwrap(),
-        anon: fields[2].parse().unwrap(),
+        anon: fields[2].parse().ok(),
         switches: fields[3].parse().unwrap(),
         yields: syscall_count(counter, &counts, "sched_yield"),
         futexes: syscall_count(counter, &counts, "futex"),
@@ -357,7 +370,7 @@ fn table() {
         let mut warm: Vec<Vec<(f64, u64)>> = peers.iter().map(|_| Vec::new()).collect();
         for _ in 0..RUNS {
             for ((peer, runs), warm) in peers.iter().zip(&mut runs).zip(&mut warm) {
-                runs.push(measure(&me, counter, peer, workload));
+                runs.push(measure(&me, counter, peer, workload, true));
                 warm.push(measure_warm(&me, peer, workload));
             }
         }
@@ -370,7 +383,7 @@ fn table() {
             println!(
                 "{workload:<8} {peer:<20} {best:>10.1} {warm_best:>10.1} {:>12} {:>16} {:>13} {warm_switches:>9} {:>12} {:>10}",
                 median(runs.iter().map(|r| r.hwm).collect()),
-                median(runs.iter().map(|r| r.anon).collect()),
+                median(runs.iter().map(|r| r.anon.expect("sampled")).collect()),
                 median(runs.iter().map(|r| r.switches).collect()),
                 show(yields.map(median)),
                 show(futexes.map(median)),
@@ -427,7 +440,7 @@ fn tail_sitting(me: &Path, counter: Counter, sitting: usize) -> String {
     let mut runs: Vec<Vec<Run>> = TAIL_PEERS.iter().map(|_| Vec::new()).collect();
     for _ in 0..TAIL_RUNS {
         for (peer, runs) in TAIL_PEERS.iter().zip(&mut runs) {
-            runs.push(measure(me, counter, peer, "tiny"));
+            runs.push(measure(me, counter, peer, "tiny", false));
         }
     }
     let load_after = load_average();
@@ -496,10 +509,13 @@ fn main() {
         .filter(|arg| !arg.starts_with("--"))
         .collect();
     match args.as_slice() {
-        [peer, workload] => run_one(peer, workload, false),
-        [peer, workload, warm] if warm == "warm" => run_one(peer, workload, true),
+        [peer, workload] => run_one(peer, workload, false, true),
+        [peer, workload, warm] if warm == "warm" => run_one(peer, workload, true, true),
+        [peer, workload, bare] if bare == UNSAMPLED => run_one(peer, workload, false, false),
         [] => table(),
         [mode] if mode == "tail" => tail(),
-        _ => panic!("usage: workers_rss [PEER WORKLOAD [warm] | tail]; peers {NAMES:?}"),
+        _ => panic!(
+            "usage: workers_rss [PEER WORKLOAD [warm | {UNSAMPLED}] | tail]; peers {NAMES:?}"
+        ),
     }
 }
