@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs stashpool's loom models (loom-tests/).
 #
-#   ./loom.sh                      every model, 2 preemptions (what CI runs)
+#   ./loom.sh                      every model, 2 preemptions (CI runs this
+#                                  but for the deep pool models, which it
+#                                  runs at 3: .ci/run)
 #   ./loom.sh sweep_races_owner    the models whose names contain a filter
 #                                  (several filters: any of them)
 #   ./loom.sh --skip slot          every model but those whose names
