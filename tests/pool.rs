@@ -287,7 +287,8 @@ fn zero_capacity_everywhere_rejects_every_return() {
 
 #[test]
 fn zero_sized_objects() {
-    // More than the singles' stack and ring hold (64 each), so that the
+    // A stash that has had no get keeps nothing, so each put goes over as
+    // a single: more than the singles' stack and ring hold, so that their
     // spill queue takes some too; fewer under Miri, which interprets each.
     let n = if cfg!(miri) { 150 } else { 1000 };
     let pool = manual(|| ());
