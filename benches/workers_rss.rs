@@ -114,7 +114,7 @@ const CONTROL: &str = "turns";
 
 /// The argument that runs one cold run without the memory sampler: the
 /// tail's runs, which report times, not memory. The sampler is a thread
-/// that wakes every millisecond; on a machine with a core per worker it
+/// that wakes at a short fixed interval; on a machine with a core per worker it
 /// takes a core from a worker or the submitter each time it runs, which is
 /// the bench's own noise in exactly the spread the tail measures.
 const UNSAMPLED: &str = "unsampled";
@@ -325,7 +325,7 @@ fn measure(me: &Path, counter: Counter, peer: &str, workload: &str, sampled: boo
     Run {
         millis: fields[0].parse().unwrap(),
         hwm: fields[1].parse().unwrap(),
-        anon: fields[2].parse().ok(),
+        anon: (fields[2] != "-").then(|| fields[2].parse().unwrap()),
         switches: fields[3].parse().unwrap(),
         yields: syscall_count(counter, &counts, "sched_yield"),
         futexes: syscall_count(counter, &counts, "futex"),
@@ -413,7 +413,7 @@ fn tail() {
     let section = format!(
         "{TAIL_BEGIN}\n\
          ### The tail: worst cold runs\n\n\
-         `cargo bench --bench workers_rss -- tail`: the spread of cold runs of `tiny` (make the pool, run one batch, in a fresh process), {TAIL_SITTINGS} sittings one after another, each of {TAIL_RUNS} runs per peer, interleaved: best, quartiles, median and worst of each, with the calls to `sched_yield` and `futex` of each run (a run in which workers park and are woken over and over, or wait for a preempted thread, shows there, whatever else slowed it). The load average shows how busy the machine was: on a shared machine the worst runs measure the neighbours too. `turns` is the control: no pool and no queue, the tasks run by the workers in turn, each spinning for its turn, so that it stalls for as long as any of them is off its core; what its worst run adds to its median is what the sitting's schedule added to one run.\n\n\
+         `cargo bench --bench workers_rss -- tail`: the spread of cold runs of `tiny` (make the pool, run one batch, in a fresh process, with no memory sampler), {TAIL_SITTINGS} sittings one after another, each of {TAIL_RUNS} runs per peer, interleaved: best, quartiles, median and worst of each, with the calls to `sched_yield` and `futex` of each run (a run in which workers park and are woken over and over, or wait for a preempted thread, shows there, whatever else slowed it). The load average shows how busy the machine was: on a shared machine the worst runs measure the neighbours too. `turns` is the control: no pool and no queue, the tasks run by the workers in turn, each spinning for its turn, so that it stalls for as long as any of them is off its core; what its worst run adds to its median is what the sitting's schedule added to one run.\n\n\
          ```text\n{tables}```\n\n\
          _{}; commit `{}`; {}; written by the bench._\n\
          {TAIL_END}\n",
