@@ -114,9 +114,10 @@ const CONTROL: &str = "turns";
 
 /// The argument that runs one cold run without the memory sampler: the
 /// tail's runs, which report times, not memory. The sampler is a thread
-/// that wakes at a short fixed interval; on a machine with a core per worker it
-/// takes a core from a worker or the submitter each time it runs, which is
-/// the bench's own noise in exactly the spread the tail measures.
+/// that wakes at a short fixed interval; on a machine with a core per
+/// worker it takes a core from a worker or the submitter each time it
+/// runs, which is the bench's own noise in exactly the spread the tail
+/// measures.
 const UNSAMPLED: &str = "unsampled";
 
 /// Where the tail table goes, between these markers.
