@@ -32,15 +32,11 @@ if [ -n "${DEBUG:-}" ]; then
     mkdir -p target/loom
 fi
 
-# Every [[test]] target whose source is in loom-tests/.
+# The models are the test targets of loom-tests/, a package of its own.
 tests=()
-for name in $(awk '/^\[\[test\]\]/ { name = "" }
-                   /^name *=/ { gsub(/[" ]/, "", $3); name = $3 }
-                   /^path *= *"loom-tests\// { print name }' Cargo.toml); do
-    if [ -z "${LOOM_ONLY:-}" ] || [ "$name" = "$LOOM_ONLY" ]; then
-        tests+=(--test "$name")
-    fi
-done
+if [ -n "${LOOM_ONLY:-}" ]; then
+    tests=(--test "$LOOM_ONLY")
+fi
 
 # A separate target directory: `--cfg stashpool_loom` rebuilds every dependency.
-exec cargo test --release --target-dir target/loom "${tests[@]}" -- "${filters[@]}" --test-threads="${LOOM_TEST_THREADS:-2}"
+exec cargo test --release -p stashpool-loom-tests --target-dir target/loom "${tests[@]}" -- "${filters[@]}" --test-threads="${LOOM_TEST_THREADS:-2}"

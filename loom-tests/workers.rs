@@ -3,7 +3,8 @@
 //!
 //! ```text
 //! RUSTFLAGS="--cfg stashpool_loom" LOOM_MAX_PREEMPTIONS=2 \
-//!     cargo test --release --test loom_workers --target-dir target/loom
+//!     cargo test --release -p stashpool-loom-tests --test loom_workers \
+//!     --target-dir target/loom
 //! ```
 //!
 //! or `./loom.sh`, which runs every loom model.
