@@ -159,19 +159,31 @@ fn context_switches() -> u64 {
     (usage.ru_nvcsw + usage.ru_nivcsw) as u64
 }
 
-/// Runs one peer on one workload in this process, cold or warm (see the
-/// module docs); prints the milliseconds it took, the peak resident set and
-/// the peak anonymous memory, in KiB (`-` if not `sampled`), and the
-/// context switches (of the whole run when cold; per timed batch, on
-/// average, when warm).
-fn run_one(peer: &str, workload: &str, warm: bool, sampled: bool) {
+/// The three kinds of run, each in a process of its own (see the module
+/// docs).
+#[derive(Clone, Copy, PartialEq)]
+enum Kind {
+    /// One batch on a new pool, memory sampled.
+    Cold,
+    /// Untimed batches, then the best of several timed ones, on one pool;
+    /// memory sampled.
+    Warm,
+    /// A cold run without the memory sampler: the tail's (`UNSAMPLED`).
+    Unsampled,
+}
+
+/// Runs one peer on one workload in this process; prints the milliseconds
+/// it took, the peak resident set and the peak anonymous memory, in KiB
+/// (`-` if `Unsampled`), and the context switches (of the whole run when
+/// cold; per timed batch, on average, when warm).
+fn run_one(peer: &str, workload: &str, kind: Kind) {
     let (tasks, workers) = match workload {
         "tiny" => (peers::TINY_TASKS, peers::cores()),
         "sleepy" => (peers::SLEEPY_TASKS, peers::SLEEPY_WORKERS),
         _ => panic!("unknown workload {workload:?}: tiny or sleepy"),
     };
     let done = Arc::new(AtomicBool::new(false));
-    let sampler = sampled.then(|| {
+    let sampler = (kind != Kind::Unsampled).then(|| {
         let done = Arc::clone(&done);
         thread::spawn(move || {
             let mut peak = status_kib("RssAnon:");
@@ -193,7 +205,7 @@ fn run_one(peer: &str, workload: &str, warm: bool, sampled: bool) {
     let mut batches = 1;
     let (millis, peer) = if peer == "baseline" {
         (0.0, None)
-    } else if warm {
+    } else if kind == Kind::Warm {
         let peer = Peer::new(peer, workers);
         // One batch is not enough to reach a steady state for every peer
         // (`rayon`'s second batch is still slow): warm up for a while, as
@@ -510,9 +522,9 @@ fn main() {
         .filter(|arg| !arg.starts_with("--"))
         .collect();
     match args.as_slice() {
-        [peer, workload] => run_one(peer, workload, false, true),
-        [peer, workload, warm] if warm == "warm" => run_one(peer, workload, true, true),
-        [peer, workload, bare] if bare == UNSAMPLED => run_one(peer, workload, false, false),
+        [peer, workload] => run_one(peer, workload, Kind::Cold),
+        [peer, workload, warm] if warm == "warm" => run_one(peer, workload, Kind::Warm),
+        [peer, workload, bare] if bare == UNSAMPLED => run_one(peer, workload, Kind::Unsampled),
         [] => table(),
         [mode] if mode == "tail" => tail(),
         _ => panic!(
