@@ -23,20 +23,24 @@ export LOOM_MAX_PREEMPTIONS="${LOOM_MAX_PREEMPTIONS:-2}"
 filter="${1:-}"
 filters=("$@")
 
+# Checkpoints need loom's `checkpoint` feature (serde), which only DEBUG
+# builds pay for; cargo runs the models in loom-tests/, hence the absolute
+# path.
+features=()
 if [ -n "${DEBUG:-}" ]; then
     export LOOM_LOG="${LOOM_LOG:-trace}"
     export LOOM_LOCATION=1
     export LOOM_CHECKPOINT_INTERVAL="${LOOM_CHECKPOINT_INTERVAL:-1}"
-    export LOOM_CHECKPOINT_FILE="${LOOM_CHECKPOINT_FILE:-target/loom/${filter:-all}.checkpoint}"
+    export LOOM_CHECKPOINT_FILE="${LOOM_CHECKPOINT_FILE:-$PWD/target/loom/${filter:-all}.checkpoint}"
     export RUST_BACKTRACE=1
     mkdir -p target/loom
+    features=(--features loom/checkpoint)
 fi
 
-# The models are the test targets of loom-tests/, a package of its own.
 tests=()
 if [ -n "${LOOM_ONLY:-}" ]; then
     tests=(--test "$LOOM_ONLY")
 fi
 
 # A separate target directory: `--cfg stashpool_loom` rebuilds every dependency.
-exec cargo test --release -p stashpool-loom-tests --target-dir target/loom "${tests[@]}" -- "${filters[@]}" --test-threads="${LOOM_TEST_THREADS:-2}"
+exec cargo test --release -p stashpool-loom-tests --target-dir target/loom "${features[@]}" "${tests[@]}" -- "${filters[@]}" --test-threads="${LOOM_TEST_THREADS:-2}"
