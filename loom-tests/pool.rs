@@ -1,11 +1,17 @@
 //! loom models of the `LocalPool` protocol.
 //!
-//! Run with `./loom.sh` (or `RUSTFLAGS="--cfg stashpool_loom"
-//! LOOM_MAX_PREEMPTIONS=2 cargo test --release -p stashpool-loom-tests --test
-//! loom_pool`). Under `--cfg stashpool_loom` the pool's per-thread table,
-//! overflow queue, atomics, locks and cells are loom's (see `src/sync.rs`),
-//! so these models run the pool's real code: the stash handshake, spill and
-//! steal, sweeps, thread exit and pool drop.
+//! Run with `./loom.sh`, or:
+//!
+//! ```text
+//! RUSTFLAGS="--cfg stashpool_loom" LOOM_MAX_PREEMPTIONS=2 \
+//!     cargo test --release -p stashpool-loom-tests --test loom_pool \
+//!     --target-dir target/loom
+//! ```
+//!
+//! Under `--cfg stashpool_loom` the pool's per-thread table, overflow queue,
+//! atomics, locks and cells are loom's (see `src/sync.rs`), so these models
+//! run the pool's real code: the stash handshake, spill and steal, sweeps,
+//! thread exit and pool drop.
 //!
 //! Every model uses the tests' own tracked objects (`tests/common/ledger.rs`,
 //! built on loom's atomics here): a holder marks an object held for as long
