@@ -154,6 +154,6 @@ fn main() {
         sitting::machine()
     );
     print!("{out}");
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/benches/results");
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/results");
     std::fs::write(format!("{dir}/first_use.md"), out).unwrap();
 }

@@ -412,8 +412,8 @@ type Run = (f64, u64, u64);
 
 /// The Go program, built into the target directory; `None` without `go`.
 fn go_program() -> Option<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/go");
-    let out = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/go-flows");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("go");
+    let out = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/go-flows");
     let built = Command::new("go")
         .args(["build", "-o"])
         .arg(&out)
@@ -543,7 +543,7 @@ fn table() {
     )
     .unwrap();
     print!("{text}");
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/results/flows.md");
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("results/flows.md");
     std::fs::write(&path, text).expect("write benches/results/flows.md");
     eprintln!("written to {}", path.display());
 }

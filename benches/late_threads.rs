@@ -110,6 +110,6 @@ fn main() {
         sitting::machine()
     );
     print!("{out}");
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/benches/results");
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/results");
     std::fs::write(format!("{dir}/late_threads.md"), out).unwrap();
 }

@@ -4,8 +4,8 @@
 //! a fresh process so that its peak resident set is its own.
 //!
 //! ```text
-//! cargo bench --features image --bench pays                   # the table, into benches/results/pays.md
-//! cargo bench --features image --bench pays -- pipeline opool # one run
+//! cargo bench --bench pays                   # the table, into benches/results/pays.md
+//! cargo bench --bench pays -- pipeline opool # one run
 //! ```
 //!
 //! The workloads are the examples' own code (`examples/frame_pipeline/
@@ -452,7 +452,7 @@ fn table() {
     writeln!(out).unwrap();
     writeln!(
         out,
-        "`cargo bench --features image --bench pays`: `pipeline` is `examples/frame_pipeline` ({FRAMES} frames, \
+        "`cargo bench --bench pays`: `pipeline` is `examples/frame_pipeline` ({FRAMES} frames, \
          720p and 1080p alternating, {} scaling workers); `compress` is `examples/compress` ({MESSAGES} messages \
          on {} threads, 1 KiB each or 200 B to 4 KiB). {RUNS} runs per peer, interleaved, a fresh process each; \
          the best wall time and the best CPU time (user and system, every thread, during the run), medians of \
@@ -501,14 +501,14 @@ fn table() {
     writeln!(out).unwrap();
     writeln!(
         out,
-        "_{}; commit `{}`; {}; `cargo bench --features image --bench pays`._",
+        "_{}; commit `{}`; {}; `cargo bench --bench pays`._",
         sitting::date(),
         sitting::commit(),
         sitting::machine(),
     )
     .unwrap();
     print!("{text}");
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/results/pays.md");
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("results/pays.md");
     std::fs::write(&path, text).expect("write benches/results/pays.md");
     eprintln!("written to {}", path.display());
 }

@@ -8,7 +8,7 @@
 //! `stashpool_keep` the pool built with `Reset::Keep`, and the others are
 //! the plain-Rust baselines.
 //!
-//! Run with `cargo bench --all-features --bench resources`; after
+//! Run with `cargo bench --bench resources`; after
 //! criterion's own output it prints, per row, baseline time / pool time
 //! (above 1 the pool is faster), each time the best criterion sample of
 //! the run (the least disturbed by other work on the machine).
@@ -750,7 +750,7 @@ mod ratios {
     }
 
     pub fn report() {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/criterion/resources");
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/criterion/resources");
         let Ok(dirs) = fs::read_dir(&root) else {
             return; // not run as a benchmark (as under `cargo test`)
         };

@@ -311,7 +311,7 @@ mod linux {
             super::sitting::machine()
         );
         print!("{out}");
-        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/benches/results");
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/results");
         std::fs::write(format!("{dir}/stash_designs.md"), out).unwrap();
     }
 }

@@ -121,7 +121,7 @@ const CONTROL: &str = "turns";
 const UNSAMPLED: &str = "unsampled";
 
 /// Where the tail table goes, between these markers.
-const RESULTS: &str = "benches/results/workers_rss.md";
+const RESULTS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/results/workers_rss.md");
 const TAIL_BEGIN: &str = "<!-- tail: written by `cargo bench --bench workers_rss -- tail` -->";
 const TAIL_END: &str = "<!-- tail end -->";
 

@@ -12,7 +12,7 @@ pub fn commit() -> String {
     let git = |args: &[&str]| {
         Command::new("git")
             .args(args)
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
             .output()
             .ok()
             .filter(|out| out.status.success())
