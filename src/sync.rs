@@ -22,7 +22,7 @@ pub(crate) use std::sync::atomic::Ordering;
 #[cfg(all(target_os = "linux", not(stashpool_loom), not(miri)))]
 pub(crate) use std::sync::atomic::compiler_fence;
 #[cfg(not(stashpool_loom))]
-pub(crate) use std::sync::atomic::{fence, AtomicBool, AtomicPtr, AtomicUsize};
+pub(crate) use std::sync::atomic::{fence, AtomicBool, AtomicPtr, AtomicU8, AtomicUsize};
 #[cfg(not(stashpool_loom))]
 pub(crate) use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 #[cfg(not(stashpool_loom))]
@@ -31,7 +31,7 @@ pub(crate) use std::thread_local;
 #[cfg(stashpool_loom)]
 pub(crate) use self::loom_impl::{AtomicBool, AtomicWord};
 #[cfg(stashpool_loom)]
-pub(crate) use loom::sync::atomic::{fence, AtomicPtr, AtomicU64, AtomicUsize};
+pub(crate) use loom::sync::atomic::{fence, AtomicPtr, AtomicU64, AtomicU8, AtomicUsize};
 #[cfg(stashpool_loom)]
 pub(crate) use loom::sync::{Arc, Condvar, Mutex, MutexGuard};
 #[cfg(stashpool_loom)]

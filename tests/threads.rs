@@ -40,23 +40,39 @@ fn put_on_a_joined_thread_is_got_on_another() {
     });
 }
 
+/// Guards dropped on another thread go back to the thread that took them
+/// (its stash's loan book), not to the dropping thread's stash or the
+/// overflow: the first such return (a stray, which goes the way of any
+/// return) tells the taking thread's stash to keep a book, and from then on
+/// the taking thread reuses its one object and the returning thread finds
+/// nothing of what it gave back.
 #[test]
-fn a_guard_dropped_on_another_thread_returns_to_that_threads_stash() {
+fn a_guard_dropped_on_another_thread_goes_back_to_the_thread_that_took_it() {
     common::run_with_deadline(DEADLINE, || {
         let ledger = Ledger::new();
         let pool = tracked_pool(&ledger);
-        let guard = pool.get();
-        assert_eq!(guard.id, 0);
+        let pool = &pool;
         thread::scope(|s| {
-            s.spawn(|| {
-                drop(guard);
-                // In this thread's stash, not in the getting thread's: found
-                // here without making a new one.
-                assert_eq!(pool.get().id, 0);
-                assert_eq!(pool.stats().created, 1);
+            let (to_b, from_a) = mpsc::sync_channel(0);
+            let (to_a, from_b) = mpsc::sync_channel(0);
+            s.spawn(move || {
+                for guard in from_a {
+                    drop(guard);
+                    to_a.send(()).unwrap();
+                }
+                // What it gave back is not here, nor in the overflow.
+                assert!(pool.try_get().is_none());
             });
+            for round in 0..50 {
+                let guard = pool.get();
+                assert_eq!(guard.id, 0, "round {round}");
+                to_b.send(guard).unwrap();
+                from_b.recv().unwrap();
+            }
         });
-        assert_eq!(pool.stats().reused, 1);
+        let stats = pool.stats();
+        assert_eq!((stats.created, stats.reused), (1, 49), "{stats:?}");
+        assert_eq!(pool.get().id, 0, "in the taking thread's book");
     });
 }
 

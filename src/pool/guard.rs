@@ -69,10 +69,12 @@ unsafe impl<T: Send + Sync, R: Recycle<T> + Sync> Sync for Pooled<'_, T, R> {}
 
 impl<'a, T: Send + 'static, R: Recycle<T>> Pooled<'a, T, R> {
     #[inline(always)]
-    pub(crate) fn new(pool: &'a LocalPool<T, R>, mut node: Box<Node<T>>) -> Self {
-        node.lender = (pool as *const LocalPool<T, R>).cast();
+    pub(crate) fn new(pool: &'a LocalPool<T, R>, node: NonNull<Node<T>>) -> Self {
+        // SAFETY: a node just lent, which this guard holds from now on;
+        // through the pointer, as for any lent node (`Node`'s docs).
+        unsafe { (*node.as_ptr()).lender = (pool as *const LocalPool<T, R>).cast() };
         Self {
-            node: NonNull::from(Box::leak(node)),
+            node,
             _owns: PhantomData,
         }
     }
@@ -83,9 +85,9 @@ impl<'a, T: Send + 'static, R: Recycle<T>> Pooled<'a, T, R> {
     /// method of `T`.
     pub fn into_inner(this: Self) -> T {
         let this = ManuallyDrop::new(this);
-        // SAFETY: the node came from `Box::leak` and `this` will not drop,
-        // so the box is rebuilt once.
-        unsafe { Box::from_raw(this.node.as_ptr()) }.value
+        // SAFETY: the guard holds a node its pool lent, and gives it up
+        // here, once: `this` will not drop.
+        unsafe { Pooled::pool(&this).keep_lent(this.node) }
     }
 
     /// Whether the guard has handed out `&mut` access to its object, so
@@ -105,38 +107,38 @@ impl<'a, T: Send + 'static, R: Recycle<T>> Pooled<'a, T, R> {
     /// assert!(Pooled::is_written(&buf));
     /// ```
     pub fn is_written(this: &Self) -> bool {
-        // SAFETY: the guard owns the node (see `node`).
-        unsafe { this.node.as_ref().written }
+        // SAFETY: the guard holds the node (see `node`).
+        unsafe { (*this.node.as_ptr()).written }
     }
 
     /// The pool this object came from.
     pub fn pool(this: &Self) -> &'a LocalPool<T, R> {
         // SAFETY: `lender` was set from the `&'a LocalPool` this guard
         // borrows, which cannot move or drop while the guard lives.
-        unsafe { &*this.node.as_ref().lender.cast::<LocalPool<T, R>>() }
+        unsafe { &*(*this.node.as_ptr()).lender.cast::<LocalPool<T, R>>() }
     }
 
     fn value(&self) -> &T {
-        // SAFETY: the guard owns the node (see `node`).
-        unsafe { &self.node.as_ref().value }
+        // SAFETY: the guard holds the node (see `node`), and `&self`
+        // shares it.
+        unsafe { Node::read(self.node.as_ptr()) }
     }
 
     /// The object for writing: marks the node written (see
     /// [`Recycle::recycle_unwritten`]).
     #[inline(always)]
     fn value_mut(&mut self) -> &mut T {
-        // SAFETY: the guard owns the node, and `&mut self` is unique.
-        unsafe { self.node.as_mut() }.write()
+        // SAFETY: the guard holds the node, and `&mut self` is unique.
+        unsafe { Node::write(self.node.as_ptr()) }
     }
 }
 
 impl<T: Send + 'static, R: Recycle<T>> Drop for Pooled<'_, T, R> {
     #[inline(always)]
     fn drop(&mut self) {
-        let pool = Pooled::pool(self);
-        // SAFETY: the node came from `Box::leak`; this is its one rebuild.
-        let node = unsafe { Box::from_raw(self.node.as_ptr()) };
-        release(pool, node);
+        // SAFETY: the guard holds a node its pool lent, and gives it up
+        // here, once.
+        unsafe { release(Pooled::pool(self), self.node) };
     }
 }
 
@@ -196,14 +198,22 @@ impl<T: Send + 'static, R: Recycle<T>, P> PooledOwned<T, R, P> {
     pub(crate) unsafe fn new(
         owner: Arc<P>,
         pool: &LocalPool<T, R>,
-        mut node: Box<Node<T>>,
+        node: NonNull<Node<T>>,
     ) -> Self {
-        node.lender = (pool as *const LocalPool<T, R>).cast();
+        // SAFETY: as in `Pooled::new`.
+        unsafe { (*node.as_ptr()).lender = (pool as *const LocalPool<T, R>).cast() };
         Self {
-            node: NonNull::from(Box::leak(node)),
+            node,
             owner: ManuallyDrop::new(owner),
             _owns: PhantomData,
         }
+    }
+
+    /// The `LocalPool` that lent the object, inside `*owner`.
+    fn lender(&self) -> &LocalPool<T, R> {
+        // SAFETY: `lender` was set by `new` to a pool inside `*owner`, which
+        // lives as long as this guard.
+        unsafe { &*(*self.node.as_ptr()).lender.cast::<LocalPool<T, R>>() }
     }
 
     /// Keeps the object; it will not go back to the pool.
@@ -212,19 +222,19 @@ impl<T: Send + 'static, R: Recycle<T>, P> PooledOwned<T, R, P> {
     /// method of `T`.
     pub fn into_inner(this: Self) -> T {
         let mut this = ManuallyDrop::new(this);
-        // SAFETY: `this` will not drop, so the node's box is rebuilt and the
-        // pool handle taken exactly once.
-        unsafe {
-            drop(ManuallyDrop::take(&mut this.owner));
-            Box::from_raw(this.node.as_ptr()).value
-        }
+        // SAFETY: the guard holds a node its pool lent, and gives it up
+        // here, once: `this` will not drop.
+        let value = unsafe { this.lender().keep_lent(this.node) };
+        // SAFETY: taken once, after the pool's last use here.
+        drop(unsafe { ManuallyDrop::take(&mut this.owner) });
+        value
     }
 
     /// Whether the guard has handed out `&mut` access to its object (see
     /// [`Pooled::is_written`]).
     pub fn is_written(this: &Self) -> bool {
-        // SAFETY: the guard owns the node (see `node`).
-        unsafe { this.node.as_ref().written }
+        // SAFETY: the guard holds the node (see `node`).
+        unsafe { (*this.node.as_ptr()).written }
     }
 
     /// The pool this guard keeps alive, which the object goes back to.
@@ -233,16 +243,16 @@ impl<T: Send + 'static, R: Recycle<T>, P> PooledOwned<T, R, P> {
     }
 
     fn value(&self) -> &T {
-        // SAFETY: the guard owns the node (see `node`).
-        unsafe { &self.node.as_ref().value }
+        // SAFETY: as in `Pooled::value`.
+        unsafe { Node::read(self.node.as_ptr()) }
     }
 
     /// The object for writing: marks the node written (see
     /// [`Recycle::recycle_unwritten`]).
     #[inline(always)]
     fn value_mut(&mut self) -> &mut T {
-        // SAFETY: the guard owns the node, and `&mut self` is unique.
-        unsafe { self.node.as_mut() }.write()
+        // SAFETY: as in `Pooled::value_mut`.
+        unsafe { Node::write(self.node.as_ptr()) }
     }
 }
 
@@ -257,24 +267,33 @@ impl<T: Send + 'static, R: Recycle<T>, P> Drop for PooledOwned<T, R, P> {
         let owner = unsafe { ManuallyDrop::take(&mut self.owner) };
         // SAFETY: `lender` was set by `new` to a pool inside `*owner`, which
         // lives until this function returns or unwinds.
-        let pool = unsafe { &*self.node.as_ref().lender.cast::<LocalPool<T, R>>() };
-        // SAFETY: the node came from `Box::leak`; this is its one rebuild.
-        let node = unsafe { Box::from_raw(self.node.as_ptr()) };
-        release(pool, node);
+        let pool = unsafe { &*(*self.node.as_ptr()).lender.cast::<LocalPool<T, R>>() };
+        // SAFETY: the guard holds a node its pool lent, and gives it up
+        // here, once.
+        unsafe { release(pool, self.node) };
         drop(owner);
     }
 }
 
 /// Returns a guard's node to `pool`, or drops it if this thread is
 /// panicking (the panic may have left the object half-modified).
+///
+/// # Safety
+///
+/// `node` was lent by `pool` (`LocalPool::get` and `get_owned` make guards
+/// only from `lend`), and the caller, its guard, gives it up.
 #[inline(always)]
-fn release<T: Send + 'static, R: Recycle<T>>(pool: &LocalPool<T, R>, node: Box<Node<T>>) {
-    if thread::panicking() {
-        pool.discard_unwound(node);
-    } else {
-        // SAFETY: a guard's node was lent by its pool (`LocalPool::get`
-        // and `get_owned` make guards only from `lend`).
-        unsafe { pool.return_lent(node) };
+unsafe fn release<T: Send + 'static, R: Recycle<T>>(
+    pool: &LocalPool<T, R>,
+    node: NonNull<Node<T>>,
+) {
+    // SAFETY: the caller's word.
+    unsafe {
+        if thread::panicking() {
+            pool.discard_unwound(node);
+        } else {
+            pool.return_lent(node);
+        }
     }
 }
 

@@ -3,15 +3,16 @@
 
 use std::fmt;
 use std::mem;
+use std::ptr::NonNull;
 use std::time::Duration;
 
 use crate::lazy::{LazyArc, LazyArcRef};
 use crate::pool::config::Config;
 use crate::pool::guard::{Pooled, PooledOwned};
-use crate::pool::node::{Home, Node};
+use crate::pool::node::{loan, Home, Node};
 use crate::pool::shared::Shared;
-use crate::pool::stash::{Counters, Stash};
-use crate::sync::Arc;
+use crate::pool::stash::{Counters, Returns, Stash};
+use crate::sync::{Arc, Ordering};
 use crate::{Recycle, Stats};
 
 /// A pool of reusable objects: Go's `sync.Pool`, with per-thread stashes.
@@ -164,16 +165,11 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
     pub fn try_get(&self) -> Option<Pooled<'_, T, R>> {
         let shared = self.shared.get()?;
         let node = match Shared::stash(shared) {
-            Some(stash) => {
-                let mut node = shared.pop(stash).or_else(|| shared.pop_overflow(stash))?;
-                node.home = Home::here((stash as *const Stash<T>).cast());
-                node
-            }
-            None => {
-                let mut node = shared.pop_single(&shared.orphans)?;
-                node.home = Home::NONE;
-                node
-            }
+            Some(stash) => match shared.lend(stash) {
+                Some(node) => node,
+                None => shared.lend_from(stash, shared.pop_overflow(stash)?),
+            },
+            None => Self::lend_unhomed(shared.pop_single(&shared.orphans)?),
         };
         Some(Pooled::new(self, node))
     }
@@ -247,7 +243,7 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
         // If `f` unwinds, `node` is dropped with this frame, not pooled (the
         // object may be half-modified), and counted discarded.
         let unwinding = DiscardOnUnwind(&stash.counters);
-        let out = f(&mut node.value);
+        let out = f(node.value_mut());
         mem::forget(unwinding);
         self.recycle_into_stash(&shared, stash, node, true);
         out
@@ -411,22 +407,31 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
     }
 
     /// Takes an object out of the pool, or makes one, for a guard: the node
-    /// records the stash it came from (see `Home`).
+    /// records the stash it came from (see `Home`), whose loan book tracks
+    /// it (`loans.rs`).
     #[inline(always)]
-    fn lend(&self) -> Box<Node<T>> {
+    fn lend(&self) -> NonNull<Node<T>> {
         let shared = self.shared();
         match Shared::stash(shared) {
-            Some(stash) => {
-                let mut node = self.take_from(&shared, stash);
-                node.home = Home::here((stash as *const Stash<T>).cast());
-                node
-            }
-            None => {
-                let mut node = self.take_stashless(&shared);
-                node.home = Home::NONE;
-                node
-            }
+            Some(stash) => match shared.lend(stash) {
+                Some(node) => node,
+                None => self.lend_slow(&shared, stash),
+            },
+            None => Self::lend_unhomed(self.take_stashless(&shared)),
         }
+    }
+
+    /// `lend` when the stash has nothing: from the overflow, or made.
+    #[cold]
+    fn lend_slow(&self, shared: &Shared<T>, stash: &Stash<T>) -> NonNull<Node<T>> {
+        shared.lend_from(stash, self.take_slow(shared, stash))
+    }
+
+    /// Lends `node` from no stash (a thread without one): no home, no
+    /// book.
+    fn lend_unhomed(mut node: Box<Node<T>>) -> NonNull<Node<T>> {
+        node.home = Home::NONE;
+        NonNull::from(Box::leak(node))
     }
 
     #[inline(always)]
@@ -466,28 +471,239 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
 
     /// Returns a node lent by `lend` (from a dropped guard) through
     /// `recycle`: straight to the stash it came from when this thread took
-    /// it, else as `return_node` does.
+    /// it, else as `return_elsewhere` does.
     ///
     /// # Safety
     ///
-    /// `node` must have been lent by this pool's `lend`.
+    /// `node` must have been lent by this pool's `lend`, and be held by
+    /// the caller, who gives it up.
     #[inline(always)]
-    pub(crate) unsafe fn return_lent(&self, mut node: Box<Node<T>>) {
-        let written = node.take_written();
-        match node.home.owned() {
-            Some(stash) => {
-                // SAFETY: `owned` found this thread's own stash in the pool
-                // that lent `node` (the caller's word), whose object type is
-                // `T`; stashes live in their own allocations until the
-                // pool's shared state drops (`StashBox`), and `&self` keeps
-                // the pool alive for this call.
-                let stash = unsafe { &*stash.cast::<Stash<T>>() };
-                // `lend` made the shared state, so it is there.
-                self.recycle_into_stash(&self.shared(), stash, node, written)
-            }
+    pub(crate) unsafe fn return_lent(&self, node: NonNull<Node<T>>) {
+        // SAFETY: the caller holds the node.
+        let (written, home) = unsafe {
+            (
+                Node::take_written(node.as_ptr()),
+                (*node.as_ptr()).home.owned(),
+            )
+        };
+        let Some(stash) = home else {
             // Out of line, so that the common case stays small enough to
             // inline into the guard's drop.
-            None => outlined(|| self.return_node(node, written)),
+            // SAFETY: the caller's word.
+            return outlined(move || unsafe { self.return_elsewhere(node, written) });
+        };
+        // SAFETY: `owned` found this thread's own stash in the pool that
+        // lent `node` (the caller's word), whose object type is `T`;
+        // stashes live in their own allocations until the pool's shared
+        // state drops (`StashBox`), and `&self` keeps the pool alive for
+        // this call.
+        let stash = unsafe { &*stash.cast::<Stash<T>>() };
+        // SAFETY: not in a loan book (`owned`), so the caller's alone; from
+        // `Box::leak`.
+        let node = unsafe { Box::from_raw(node.as_ptr()) };
+        // `lend` made the shared state, so it is there.
+        self.recycle_into_stash(&self.shared(), stash, node, written)
+    }
+
+    /// `return_lent` of a node in the loan book of `stash`, this thread's:
+    /// recycled where it is (a sweep may read its state meanwhile), then
+    /// out of the book and into the stash.
+    ///
+    /// # Safety
+    ///
+    /// As `return_lent`; `node` was lent from `stash`, this thread's.
+    unsafe fn return_tracked(&self, stash: &Stash<T>, node: NonNull<Node<T>>, written: bool) {
+        // SAFETY: the caller's word.
+        let kept = unsafe { self.recycle_lent(&stash.counters, node, written, Some(stash)) };
+        if let Some(node) = kept {
+            // SAFETY: as above.
+            unsafe { self.shared().push_lent(stash, node) }
+        }
+    }
+
+    /// Returns a lent node on another thread than the one that took it (or
+    /// on a thread in its teardown): back through the node to the loan book
+    /// of the stash that lent it, if it is in one (`loans.rs`), else
+    /// as `return_node` does.
+    ///
+    /// # Safety
+    ///
+    /// As `return_lent`.
+    unsafe fn return_elsewhere(&self, node: NonNull<Node<T>>, written: bool) {
+        // SAFETY: the caller holds the node.
+        if let Some(stash) = unsafe { (*node.as_ptr()).home.mine() } {
+            // Taken on this thread, and in its stash's loan book.
+            // SAFETY: `mine` found this thread's own stash (see
+            // `return_lent`); the caller's word.
+            return unsafe { self.return_tracked(&*stash.cast::<Stash<T>>(), node, written) };
+        }
+        let shared = self.shared();
+        let mine = Shared::stash(shared);
+        // SAFETY: the caller holds the node. Relaxed: its state was set when
+        // it was lent, and published to this thread with the guard.
+        let (tracked, home) = unsafe {
+            let node = node.as_ptr();
+            (
+                Node::loan(node).load(Ordering::Relaxed) == loan::LENT,
+                &(*node).home,
+            )
+        };
+        // The stash that lent it, if a thread with a token lent it from one.
+        let origin = (home.token() != 0).then(|| home.stash());
+        // Whether this thread gives back one taking thread's objects, which
+        // then go back to that thread, or several threads', which are
+        // shared (`loans.rs`).
+        let one_taker = match (mine, origin) {
+            (Some(mine), Some(origin)) => mine.returner.note(origin),
+            _ => false,
+        };
+        if tracked {
+            // SAFETY: the caller's word.
+            unsafe {
+                match mine {
+                    Some(stash) => self.give_back(&stash.counters, node, written, one_taker),
+                    None => self.give_back(&shared.orphans, node, written, false),
+                }
+            }
+            return;
+        }
+        if let (true, Some(origin)) = (one_taker, origin) {
+            // SAFETY: `lend` recorded a stash of this pool, which lives as
+            // long as the pool; the object goes back to its thread from
+            // now on.
+            Returns::advise(&unsafe { &*origin.cast::<Stash<T>>() }.returns.start);
+        }
+        // SAFETY: in no book, so the caller's alone; from `Box::leak`.
+        let node = unsafe { Box::from_raw(node.as_ptr()) };
+        match mine {
+            Some(stash) => self.recycle_into_stash(&shared, stash, node, written),
+            None => self.recycle_into_overflow(&shared, node, written),
+        }
+    }
+
+    /// Recycles a node that another thread's loan book holds, and marks it
+    /// given back there, counted in `counters` (this thread's).
+    ///
+    /// # Safety
+    ///
+    /// As `return_lent`, for a node in another thread's book.
+    unsafe fn give_back<const S: bool>(
+        &self,
+        counters: &Counters<S>,
+        node: NonNull<Node<T>>,
+        written: bool,
+        one_taker: bool,
+    ) {
+        // SAFETY: the caller's word.
+        if let Some(node) = unsafe { self.recycle_lent(counters, node, written, None) } {
+            counters.returned.bump();
+            // SAFETY: the caller's word; `lend` made the shared state.
+            unsafe { self.shared().give_back(node, one_taker) };
+        }
+    }
+
+    /// Passes a lent node's object through `recycle` where it is (it may
+    /// be in a loan book, which other threads read): the node if kept;
+    /// else `None`, its object dropped (`let_go`) and counted discarded,
+    /// also if the recycler panics.
+    ///
+    /// # Safety
+    ///
+    /// As `return_lent`; `home` is `node`'s stash if this thread took it
+    /// (`Home::owned`), else `None`.
+    #[inline(always)]
+    unsafe fn recycle_lent<const S: bool>(
+        &self,
+        counters: &Counters<S>,
+        node: NonNull<Node<T>>,
+        written: bool,
+        home: Option<&Stash<T>>,
+    ) -> Option<NonNull<Node<T>>> {
+        let unwinding = LetGoOnUnwind {
+            pool: self,
+            counters,
+            node,
+            home,
+        };
+        // SAFETY: the caller holds the node.
+        let value = unsafe { Node::object_mut(node.as_ptr()) };
+        let keep = if written {
+            self.recycler.recycle(value)
+        } else {
+            self.recycler.recycle_unwritten(value)
+        };
+        mem::forget(unwinding);
+        if keep {
+            return Some(node);
+        }
+        counters.discarded.bump();
+        // SAFETY: the caller's word.
+        unsafe { self.let_go(node, home) };
+        None
+    }
+
+    /// Drops the object of a lent node that leaves the pool (see
+    /// `leave`).
+    ///
+    /// # Safety
+    ///
+    /// As `recycle_lent`.
+    #[cold]
+    unsafe fn let_go(&self, node: NonNull<Node<T>>, home: Option<&Stash<T>>) {
+        // SAFETY: the caller's word.
+        match unsafe { self.leave(node, home) } {
+            Leaving::Mine(node) => drop(node),
+            Leaving::Theirs(shell) => {
+                // Marked gone even if the object's `Drop` panics: the book
+                // must not keep a node that nobody will give back.
+                let _gone = MarkGone(shell);
+                // SAFETY: the caller held the node; `MarkGone` marks it
+                // emptied.
+                unsafe { Node::drop_value(shell.as_ptr()) }
+            }
+        }
+    }
+
+    /// The object of a lent node, out of the pool for good (`into_inner`).
+    ///
+    /// # Safety
+    ///
+    /// As `return_lent`.
+    pub(crate) unsafe fn keep_lent(&self, node: NonNull<Node<T>>) -> T {
+        // SAFETY: the caller holds the node; `owned` gives this thread's
+        // stash in this pool (see `return_lent`).
+        let home = unsafe { (*node.as_ptr()).home.mine() }
+            .map(|stash| unsafe { &*stash.cast::<Stash<T>>() });
+        // SAFETY: the caller's word.
+        match unsafe { self.leave(node, home) } {
+            Leaving::Mine(node) => node.into_value(),
+            Leaving::Theirs(shell) => {
+                let _gone = MarkGone(shell);
+                // SAFETY: the caller held the node; `MarkGone` marks it
+                // emptied.
+                unsafe { Node::take_value(shell.as_ptr()) }
+            }
+        }
+    }
+
+    /// A lent node whose object leaves the pool: out of this thread's loan
+    /// book (if it is in it), for this thread to free; or a node of
+    /// another thread's book, which stays there as an empty shell
+    /// ([`loan::GONE`]) for that book to free.
+    ///
+    /// # Safety
+    ///
+    /// As `recycle_lent`.
+    unsafe fn leave(&self, node: NonNull<Node<T>>, home: Option<&Stash<T>>) -> Leaving<T> {
+        // SAFETY: the caller holds the node. Relaxed: as in
+        // `return_elsewhere`.
+        let tracked = unsafe { Node::loan(node.as_ptr()) }.load(Ordering::Relaxed) == loan::LENT;
+        match home {
+            // SAFETY: the caller's word: lent from `stash`, this thread's.
+            Some(stash) if tracked => Leaving::Mine(unsafe { self.shared().reclaim(stash, node) }),
+            None if tracked => Leaving::Theirs(node),
+            // SAFETY: in no book, so the caller's alone; from `Box::leak`.
+            _ => Leaving::Mine(unsafe { Box::from_raw(node.as_ptr()) }),
         }
     }
 
@@ -529,9 +745,9 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
     ) -> Option<Box<Node<T>>> {
         let unwinding = DiscardOnUnwind(counters);
         let keep = if written {
-            self.recycler.recycle(&mut node.value)
+            self.recycler.recycle(node.value_mut())
         } else {
-            self.recycler.recycle_unwritten(&mut node.value)
+            self.recycler.recycle_unwritten(node.value_mut())
         };
         mem::forget(unwinding);
         if keep {
@@ -572,7 +788,7 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
     fn with_stashless<U>(&self, shared: &Shared<T>, f: impl FnOnce(&mut T) -> U) -> U {
         let mut node = self.take_stashless(shared);
         let unwinding = DiscardOnUnwind(&shared.orphans);
-        let out = f(&mut node.value);
+        let out = f(node.value_mut());
         mem::forget(unwinding);
         self.recycle_into_overflow(shared, node, true);
         out
@@ -581,10 +797,57 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
     /// Drops a lent object whose guard is dropped while its thread panics
     /// (the panic may have left it half-modified), counting it discarded.
     /// On whatever thread the guard is, so in the shared counts.
+    ///
+    /// # Safety
+    ///
+    /// As `return_lent`.
     #[cold]
-    pub(crate) fn discard_unwound(&self, node: Box<Node<T>>) {
+    pub(crate) unsafe fn discard_unwound(&self, node: NonNull<Node<T>>) {
         self.shared().orphans.discarded.bump();
-        drop(node);
+        // SAFETY: the caller holds the node; `owned` gives this thread's
+        // stash in this pool (see `return_lent`).
+        let home = unsafe { (*node.as_ptr()).home.mine() }
+            .map(|stash| unsafe { &*stash.cast::<Stash<T>>() });
+        // SAFETY: the caller's word.
+        unsafe { self.let_go(node, home) }
+    }
+}
+
+/// What a lent node whose object leaves the pool is (`LocalPool::leave`).
+enum Leaving<T> {
+    /// This thread's to free.
+    Mine(Box<Node<T>>),
+    /// In another thread's loan book, which frees it once it is emptied
+    /// and marked gone.
+    Theirs(NonNull<Node<T>>),
+}
+
+/// Marks a lent node emptied ([`loan::GONE`]) when dropped, so that its
+/// loan book frees the shell; after that, the node is not touched again.
+struct MarkGone<T>(NonNull<Node<T>>);
+
+impl<T> Drop for MarkGone<T> {
+    fn drop(&mut self) {
+        // Release: the emptying happens before the book frees the shell.
+        // SAFETY: the node is live until this store hands it to its book.
+        unsafe { Node::loan(self.0.as_ptr()) }.store(loan::GONE, Ordering::Release);
+    }
+}
+
+/// Drops a lent node's object (`LocalPool::let_go`), counted discarded,
+/// if `recycle` panics on it.
+struct LetGoOnUnwind<'a, T: Send + 'static, R: Recycle<T>, const S: bool> {
+    pool: &'a LocalPool<T, R>,
+    counters: &'a Counters<S>,
+    node: NonNull<Node<T>>,
+    home: Option<&'a Stash<T>>,
+}
+
+impl<T: Send + 'static, R: Recycle<T>, const S: bool> Drop for LetGoOnUnwind<'_, T, R, S> {
+    fn drop(&mut self) {
+        self.counters.discarded.bump();
+        // SAFETY: `recycle_lent`'s caller held the node, and gives it up.
+        unsafe { self.pool.let_go(self.node, self.home) }
     }
 }
 

@@ -13,6 +13,7 @@ mod config;
 mod exit;
 pub(crate) mod fork;
 mod guard;
+mod loans;
 mod local_pool;
 mod node;
 mod overflow;

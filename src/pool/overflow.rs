@@ -224,7 +224,7 @@ mod tests {
     }
 
     fn values(nodes: &[Box<Node<u64>>]) -> Vec<u64> {
-        nodes.iter().map(|node| node.value).collect()
+        nodes.iter().map(|node| *node.value()).collect()
     }
 
     #[test]
@@ -248,7 +248,7 @@ mod tests {
         overflow.push_one(Node::boxed(2), 0);
         assert_eq!(overflow.len.load(Ordering::Relaxed), 0);
         assert_eq!(overflow.pop().map(|b| b.items.len()), Some(3));
-        assert_eq!(overflow.pop_one().map(|node| node.value), Some(2));
+        assert_eq!(overflow.pop_one().map(|node| *node.value()), Some(2));
         assert_eq!(overflow.len.load(Ordering::Relaxed), 0, "nothing wrapped");
     }
 
@@ -305,7 +305,7 @@ mod tests {
         overflow.trim(3, false, &mut dead); // drops stamps 0 and 1
         assert_eq!(values(&dead), [0, 1]);
         assert_eq!(overflow.len(), 1);
-        assert_eq!(overflow.pop_one().map(|node| node.value), Some(2));
+        assert_eq!(overflow.pop_one().map(|node| *node.value()), Some(2));
         assert_eq!(overflow.len(), 0);
     }
 
@@ -322,6 +322,6 @@ mod tests {
         overflow.cut(3, &mut dead);
         assert_eq!(values(&dead), [1, 1, 2]);
         assert_eq!(overflow.len(), 1);
-        assert_eq!(overflow.pop_one().map(|node| node.value), Some(3));
+        assert_eq!(overflow.pop_one().map(|node| *node.value()), Some(3));
     }
 }

@@ -19,14 +19,16 @@
 //! None of them runs user code while holding it: the objects they drop are
 //! dropped after it is released.
 
+use std::ptr::NonNull;
+
 use crate::lazy::LazyArcRef;
 use crate::pool::barrier::{self, Strategy};
 use crate::pool::config::{default_max_stashes, STASHES_PER_CORE};
 use crate::pool::exit::Flush;
-use crate::pool::node::Node;
-use crate::pool::overflow::Overflow;
+use crate::pool::node::{loan, Home, Node};
+use crate::pool::overflow::{Batch, Overflow};
 use crate::pool::owner;
-use crate::pool::stash::{Counters, Local, Stash, StashBox};
+use crate::pool::stash::{Counters, Local, Returns, Stash, StashBox};
 use crate::sync::{
     fork_gate, lock, thread_index, Arc, AtomicBool, AtomicCount, AtomicUsize, ForkGuard, Mutex,
     MutexGuard, Ordering, PerThread,
@@ -90,6 +92,10 @@ pub(crate) struct Shared<T: Send> {
     pub(super) wanted: AtomicBool,
     /// Set (under the sweep lock) once the pool has dropped.
     pub(super) closed: AtomicBool,
+    /// Set by a thread that gave a loan back to a closed loan book (its
+    /// thread exited): a get that finds nothing else collects closed books
+    /// before it makes an object (`take_orphaned`).
+    orphaned: AtomicBool,
     /// Objects dropped by sweeps.
     pub(super) trimmed: AtomicCount,
     /// Counts for threads without a stash (the stashless paths of
@@ -120,6 +126,7 @@ impl<T: Send> Shared<T> {
             held: AtomicUsize::new(0),
             wanted: AtomicBool::new(false),
             closed: AtomicBool::new(false),
+            orphaned: AtomicBool::new(false),
             trimmed: AtomicCount::new(0),
             orphans: Counters::default(),
             max_stashed,
@@ -201,6 +208,10 @@ impl<T: Send> Shared<T> {
         };
         crate::pool::exit::register(Box::new(hook));
         stash.hooked_by.store(owner::serial(), Ordering::Relaxed);
+        // Opened for this thread's loans (its token is set by now); an
+        // inherited book still holds the exited thread's loans, which come
+        // back here too.
+        stash.returns.open.store(owner::token(), Ordering::Relaxed);
     }
 
     #[cold]
@@ -248,7 +259,11 @@ impl<T: Send> Shared<T> {
         let mut made = false;
         let stash = shared.stashes.get_or(|| {
             made = true;
-            StashBox::new(Stash::new(epoch, capacity))
+            StashBox::new(Stash::new(
+                epoch,
+                capacity,
+                shared.overflow.max_idle().is_none(),
+            ))
         });
         let mut sweeping = shared.lock_sweep();
         let Some(stash) = stash else {
@@ -343,6 +358,10 @@ impl<T: Send> Shared<T> {
         if self.closed.load(Ordering::Relaxed) {
             return;
         }
+        // The loan book closes before the claim's heavy barrier: a thread
+        // that gives a loan back from now on either has it collected below
+        // or finds the book closed and says so (`loans.rs`).
+        stash.returns.open.store(0, Ordering::Relaxed);
         // Claimed like a sweep: by now the thread-id may already belong to a
         // new thread that owns this stash.
         let (mut batches, mut held) = (Vec::new(), false);
@@ -432,12 +451,32 @@ impl<T: Send> Shared<T> {
             .is_some_and(|mine| std::ptr::eq(mine.as_ptr(), stash))
     }
 
-    /// The most recently returned object of this thread's stash.
+    /// The most recently returned object of this thread's stash, else one
+    /// of its loans given back on another thread.
     #[inline(always)]
     pub(crate) fn pop(&self, stash: &Stash<T>) -> Option<Box<Node<T>>> {
-        let node = stash.with_owner(self.strategy, |local| local.pop())?;
+        let node = stash.with_owner(self.strategy, |local| local.take(&stash.returns))?;
         stash.counters.reused.bump();
         Some(node)
+    }
+
+    /// `pop`, for a guard: the object is lent from `stash` (`Local::lend`).
+    #[inline(always)]
+    pub(crate) fn lend(&self, stash: &Stash<T>) -> Option<NonNull<Node<T>>> {
+        let home = Home::here((stash as *const Stash<T>).cast());
+        let node = stash.with_owner(self.strategy, |local| {
+            local.take_to_lend(home, &stash.returns)
+        })?;
+        stash.counters.reused.bump();
+        Some(node)
+    }
+
+    /// Lends `node`, taken from elsewhere than `stash` (the overflow, or
+    /// made), from `stash` (`Local::lend`).
+    #[cold]
+    pub(crate) fn lend_from(&self, stash: &Stash<T>, node: Box<Node<T>>) -> NonNull<Node<T>> {
+        let home = Home::here((stash as *const Stash<T>).cast());
+        stash.with_owner(self.strategy, |local| local.lend(node, home))
     }
 
     /// An object from the overflow, taking its whole batch into the stash;
@@ -453,9 +492,16 @@ impl<T: Send> Shared<T> {
             stash.with_owner(self.strategy, Local::underflow);
         }
         let Some(mut batch) = self.overflow.pop() else {
-            let node = self.overflow.pop_one()?;
-            stash.counters.reused.bump();
-            return Some(node);
+            if let Some(node) = self.overflow.pop_one() {
+                stash.counters.reused.bump();
+                return Some(node);
+            }
+            let late = stash.with_owner(self.strategy, Local::take_late);
+            if let Some(node) = late {
+                stash.counters.reused.bump();
+                return Some(node);
+            }
+            return self.pop_orphaned(&stash.counters);
         };
         // Batches are never empty (see `Overflow::push`).
         let node = batch.items.pop()?;
@@ -481,6 +527,101 @@ impl<T: Send> Shared<T> {
         }
         stash.counters.reused.bump();
         Some(node)
+    }
+
+    /// Hands a lent node, already recycled on this thread, back to the loan
+    /// book of the stash that lent it, another thread's (`loans.rs`).
+    ///
+    /// # Safety
+    ///
+    /// `node` is [`loan::LENT`] in the book of a stash of this pool, and
+    /// the caller held it until now: it is not touched again.
+    pub(crate) unsafe fn give_back(&self, node: NonNull<Node<T>>, one_taker: bool) {
+        // Read before the node goes: stashes live as long as the pool.
+        // SAFETY: the caller holds the node.
+        let stash = unsafe { (*node.as_ptr()).home.stash() }.cast::<Stash<T>>();
+        // Release: the recycling happens before the book takes the node (its
+        // acquire in `Loans`). The node is the book's from here on.
+        // SAFETY: the caller held it until now.
+        unsafe { Node::loan(node.as_ptr()) }.store(loan::BACK, Ordering::Release);
+        // Dekker's pattern with the exit flush's close and heavy barrier
+        // (`flush`): either the flush saw the node back, or this sees the
+        // book closed.
+        barrier::light(self.strategy);
+        // SAFETY: stashes live until the pool's shared state drops, and the
+        // caller's return keeps the pool alive.
+        // SAFETY: as above.
+        let returns = &unsafe { &*stash }.returns;
+        if returns.open.load(Ordering::Relaxed) == 0 {
+            self.note_orphaned();
+        }
+        if !one_taker {
+            Returns::advise(&returns.stop);
+        }
+    }
+
+    /// Tells gets that a closed loan book holds an object given back.
+    #[cold]
+    fn note_orphaned(&self) {
+        // Release: pairs with `take_orphaned`'s acquire, so the node's state
+        // is seen there.
+        self.orphaned.store(true, Ordering::Release);
+    }
+
+    /// The loans given back to closed books (`note_orphaned`), collected
+    /// under the sweep lock, if there are any: what a get takes before it
+    /// makes an object, as a batch of the pool's current age.
+    #[cold]
+    fn take_orphaned(&self) -> Option<Batch<T>> {
+        // Acquire: pairs with `note_orphaned`.
+        if !self.orphaned.load(Ordering::Acquire) {
+            return None;
+        }
+        let sweeping = self.lock_sweep();
+        if self.closed.load(Ordering::Relaxed) || !self.orphaned.swap(false, Ordering::Acquire) {
+            return None;
+        }
+        let mut closed = Vec::new();
+        self.stashes.for_each(|stash| {
+            if stash.returns.open.load(Ordering::Relaxed) == 0 {
+                closed.push(&**stash);
+            }
+        });
+        let mut found = Vec::new();
+        self.with_claimed_stashes(&closed, |stash| {
+            stash.with_claimed(|local| local.loans.collect(&mut found));
+        });
+        (!found.is_empty()).then(|| Batch::new(found, sweeping.epoch))
+    }
+
+    /// Pools a node lent from `stash` and given back on its owner's
+    /// thread, already recycled: out of the loan book, into the stash.
+    ///
+    /// # Safety
+    ///
+    /// `node` was lent from `stash`, which is this thread's, and this
+    /// thread holds it.
+    pub(crate) unsafe fn push_lent(&self, stash: &Stash<T>, node: NonNull<Node<T>>) {
+        let pushed = stash.with_owner(self.strategy, |local| {
+            // SAFETY: the caller's word.
+            let node = unsafe { local.reclaim(node) };
+            local.push(node, local.limit)
+        });
+        match pushed {
+            Ok(()) => stash.counters.returned.bump(),
+            Err(node) => self.push_full(stash, node),
+        }
+    }
+
+    /// Takes a node lent from `stash` back on its owner's thread, out of
+    /// the loan book, for a return that does not pool it.
+    ///
+    /// # Safety
+    ///
+    /// As `push_lent`.
+    pub(crate) unsafe fn reclaim(&self, stash: &Stash<T>, node: NonNull<Node<T>>) -> Box<Node<T>> {
+        // SAFETY: the caller's word.
+        stash.with_owner(self.strategy, |local| unsafe { local.reclaim(node) })
     }
 
     /// Pools a returned (already recycled) object in this thread's stash.
@@ -547,9 +688,27 @@ impl<T: Send> Shared<T> {
             counters.reused.bump();
             return Some(node);
         }
-        let mut batch = self.overflow.pop()?;
+        let Some(mut batch) = self.overflow.pop() else {
+            return self.pop_orphaned(counters);
+        };
         let node = batch.items.pop()?;
         if !batch.items.is_empty() {
+            self.overflow.put_back(batch);
+        }
+        counters.reused.bump();
+        Some(node)
+    }
+
+    /// One loan given back to a closed book, if there is one (the rest go
+    /// to the overflow): the last place a get looks before it makes an
+    /// object.
+    #[cold]
+    fn pop_orphaned<const S: bool>(&self, counters: &Counters<S>) -> Option<Box<Node<T>>> {
+        let mut batch = self.take_orphaned()?;
+        let node = batch.items.pop()?;
+        if !batch.items.is_empty() {
+            // Pooled already: past the overflow's bound if need be, as
+            // `put_back` allows.
             self.overflow.put_back(batch);
         }
         counters.reused.bump();

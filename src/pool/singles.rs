@@ -373,7 +373,7 @@ mod tests {
     }
 
     fn drain(singles: &Singles<u64>) -> Vec<u64> {
-        std::iter::from_fn(|| singles.pop().map(|s| s.node.value)).collect()
+        std::iter::from_fn(|| singles.pop().map(|s| *s.node.value())).collect()
     }
 
     #[test]
@@ -418,7 +418,7 @@ mod tests {
             singles.push(single(1));
             assert_eq!(items.len(), 1);
             assert_eq!(
-                singles.pop().map(|s| s.node.value),
+                singles.pop().map(|s| *s.node.value()),
                 Some(1),
                 "from the ring"
             );
@@ -499,7 +499,7 @@ mod tests {
         }
         let mut dead = Vec::new();
         assert_eq!(singles.cut(3, &mut dead), 3);
-        let cut: Vec<_> = dead.iter().map(|node| node.value).collect();
+        let cut: Vec<_> = dead.iter().map(|node| *node.value()).collect();
         assert_eq!(cut, [2, 3, 1]);
         assert_eq!(singles.cut(5, &mut dead), 1, "then the stack");
         assert!(singles.pop().is_none());
@@ -513,7 +513,7 @@ mod tests {
         }
         let mut dead = Vec::new();
         assert_eq!(singles.trim(|single| single.stamp % 2 == 0, &mut dead), 3);
-        let trimmed: Vec<_> = dead.iter().map(|node| node.value).collect();
+        let trimmed: Vec<_> = dead.iter().map(|node| *node.value()).collect();
         assert_eq!(trimmed, [1, 3, 5]);
         assert_eq!(drain(&singles), [2, 0, 4]);
     }

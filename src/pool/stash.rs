@@ -16,11 +16,16 @@ use std::ptr::NonNull;
 use crossbeam_utils::CachePadded;
 
 use crate::pool::barrier::{self, Strategy};
-use crate::pool::node::Node;
+use crate::pool::loans::Loans;
+use crate::pool::node::{loan, Home, Node};
 use crate::pool::overflow::{Batch, Overflow};
-use crate::sync::{backoff, AtomicBool, AtomicCount, Ordering, UnsafeCell};
+use crate::sync::{backoff, AtomicBool, AtomicCount, AtomicUsize, Ordering, UnsafeCell};
 
 /// One thread's objects and counters.
+///
+/// In declaration order (`repr(C)`): what the owner's gets and returns touch
+/// first, on as few cache lines as possible; what other threads read last.
+#[repr(C)]
 pub(crate) struct Stash<T> {
     /// Set by the owner around each access to `local`.
     busy: AtomicBool,
@@ -35,6 +40,99 @@ pub(crate) struct Stash<T> {
     /// a thread that inherits the stash with an exited thread's id finds
     /// another thread's number here and registers its own hook.
     pub(crate) hooked_by: AtomicCount,
+    /// Where the loans this thread gave back for other threads came from.
+    pub(crate) returner: Returner,
+    /// What threads that give this stash's loans back read and write, on
+    /// a line of its own, which the owner does not write on its gets and
+    /// returns (`loans.rs`).
+    pub(crate) returns: CachePadded<Returns>,
+}
+
+/// A stash's side for the threads that give its loans back (`loans.rs`).
+pub(crate) struct Returns {
+    /// The owner token of the thread whose loans come back to this stash's
+    /// loan book; 0 once that thread's exit flush has closed the book (and
+    /// until a thread that inherits the stash opens it again).
+    pub(crate) open: AtomicCount,
+    /// Set by a thread that returns this stash's loans alone (`Returner`)
+    /// and gave one back that had no place in the book: the owner keeps a
+    /// book from its next slow path on.
+    pub(crate) start: AtomicBool,
+    /// Set by a thread that returns the loans of several stashes and gave
+    /// one back through this stash's book: the owner keeps no book from
+    /// its next slow path on, so that what it lends is shared.
+    pub(crate) stop: AtomicBool,
+}
+
+impl Returns {
+    /// Raises `flag` (`start` or `stop`); a load first, so that the threads
+    /// that keep giving the same advice leave the line shared.
+    pub(crate) fn advise(flag: &AtomicBool) {
+        if !flag.load(Ordering::Relaxed) {
+            flag.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// Takes the advice given since the owner last looked: `Some(true)` to
+    /// keep a book, `Some(false)` to keep none (which wins), `None`.
+    pub(crate) fn take_advice(&self) -> Option<bool> {
+        let (start, stop) = (
+            self.start.load(Ordering::Relaxed),
+            self.stop.load(Ordering::Relaxed),
+        );
+        if !start && !stop {
+            return None;
+        }
+        self.start.store(false, Ordering::Relaxed);
+        self.stop.store(false, Ordering::Relaxed);
+        Some(!stop)
+    }
+}
+
+/// Which stashes the objects this thread gave back for other threads came
+/// from since the last sweep, kept by the owner (and reset by sweeps):
+/// one, or several (`loans.rs`).
+pub(crate) struct Returner {
+    /// The stash that lent the first object this thread gave back on
+    /// another thread's behalf since the last sweep (its address).
+    first: AtomicUsize,
+    /// Whether one lent by another stash came back here since.
+    several: AtomicBool,
+}
+
+impl Returner {
+    fn new() -> Self {
+        Self {
+            first: AtomicUsize::new(0),
+            several: AtomicBool::new(false),
+        }
+    }
+
+    /// Notes an object lent by `origin` given back here; whether every
+    /// object given back here since the last sweep came from `origin`:
+    /// whether this thread returns one thread's objects (a pipeline stage
+    /// fed by one producer) rather than several threads' (a writer fed by
+    /// many readers).
+    pub(crate) fn note(&self, origin: *const ()) -> bool {
+        if self.several.load(Ordering::Relaxed) {
+            return false;
+        }
+        match self.first.load(Ordering::Relaxed) {
+            0 => self.first.store(origin as usize, Ordering::Relaxed),
+            first if first == origin as usize => {}
+            _ => {
+                self.several.store(true, Ordering::Relaxed);
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Forgets what came back so far (a sweep).
+    pub(crate) fn reset(&self) {
+        self.first.store(0, Ordering::Relaxed);
+        self.several.store(false, Ordering::Relaxed);
+    }
 }
 
 // SAFETY: a `Stash` is shared between its owner and sweepers. `local` is
@@ -46,8 +144,9 @@ unsafe impl<T: Send> Sync for Stash<T> {}
 
 impl<T> Stash<T> {
     /// A stash for a new thread; `epoch` is the pool's sweep count now,
-    /// `capacity` the most objects it may keep (see `Local::capacity`).
-    pub(crate) fn new(epoch: u64, capacity: usize) -> Self {
+    /// `capacity` the most objects it may keep (see `Local::capacity`),
+    /// `books` whether it may keep a loan book (`Loans::new`).
+    pub(crate) fn new(epoch: u64, capacity: usize, books: bool) -> Self {
         Self {
             busy: AtomicBool::new(false),
             claimed: AtomicBool::new(false),
@@ -67,9 +166,16 @@ impl<T> Stash<T> {
                 held: true,
                 seen: 0,
                 gets_seen: 0,
+                loans: Loans::new(books),
             }),
             counters: Counters::default(),
             hooked_by: AtomicCount::new(0),
+            returns: CachePadded::new(Returns {
+                open: AtomicCount::new(0),
+                start: AtomicBool::new(false),
+                stop: AtomicBool::new(false),
+            }),
+            returner: Returner::new(),
         }
     }
 
@@ -278,6 +384,9 @@ pub(crate) struct Local<T> {
     /// The owner's gets (`Counters::gets`) when a sweep last aged this
     /// stash: an owner that took nothing since only returns (`age`).
     gets_seen: u64,
+    /// What the owner lent to guards, so that a guard dropped on another
+    /// thread comes back here (`loans.rs`).
+    pub(super) loans: Loans<T>,
 }
 
 /// Most batch buffers a stash keeps for reuse: enough for a thread that
@@ -294,6 +403,113 @@ impl<T> Local<T> {
             self.victims = self.items.len();
         }
         Some(node)
+    }
+
+    /// Takes an object: the most recently returned, this stash's loans
+    /// given back on other threads included (`take_back`); `returns` is
+    /// this stash's, whose advice the slow path heeds.
+    #[inline(always)]
+    pub(crate) fn take(&mut self, returns: &Returns) -> Option<Box<Node<T>>> {
+        if self.loans.is_quiet() {
+            if let Some(node) = self.pop() {
+                return Some(node);
+            }
+        }
+        self.take_back(returns)
+    }
+
+    /// `take` for a stash that keeps a loan book, or is empty. It heeds
+    /// the advice of the threads that give its loans back
+    /// (`Returns::take_advice`). The loans given back (`Loans::take_back`)
+    /// go on top when the stash is empty, and on every get while they keep
+    /// coming back, so that the newest is on top (its buffer the likeliest
+    /// still in a cache); but not while a single object waits here: a
+    /// thread that takes about as fast as its loans come back then takes
+    /// the one it has, rather than load the line that the thread giving
+    /// the next one back is writing.
+    #[cold]
+    #[inline(never)]
+    fn take_back(&mut self, returns: &Returns) -> Option<Box<Node<T>>> {
+        if let Some(on) = returns.take_advice() {
+            self.loans.turn(on);
+        }
+        if self.items.is_empty() || (self.loans.is_coming_back() && self.items.len() > 1) {
+            self.loans.take_back(&mut self.items);
+        }
+        self.pop()
+    }
+
+    /// For a get that found nothing else: the loans given back past the
+    /// oldest still out (`Loans::look_past_front`).
+    #[cold]
+    pub(crate) fn take_late(&mut self) -> Option<Box<Node<T>>> {
+        self.loans.look_past_front(&mut self.items);
+        self.pop()
+    }
+
+    /// An object for a guard, as `take` gives it, lent from this stash
+    /// (`lend`).
+    #[inline(always)]
+    pub(crate) fn take_to_lend(
+        &mut self,
+        home: Home,
+        returns: &Returns,
+    ) -> Option<NonNull<Node<T>>> {
+        if self.loans.is_quiet() {
+            if let Some(node) = self.pop() {
+                return Some(Self::lend_untracked(node, home));
+            }
+        }
+        self.take_to_lend_slow(home, returns)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn take_to_lend_slow(&mut self, home: Home, returns: &Returns) -> Option<NonNull<Node<T>>> {
+        let node = self.take_back(returns)?;
+        Some(self.lend(node, home))
+    }
+
+    /// Lends `node` to a guard: records `home` in it and, while this stash
+    /// keeps a loan book, enters it there (`Loans::track`).
+    pub(crate) fn lend(&mut self, node: Box<Node<T>>, home: Home) -> NonNull<Node<T>> {
+        let node = Self::lend_untracked(node, home);
+        if self.loans.is_on() {
+            // SAFETY: a node this thread owns, in no book (pooled nodes are
+            // untracked); a guard holds it until it is given back, which
+            // takes it out of the book (`LocalPool::return_lent`).
+            unsafe { self.loans.track(node.as_ptr(), self.capacity) };
+        }
+        node
+    }
+
+    /// Lends `node` to a guard without entering it in the loan book.
+    #[inline(always)]
+    fn lend_untracked(mut node: Box<Node<T>>, home: Home) -> NonNull<Node<T>> {
+        node.home = home;
+        // SAFETY: `Box::into_raw` never returns null.
+        unsafe { NonNull::new_unchecked(Box::into_raw(node)) }
+    }
+
+    /// Takes back a node lent from this stash, on its owner's thread: out
+    /// of the loan book, if it is in it.
+    ///
+    /// # Safety
+    ///
+    /// `node` was lent from this stash (`lend`), and this thread holds it.
+    #[inline(always)]
+    pub(crate) unsafe fn reclaim(&mut self, node: NonNull<Node<T>>) -> Box<Node<T>> {
+        let node = node.as_ptr();
+        // SAFETY: the caller holds the node. Relaxed: this thread wrote the
+        // state when it lent the node, and no other thread writes it while
+        // the node is lent and held here.
+        if unsafe { Node::loan(node) }.load(Ordering::Relaxed) == loan::LENT {
+            // SAFETY: lent from this stash and in its book.
+            unsafe { self.loans.untrack(node) };
+        }
+        // SAFETY: out of the book, so this thread's alone; from
+        // `Box::into_raw` (`lend`).
+        unsafe { Box::from_raw(node) }
     }
 
     /// Keeps `value` if the stash has room, else hands it back.
@@ -467,6 +683,8 @@ impl<T> Local<T> {
     /// nothing from now on, as a new stash. What a stash holds beyond its
     /// limit is shed (`shed`).
     pub(crate) fn age(&mut self, epoch: u64, gets: u64, dead: &mut Vec<Box<Node<T>>>) {
+        // Loans given back since the last sweep are fresh, like returns.
+        self.loans.age(&mut self.items);
         dead.extend(self.items.drain(..self.victims));
         self.victims = self.items.len();
         self.epoch = epoch;
@@ -484,6 +702,7 @@ impl<T> Local<T> {
     /// Moves every object into batches for the overflow, as far as it has
     /// room (a thread exiting). What does not fit stays for sweeps to age.
     pub(crate) fn flush(&mut self, overflow: &Overflow<T>) -> Vec<Batch<T>> {
+        self.loans.collect(&mut self.items);
         let mut batches = Vec::new();
         let fresh = self.items.len() - self.victims;
         let groups = [
@@ -522,6 +741,7 @@ impl<T> Local<T> {
 
     /// Moves every object into `dead` (the pool is dropping).
     pub(crate) fn drain(&mut self, dead: &mut Vec<Box<Node<T>>>) {
+        self.loans.collect(dead);
         dead.append(&mut self.items);
         self.victims = 0;
         self.release_memory();
@@ -600,7 +820,7 @@ mod tests {
     }
 
     fn values(nodes: &[Box<Node<u32>>]) -> Vec<u32> {
-        nodes.iter().map(|node| node.value).collect()
+        nodes.iter().map(|node| *node.value()).collect()
     }
 
     fn local(items: &[u32], victims: usize, epoch: u64) -> Local<u32> {
@@ -616,6 +836,7 @@ mod tests {
             held: true,
             seen: 0,
             gets_seen: 0,
+            loans: Loans::new(true),
         }
     }
 
@@ -628,7 +849,7 @@ mod tests {
     }
 
     fn pop(local: &mut Local<u32>) -> Option<u32> {
-        local.pop().map(|node| node.value)
+        local.pop().map(|node| *node.value())
     }
 
     /// The batch that a spill just pushed to `overflow`: its objects and
@@ -644,7 +865,7 @@ mod tests {
     fn spilled_one(overflow: &Overflow<u32>) -> (u32, u64) {
         let single = overflow.singles.pop().expect("a single was spilled");
         assert!(overflow.pop().is_none(), "and no batch");
-        (single.node.value, single.stamp)
+        (*single.node.value(), single.stamp)
     }
 
     #[test]
@@ -666,7 +887,7 @@ mod tests {
     fn push_refuses_past_capacity() {
         let mut l = local(&[1, 2], 0, 0);
         let refused = l.push(Node::boxed(3), 2).unwrap_err();
-        assert_eq!(refused.value, 3);
+        assert_eq!(*refused.value(), 3);
         assert_eq!(values(&l.items), [1, 2]);
     }
 
@@ -738,7 +959,7 @@ mod tests {
         let mut l = limited(&[1, 2], 0, 0, 2);
         l.capacity = 2;
         let refused = l.spill(Node::boxed(3), &overflow).unwrap_err();
-        assert_eq!(refused.value, 3);
+        assert_eq!(*refused.value(), 3);
         assert_eq!(values(&l.items), [1, 2]);
         l.limit = 5;
         assert!(l.spill(Node::boxed(3), &overflow).is_ok());
@@ -817,7 +1038,7 @@ mod tests {
         } else {
             1_000_000
         };
-        let stash = Stash::<u32>::new(0, usize::MAX);
+        let stash = Stash::<u32>::new(0, usize::MAX, true);
         let strategy = crate::pool::barrier::strategy();
         let done = std::sync::atomic::AtomicBool::new(false);
         let mut seen = Vec::new();

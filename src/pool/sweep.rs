@@ -54,6 +54,7 @@ impl<T: Send> Shared<T> {
                     let wanted = self.wanted.swap(false, Ordering::Relaxed);
                     let (mut kept, mut shed, mut given_up) = (0, Vec::new(), 0);
                     self.with_every_stash(|stash| {
+                        stash.returner.reset();
                         stash.with_claimed(|local| {
                             local.age(epoch, stash.counters.gets(), &mut dead);
                             // A slot whose owner has not touched the pool
