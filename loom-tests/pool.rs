@@ -882,3 +882,115 @@ fn registration_races_a_sweep() {
         use_after_the_switch(pool, &ledger);
     });
 }
+
+// === loan books ===
+
+/// A pool whose calling thread keeps a loan book, and one object it made
+/// and lent, entered there: a guard to give back on another thread.
+fn lent_from_a_book(
+    ledger: &Arc<Ledger>,
+) -> (
+    std::sync::Arc<LocalPool<Obj, Maker>>,
+    stashpool::PooledOwned<Obj, Maker>,
+) {
+    let pool = std::sync::Arc::new(pool(ledger, 2));
+    pool.loom_keep_book();
+    let lent = pool.get_owned();
+    (pool, lent)
+}
+
+/// A loan given back on another thread (marked back in its node) races its
+/// taker's next get, which looks at the book, and a sweep, which collects
+/// the book: the object has one holder at a time, is neither lost nor
+/// dropped by one sweep, and the taker finds it afterwards without making
+/// one.
+#[test]
+fn loan_given_back_races_its_takers_get_and_a_sweep() {
+    loom::model(|| {
+        let ledger = Ledger::new();
+        let (pool, lent) = lent_from_a_book(&ledger);
+        let returner = thread::spawn(move || {
+            lent.hold(|_| ());
+            drop(lent);
+        });
+        let sweeper = {
+            let pool = std::sync::Arc::clone(&pool);
+            thread::spawn(move || pool.sweep())
+        };
+        let got = pool.get();
+        got.hold(|_| ());
+        drop(got);
+        returner.join().unwrap();
+        sweeper.join().unwrap();
+        // One or two made (the get may have come before the object was
+        // back): every one of them is idle, and found.
+        let made = ledger.made();
+        assert_eq!(pool.stats().idle, made, "{:?}", pool.stats());
+        let found: Vec<_> = (0..made).map(|_| pool.get()).collect();
+        found.iter().for_each(|obj| obj.acquire());
+        assert_eq!(ledger.made(), made, "all found, none made");
+        found.iter().for_each(|obj| obj.release());
+        drop(found);
+        let pool = std::sync::Arc::try_unwrap(pool).ok().unwrap();
+        drop_and_check(pool, &ledger);
+    });
+}
+
+/// A loan given back on another thread while its taker exits: the exit
+/// closes the book, and either collects the object or the returning
+/// thread finds the book closed and says so; a get then finds it, on a
+/// thread with an id of its own, without making one. (Were neither to
+/// happen, the object would wait in a closed book for the next sweep, and
+/// `wait_for_one` would spin until loom gave up on the model.)
+#[test]
+fn loan_given_back_races_its_takers_exit() {
+    loom::model(|| {
+        hold_thread_id();
+        let ledger = Ledger::new();
+        let pool = std::sync::Arc::new(pool(&ledger, 2));
+        let (send, receive) = loom::sync::mpsc::channel();
+        let taker = {
+            let pool = std::sync::Arc::clone(&pool);
+            thread::spawn(move || {
+                pool.loom_keep_book();
+                send.send(pool.get_owned()).unwrap();
+            })
+        };
+        let lent = receive.recv().unwrap();
+        lent.hold(|_| ());
+        drop(lent);
+        taker.join().unwrap();
+        // loom's `join` returns before the thread's exit hooks have run:
+        // until the flush lands, the object may wait in the open book.
+        let got = wait_for_one(&pool);
+        got.hold(|_| ());
+        assert_eq!(ledger.made(), 1, "found, not made");
+        drop(got);
+        let pool = std::sync::Arc::try_unwrap(pool).ok().unwrap();
+        drop_and_check(pool, &ledger);
+    });
+}
+
+/// A loan kept on another thread (`into_inner`: its object leaves the
+/// pool, its node stays in the book as an empty shell) races a sweep that
+/// collects the book: the object is dropped once, by its keeper, and the
+/// shell is freed once, by the sweep or by the taker's next get.
+#[test]
+fn loan_kept_elsewhere_races_a_sweep() {
+    loom::model(|| {
+        let ledger = Ledger::new();
+        let (pool, lent) = lent_from_a_book(&ledger);
+        let keeper = thread::spawn(move || {
+            let kept = stashpool::PooledOwned::into_inner(lent);
+            kept.hold(|_| ());
+        });
+        pool.sweep();
+        keeper.join().unwrap();
+        assert_eq!(ledger.live(), 0, "kept, then dropped by its keeper");
+        let got = pool.get();
+        got.hold(|_| ());
+        drop(got);
+        let pool = std::sync::Arc::try_unwrap(pool).ok().unwrap();
+        drop_and_check(pool, &ledger);
+    });
+}

@@ -49,6 +49,33 @@ type CountWord = AtomicU64;
 #[cfg(not(target_has_atomic = "64"))]
 type CountWord = AtomicUsize;
 
+/// Reads an atomic byte that the caller owns outright (`&mut`): no atomic
+/// access, so no branch of a loom model either.
+#[inline(always)]
+pub(crate) fn owned_load(atomic: &mut AtomicU8) -> u8 {
+    #[cfg(not(stashpool_loom))]
+    {
+        *atomic.get_mut()
+    }
+    #[cfg(stashpool_loom)]
+    {
+        atomic.with_mut(|value| *value)
+    }
+}
+
+/// Writes an atomic byte that the caller owns outright, as `owned_load`.
+#[inline(always)]
+pub(crate) fn owned_store(atomic: &mut AtomicU8, value: u8) {
+    #[cfg(not(stashpool_loom))]
+    {
+        *atomic.get_mut() = value;
+    }
+    #[cfg(stashpool_loom)]
+    {
+        atomic.with_mut(|owned| *owned = value);
+    }
+}
+
 /// A statistics counter read as a `u64`. On targets without 64-bit atomics
 /// it is pointer-sized and wraps at 2^32: counts there are exact modulo
 /// 2^32, which is what a counter that must stay lock-free can give.

@@ -176,7 +176,9 @@ impl<T> Loans<T> {
 
     /// Moves the loans given back on other threads at the front of the
     /// book, up to the oldest still out, into `back`, oldest first, and
-    /// frees the shells of loans whose objects left the pool on the way.
+    /// frees the shells of loans whose objects left the pool on the way;
+    /// if none were given back there and `back` is empty, looks at the few
+    /// loans behind the oldest still out too (`look_past_front`).
     #[inline(always)]
     pub(crate) fn take_back(&mut self, back: &mut Vec<Box<Node<T>>>) {
         if self.ring.is_empty() {
@@ -198,15 +200,16 @@ impl<T> Loans<T> {
             self.front = self.front.wrapping_add(1);
         }
         self.coming_back = back.len() > before;
+        if back.is_empty() {
+            self.look_past_front(back);
+        }
     }
 
-    /// As `take_back`, among the few loans behind the oldest still out: one
+    /// `take_back` among the few loans behind the oldest still out: one
     /// consumer of several may give its loans back before another gives
     /// back an older one. Each look may load a cache line that the loan's
-    /// holder is writing, so a get looks here last, before it makes an
-    /// object.
-    #[cold]
-    pub(crate) fn look_past_front(&mut self, back: &mut Vec<Box<Node<T>>>) {
+    /// holder is writing, so only a get that found the stash empty looks.
+    fn look_past_front(&mut self, back: &mut Vec<Box<Node<T>>>) {
         let mut looks = 0;
         for at in 1..self.ring.len() {
             if looks == LOOKS {
@@ -370,9 +373,8 @@ mod tests {
         give_back(nodes[1]);
         let mut back = Vec::new();
         loans.take_back(&mut back);
-        assert!(back.is_empty(), "the front is out");
-        loans.look_past_front(&mut back);
-        assert_eq!(values(&back), [2]);
+        assert_eq!(values(&back), [2], "the front is out, the next is back");
+        assert!(!loans.is_coming_back());
         // SAFETY: nodes 1 and 3 are still in the book and held here.
         unsafe {
             loans.untrack(nodes[0]);

@@ -571,7 +571,9 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
             // SAFETY: `lend` recorded a stash of this pool, which lives as
             // long as the pool; the object goes back to its thread from
             // now on.
-            Returns::advise(&unsafe { &*origin.cast::<Stash<T>>() }.returns.start);
+            unsafe { &*origin.cast::<Stash<T>>() }
+                .returns
+                .advise(Returns::START);
         }
         // SAFETY: in no book, so the caller's alone; from `Box::leak`.
         let node = unsafe { Box::from_raw(node.as_ptr()) };
@@ -902,9 +904,6 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
         move || shared.sweep()
     }
 
-    /// Makes the calling model thread one that is late in its teardown, its
-    /// thread id given back: its gets and returns go around the stashes
-    /// (`sync::end_thread_id`), for loom models of the stashless paths.
     /// Under loom: how many of the pool's stashes hold a slot now.
     #[doc(hidden)]
     pub fn loom_slots_held(&self) -> usize {
@@ -926,9 +925,23 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
         crate::pool::barrier::switched()
     }
 
+    /// Makes the calling model thread one that is late in its teardown, its
+    /// thread id given back: its gets and returns go around the stashes
+    /// (`sync::end_thread_id`), for loom models of the stashless paths.
     #[doc(hidden)]
     pub fn loom_end_thread_id() {
         crate::sync::end_thread_id();
+    }
+
+    /// Has the calling model thread's stash keep a loan book from its next
+    /// get that finds it empty on, as a thread that gives back this
+    /// thread's objects alone advises outside loom (`Returns::START`),
+    /// without a model thread to give a first one back.
+    #[doc(hidden)]
+    pub fn loom_keep_book(&self) {
+        if let Some(stash) = Shared::stash(self.init()) {
+            stash.returns.advise(Returns::START);
+        }
     }
 }
 

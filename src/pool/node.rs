@@ -13,7 +13,7 @@
 use std::mem::ManuallyDrop;
 
 use crate::pool::owner;
-use crate::sync::{AtomicU8, Ordering};
+use crate::sync::{owned_load, owned_store, AtomicU8};
 
 /// Where a node stands with the loan book of the stash that lent it
 /// (`loans.rs`). Only the book's owner (or a sweeper holding its stash)
@@ -103,7 +103,7 @@ impl<T> Node<T> {
     pub(crate) fn into_value(mut self: Box<Self>) -> T {
         // SAFETY: taken once: the node is marked empty before it drops.
         let value = unsafe { ManuallyDrop::take(&mut self.value) };
-        self.loan.store(loan::GONE, Ordering::Relaxed);
+        owned_store(&mut self.loan, loan::GONE);
         value
     }
 
@@ -200,9 +200,9 @@ impl<T> Node<T> {
 
 impl<T> Drop for Node<T> {
     fn drop(&mut self) {
-        // Relaxed: the node is this thread's alone now; whoever emptied it
-        // published that with its release (`loans.rs`).
-        if self.loan.load(Ordering::Relaxed) != loan::GONE {
+        // The node is this thread's alone now; whoever emptied it published
+        // that with its release, which this thread acquired (`loans.rs`).
+        if owned_load(&mut self.loan) != loan::GONE {
             // SAFETY: the object is there (not GONE), and this is the
             // node's one drop.
             unsafe { ManuallyDrop::drop(&mut self.value) }

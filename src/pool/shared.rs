@@ -496,11 +496,6 @@ impl<T: Send> Shared<T> {
                 stash.counters.reused.bump();
                 return Some(node);
             }
-            let late = stash.with_owner(self.strategy, Local::take_late);
-            if let Some(node) = late {
-                stash.counters.reused.bump();
-                return Some(node);
-            }
             return self.pop_orphaned(&stash.counters);
         };
         // Batches are never empty (see `Overflow::push`).
@@ -556,7 +551,7 @@ impl<T: Send> Shared<T> {
             self.note_orphaned();
         }
         if !one_taker {
-            Returns::advise(&returns.stop);
+            returns.advise(Returns::STOP);
         }
     }
 

@@ -19,7 +19,7 @@ use crate::pool::barrier::{self, Strategy};
 use crate::pool::loans::Loans;
 use crate::pool::node::{loan, Home, Node};
 use crate::pool::overflow::{Batch, Overflow};
-use crate::sync::{backoff, AtomicBool, AtomicCount, AtomicUsize, Ordering, UnsafeCell};
+use crate::sync::{backoff, AtomicBool, AtomicCount, AtomicU8, AtomicUsize, Ordering, UnsafeCell};
 
 /// One thread's objects and counters.
 ///
@@ -54,38 +54,39 @@ pub(crate) struct Returns {
     /// loan book; 0 once that thread's exit flush has closed the book (and
     /// until a thread that inherits the stash opens it again).
     pub(crate) open: AtomicCount,
-    /// Set by a thread that returns this stash's loans alone (`Returner`)
-    /// and gave one back that had no place in the book: the owner keeps a
-    /// book from its next slow path on.
-    pub(crate) start: AtomicBool,
-    /// Set by a thread that returns the loans of several stashes and gave
-    /// one back through this stash's book: the owner keeps no book from
-    /// its next slow path on, so that what it lends is shared.
-    pub(crate) stop: AtomicBool,
+    /// The advice of the threads that give this stash's loans back, for
+    /// its owner's next slow path: `START`, from a thread that returns this
+    /// stash's loans alone and gave one back that had no place in the book
+    /// (keep one); `STOP`, from a thread that returns the loans of several
+    /// stashes and gave one back through this book (keep none, so that
+    /// what this stash lends is shared); `NONE`.
+    advice: AtomicU8,
 }
 
 impl Returns {
-    /// Raises `flag` (`start` or `stop`); a load first, so that the threads
-    /// that keep giving the same advice leave the line shared.
-    pub(crate) fn advise(flag: &AtomicBool) {
-        if !flag.load(Ordering::Relaxed) {
-            flag.store(true, Ordering::Relaxed);
+    pub(crate) const NONE: u8 = 0;
+    pub(crate) const START: u8 = 1;
+    pub(crate) const STOP: u8 = 2;
+
+    /// Gives `advice` (`START` or `STOP`, which wins). A load first, so
+    /// that threads giving the same advice again leave the line shared.
+    pub(crate) fn advise(&self, advice: u8) {
+        let now = self.advice.load(Ordering::Relaxed);
+        if now != advice && now != Self::STOP {
+            self.advice.store(advice, Ordering::Relaxed);
         }
     }
 
     /// Takes the advice given since the owner last looked: `Some(true)` to
-    /// keep a book, `Some(false)` to keep none (which wins), `None`.
+    /// keep a book, `Some(false)` to keep none, `None`.
     pub(crate) fn take_advice(&self) -> Option<bool> {
-        let (start, stop) = (
-            self.start.load(Ordering::Relaxed),
-            self.stop.load(Ordering::Relaxed),
-        );
-        if !start && !stop {
-            return None;
+        match self.advice.load(Ordering::Relaxed) {
+            Self::NONE => None,
+            advice => {
+                self.advice.store(Self::NONE, Ordering::Relaxed);
+                Some(advice == Self::START)
+            }
         }
-        self.start.store(false, Ordering::Relaxed);
-        self.stop.store(false, Ordering::Relaxed);
-        Some(!stop)
     }
 }
 
@@ -130,8 +131,12 @@ impl Returner {
 
     /// Forgets what came back so far (a sweep).
     pub(crate) fn reset(&self) {
-        self.first.store(0, Ordering::Relaxed);
-        self.several.store(false, Ordering::Relaxed);
+        // `several` is set only after `first`: one load for the threads
+        // that gave back nothing for others.
+        if self.first.load(Ordering::Relaxed) != 0 {
+            self.first.store(0, Ordering::Relaxed);
+            self.several.store(false, Ordering::Relaxed);
+        }
     }
 }
 
@@ -172,8 +177,7 @@ impl<T> Stash<T> {
             hooked_by: AtomicCount::new(0),
             returns: CachePadded::new(Returns {
                 open: AtomicCount::new(0),
-                start: AtomicBool::new(false),
-                stop: AtomicBool::new(false),
+                advice: AtomicU8::new(Returns::NONE),
             }),
             returner: Returner::new(),
         }
@@ -436,14 +440,6 @@ impl<T> Local<T> {
         if self.items.is_empty() || (self.loans.is_coming_back() && self.items.len() > 1) {
             self.loans.take_back(&mut self.items);
         }
-        self.pop()
-    }
-
-    /// For a get that found nothing else: the loans given back past the
-    /// oldest still out (`Loans::look_past_front`).
-    #[cold]
-    pub(crate) fn take_late(&mut self) -> Option<Box<Node<T>>> {
-        self.loans.look_past_front(&mut self.items);
         self.pop()
     }
 
