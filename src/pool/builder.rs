@@ -41,10 +41,19 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPoolBuilder<T, R> {
     /// found it empty since the previous sweep halves it again, and one that
     /// finds the thread took nothing since then sets it back to none. So a
     /// thread that only returns objects other threads took (the consumer of
-    /// a channel) keeps none: each return goes straight to the shared
-    /// overflow, where the taking thread finds it; and a thread that takes
-    /// and returns (a loop, a burst) soon keeps all it holds. A return that
-    /// finds the stash at its limit moves the older half to the overflow.
+    /// a channel) keeps none; and a thread that takes and returns (a loop,
+    /// a burst) soon keeps all it holds. A return that finds the stash at
+    /// its limit moves the older half to the overflow.
+    ///
+    /// An object whose guard is dropped on another thread than took it goes
+    /// back to the thread that took it, which keeps a book of up to `n` of
+    /// its loans for that (the consumer of a channel gives it back to the
+    /// producer, which finds it when its stash runs dry), as long as the
+    /// returning thread gives back that thread's objects alone; a thread
+    /// that gives back the objects of several threads (a writer fed by many
+    /// readers) passes them to the shared overflow, where whichever thread
+    /// takes next finds them. [`LocalPool`]'s docs show both;
+    /// [`implementation`](crate::implementation), section 3c, says why.
     ///
     /// `0` is allowed and means no private stash: every return goes to the
     /// overflow and every get comes from it, a shared pool with no thread
@@ -93,6 +102,12 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPoolBuilder<T, R> {
     /// Shares are cut for the threads that keep a stash now (see
     /// [`max_stashed`](Self::max_stashed)), at most `n` of them, since
     /// more would have a share of zero.
+    ///
+    /// A bounded pool keeps no loan books: an object whose guard is dropped
+    /// on another thread than took it goes to the overflow, under the
+    /// bound, rather than back to the thread that took it, where it would
+    /// be idle in a stash past its share (see
+    /// [`max_stashed`](Self::max_stashed)).
     ///
     /// # Examples
     ///

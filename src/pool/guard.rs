@@ -148,7 +148,8 @@ impl<T: Send + 'static, R: Recycle<T>> Drop for Pooled<'_, T, R> {
 ///
 /// Made by `get_owned` on a pool in an `Arc`: [`LocalPool::get_owned`],
 /// and the same call of every ready-made pool. It can move to another
-/// thread; it goes back to the stash of the thread that drops it.
+/// thread; dropped there, it goes back to the thread that took it, or to
+/// the shared overflow (see [`LocalPool`]).
 ///
 /// `P` is the pool the guard keeps alive: the `LocalPool` itself, or the
 /// ready-made pool (a `BytePool`, an `MmapPools`, ...) that holds the

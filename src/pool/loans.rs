@@ -507,7 +507,6 @@ mod flows {
     use std::sync::Arc;
     use std::thread;
 
-    use crate::pool::barrier::Heavy;
     use crate::{LocalPool, Pooled, Recycle};
 
     /// An object that counts its drops; `refuse` and `panic` make the
@@ -561,14 +560,14 @@ mod flows {
             .fold((0, false), |(n, on), &(m, o)| (n + m, on || o))
     }
 
-    /// How many loans each stash's book holds, and whether it is on.
+    /// How many loans each stash's book holds, and whether it is on: read
+    /// as a sweep reads them, under the sweep lock (an exiting thread's
+    /// flush may claim a stash meanwhile).
     fn books(pool: &Pool) -> Vec<(usize, bool)> {
         let shared = pool.shared.get().expect("used");
+        let _sweeping = shared.lock_sweep();
         let mut all = Vec::new();
-        shared.stashes.for_each(|stash| {
-            let heavy = Heavy::new(shared.strategy);
-            stash.claim();
-            heavy.issue();
+        shared.with_every_stash(|stash| {
             stash.with_claimed(|local| all.push((local.loans.len(), local.loans.is_on())));
         });
         all

@@ -19,14 +19,16 @@ use crate::{Recycle, Stats};
 ///
 /// Each thread keeps up to [`max_stashed`](crate::LocalPoolBuilder::max_stashed)
 /// returned objects in a private stash, so a get and a return on the same
-/// thread touch no shared memory: as many as its own use calls for, so
-/// that a thread that only returns what other threads took (a channel's
-/// consumer) keeps none and they find them at once. (At most 8 threads per
-/// core keep a stash in a pool at once; see
-/// [`max_stashed`](crate::LocalPoolBuilder::max_stashed).) A thread
-/// whose stash is empty takes a batch from a shared overflow before making
-/// a new object; a thread whose stash is at its limit moves its oldest half
-/// there.
+/// thread touch no shared memory: as many as its own use calls for. (At
+/// most 8 threads per core keep a stash in a pool at once; see
+/// [`max_stashed`](crate::LocalPoolBuilder::max_stashed).) An object
+/// taken on one thread and dropped on another goes back to the thread that
+/// took it (a channel's consumer gives it back to the producer, through
+/// the object itself, with no shared queue), unless the dropping thread
+/// gives back objects of several threads, which it then shares through the
+/// overflow. A thread whose stash is empty takes what came back, then a
+/// batch from a shared overflow, before making a new object; a thread
+/// whose stash is at its limit moves its oldest half there.
 /// Sweeps keep the pool as large as recent use needs: an object returned
 /// and not taken again survives one sweep and is dropped by the second
 /// (Go's victim cache), wherever it is. By default a process-wide
@@ -64,6 +66,31 @@ use crate::{Recycle, Stats};
 /// assert_eq!(&*s, "pooled");
 /// drop(s); // back in this thread's stash
 /// assert_eq!(pool.stats().idle, 1);
+/// ```
+///
+/// Buffers filled on one thread and dropped on another: the consumer keeps
+/// none, and a handful serve every message.
+///
+/// ```
+/// use std::sync::mpsc;
+/// use std::thread;
+/// use stashpool::LocalPool;
+///
+/// let pool = LocalPool::new(|| Vec::<u8>::with_capacity(4096));
+/// thread::scope(|s| {
+///     let (to_consumer, received) = mpsc::sync_channel(4);
+///     s.spawn(move || {
+///         for buf in received {
+///             drop(buf); // back to the producer
+///         }
+///     });
+///     for i in 0..100u8 {
+///         let mut buf = pool.get();
+///         buf.push(i);
+///         to_consumer.send(buf).unwrap();
+///     }
+/// });
+/// assert!(pool.stats().created < 20, "{:?}", pool.stats());
 /// ```
 ///
 /// A pool owns its objects, which therefore must be `Send` (they move

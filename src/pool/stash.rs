@@ -10,6 +10,11 @@
 //! (`Stash::with_claimed`). Why that excludes the two while owners pay
 //! only a compiler fence: [`implementation`](crate::implementation),
 //! section 4.
+//!
+//! Threads that give the stash's loans back touch none of that: they read
+//! and advise through `Returns`, on a line of its own, and store into the
+//! loaned node itself (`loans.rs`;
+//! [`implementation`](crate::implementation), section 3c).
 
 use std::ptr::NonNull;
 
