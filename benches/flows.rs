@@ -17,7 +17,7 @@
 //! * `sftp 32 KiB`: pkg/sftp's concurrent download: 16 threads read a
 //!   file in 32 KiB chunks into full-length pooled buffers (`read_at`) and
 //!   send them to one writer thread, which writes them out and returns
-//!   them.
+//!   them; four downloads in a row, each with threads of its own.
 //!
 //! The peers, each made as its users make it, on its defaults:
 //!
@@ -64,8 +64,10 @@ use std::time::Instant;
 use stashpool::bytes::BytePool;
 use stashpool::LocalPool;
 
-/// Processes per peer and workload.
-const RUNS: usize = 5;
+/// Processes per peer and workload: the objects a pipe makes are its peak
+/// in flight, which the scheduler sets (a consumer preempted while the
+/// producer runs on), so one run says little and the medians need many.
+const RUNS: usize = 9;
 
 /// The channel between the producer and its consumers (`pipe`).
 const IN_FLIGHT: usize = 16;
@@ -73,10 +75,14 @@ const IN_FLIGHT: usize = 16;
 /// Consumers of a pipe.
 const CONSUMERS: usize = 2;
 
-/// Readers, chunk size and file size of `sftp`.
+/// Readers, chunk size and file size of `sftp`, and how many times it
+/// downloads the file (a new set of threads each time): one download is a
+/// few dozen milliseconds of seventeen threads on the machine's cores, long
+/// enough for the scheduler, not the pool, to set its time.
 const READERS: usize = 16;
 const CHUNK: usize = 32 << 10;
 const FILE_LEN: usize = 256 << 20;
+const DOWNLOADS: usize = 4;
 
 /// pkg/sftp's pool: a channel of this many idle buffers.
 const CHANNEL_POOL: usize = 64;
@@ -86,7 +92,7 @@ const WORKLOADS: [(&str, usize, usize); 4] = [
     ("pipe 64 KiB", 64 << 10, 200_000),
     ("pipe 1 MiB", 1 << 20, 20_000),
     ("pipe 8 MiB", 8 << 20, 3_000),
-    ("sftp 32 KiB", CHUNK, FILE_LEN / CHUNK),
+    ("sftp 32 KiB", CHUNK, DOWNLOADS * FILE_LEN / CHUNK),
 ];
 
 const PEERS: [&str; 6] = [
@@ -307,43 +313,45 @@ fn sftp_file() -> PathBuf {
     path
 }
 
-/// `READERS` threads read the file in chunks; one writer writes them out
-/// in order of arrival and returns them.
+/// `DOWNLOADS` times: `READERS` threads read the file in chunks; one
+/// writer writes them out in order of arrival and returns them.
 fn sftp<B: Buffers>(pool: &'static B) -> f64 {
     use std::io::Write;
     use std::os::unix::fs::FileExt;
     let file = std::fs::File::open(sftp_file()).expect("open the file");
     let chunks = FILE_LEN / CHUNK;
-    let next = AtomicU64::new(0);
-    // pkg/sftp's results channel: as many in flight as readers, twice.
-    let (send, receive) = sync_channel::<(usize, B::Buf)>(2 * READERS);
     let start = Instant::now();
-    thread::scope(|s| {
-        for _ in 0..READERS {
-            let (send, file, next) = (send.clone(), &file, &next);
-            s.spawn(move || loop {
-                let chunk = next.fetch_add(1, Ordering::Relaxed) as usize;
-                if chunk >= chunks {
-                    break;
-                }
-                let mut buf = pool.get();
-                if buf.len() != CHUNK {
-                    buf.resize(CHUNK, 0);
-                }
-                file.read_exact_at(&mut buf, (chunk * CHUNK) as u64)
-                    .expect("read a chunk");
-                send.send((chunk, buf)).expect("the writer lives");
-            });
-        }
-        drop(send);
-        let mut out = std::io::sink();
-        let mut sum = 0u64;
-        for (chunk, buf) in receive {
-            out.write_all(&buf).unwrap();
-            sum += u64::from(buf[chunk % CHUNK]);
-        }
-        black_box(sum);
-    });
+    for _ in 0..DOWNLOADS {
+        let next = AtomicU64::new(0);
+        // pkg/sftp's results channel: as many in flight as readers, twice.
+        let (send, receive) = sync_channel::<(usize, B::Buf)>(2 * READERS);
+        thread::scope(|s| {
+            for _ in 0..READERS {
+                let (send, file, next) = (send.clone(), &file, &next);
+                s.spawn(move || loop {
+                    let chunk = next.fetch_add(1, Ordering::Relaxed) as usize;
+                    if chunk >= chunks {
+                        break;
+                    }
+                    let mut buf = pool.get();
+                    if buf.len() != CHUNK {
+                        buf.resize(CHUNK, 0);
+                    }
+                    file.read_exact_at(&mut buf, (chunk * CHUNK) as u64)
+                        .expect("read a chunk");
+                    send.send((chunk, buf)).expect("the writer lives");
+                });
+            }
+            drop(send);
+            let mut out = std::io::sink();
+            let mut sum = 0u64;
+            for (chunk, buf) in receive {
+                out.write_all(&buf).unwrap();
+                sum += u64::from(buf[chunk % CHUNK]);
+            }
+            black_box(sum);
+        });
+    }
     start.elapsed().as_secs_f64() * 1e3
 }
 
@@ -442,7 +450,7 @@ fn measure(me: &Path, go: Option<&Path>, workload: &str, peer: &str) -> Option<R
         let mut command = Command::new(go?);
         if name.starts_with("sftp") {
             command.args(["sftp", &sftp_file().to_string_lossy()]);
-            command.args([READERS, CHUNK, FILE_LEN].map(|n| n.to_string()));
+            command.args([READERS, CHUNK, FILE_LEN, DOWNLOADS].map(|n| n.to_string()));
         } else {
             command.arg("pipe");
             command.args([size, messages, IN_FLIGHT, CONSUMERS].map(|n| n.to_string()));
@@ -491,7 +499,8 @@ fn table() {
         out,
         "`cargo bench --bench flows`: `pipe`: one producer fills buffers and sends them through a \
          bounded channel of {IN_FLIGHT} to {CONSUMERS} consumers, which return them; `sftp`: {READERS} \
-         threads read a {} MiB file in {} KiB chunks into pooled buffers, one writer returns them. Every \
+         threads read a {} MiB file in {} KiB chunks into pooled buffers, one writer returns them, {DOWNLOADS} \
+         downloads in a row. Every \
          pool on its defaults. {RUNS} runs per peer, interleaved, a fresh process each: the best and \
          the median wall time, the median of the objects made and of the peak RSS. *÷ stashpool*: the \
          peer's over stashpool's (above 1: stashpool is faster, or leaner).",

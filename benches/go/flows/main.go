@@ -1,7 +1,7 @@
 // The workloads of benches/flows.rs on Go's sync.Pool, one run per process:
 //
 //	flows pipe SIZE MESSAGES IN_FLIGHT CONSUMERS
-//	flows sftp FILE READERS CHUNK FILE_LEN
+//	flows sftp FILE READERS CHUNK FILE_LEN DOWNLOADS
 //
 // prints the wall time in ms, the buffers the pool made, and the peak
 // resident set (VmHWM) in KiB, as the Rust runs do.
@@ -84,43 +84,46 @@ func pipe(size, messages, inFlight, consumers int) float64 {
 }
 
 // sftp: readers read a file in chunks into pooled buffers; one writer
-// writes them out and Puts them back.
-func sftp(path string, readers, chunk, fileLen int) float64 {
+// writes them out and Puts them back; downloads times, new goroutines
+// each time.
+func sftp(path string, readers, chunk, fileLen, downloads int) float64 {
 	f, err := os.Open(path)
 	if err != nil {
 		panic(err)
 	}
 	pool := newPool(chunk, true)
 	chunks := fileLen / chunk
-	var next int64 = -1
-	ch := make(chan message, 2*readers)
-	var wg sync.WaitGroup
-	start := time.Now()
-	for r := 0; r < readers; r++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				c := int(atomic.AddInt64(&next, 1))
-				if c >= chunks {
-					return
-				}
-				p := pool.Get().(*[]byte)
-				if _, err := f.ReadAt(*p, int64(c*chunk)); err != nil {
-					panic(err)
-				}
-				ch <- message{c, p}
-			}
-		}()
-	}
-	go func() { wg.Wait(); close(ch) }()
 	var sum uint64
-	for m := range ch {
-		if _, err := io.Discard.Write(*m.buf); err != nil {
-			panic(err)
+	start := time.Now()
+	for d := 0; d < downloads; d++ {
+		var next int64 = -1
+		ch := make(chan message, 2*readers)
+		var wg sync.WaitGroup
+		for r := 0; r < readers; r++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					c := int(atomic.AddInt64(&next, 1))
+					if c >= chunks {
+						return
+					}
+					p := pool.Get().(*[]byte)
+					if _, err := f.ReadAt(*p, int64(c*chunk)); err != nil {
+						panic(err)
+					}
+					ch <- message{c, p}
+				}
+			}()
 		}
-		sum += uint64((*m.buf)[m.i%chunk])
-		pool.Put(m.buf)
+		go func() { wg.Wait(); close(ch) }()
+		for m := range ch {
+			if _, err := io.Discard.Write(*m.buf); err != nil {
+				panic(err)
+			}
+			sum += uint64((*m.buf)[m.i%chunk])
+			pool.Put(m.buf)
+		}
 	}
 	_ = sum
 	return float64(time.Since(start).Microseconds()) / 1e3
@@ -155,10 +158,10 @@ func main() {
 	switch {
 	case len(a) == 5 && a[0] == "pipe":
 		ms = pipe(atoi(a[1]), atoi(a[2]), atoi(a[3]), atoi(a[4]))
-	case len(a) == 5 && a[0] == "sftp":
-		ms = sftp(a[1], atoi(a[2]), atoi(a[3]), atoi(a[4]))
+	case len(a) == 6 && a[0] == "sftp":
+		ms = sftp(a[1], atoi(a[2]), atoi(a[3]), atoi(a[4]), atoi(a[5]))
 	default:
-		fmt.Fprintln(os.Stderr, "usage: flows pipe SIZE MESSAGES IN_FLIGHT CONSUMERS | flows sftp FILE READERS CHUNK FILE_LEN")
+		fmt.Fprintln(os.Stderr, "usage: flows pipe SIZE MESSAGES IN_FLIGHT CONSUMERS | flows sftp FILE READERS CHUNK FILE_LEN DOWNLOADS")
 		os.Exit(2)
 	}
 	fmt.Printf("%.3f %d %s\n", ms, atomic.LoadInt64(&made), peakRSS())
