@@ -12,7 +12,7 @@
 //! mimalloc's thread-free lists send a remote free to its origin; sweeps,
 //! exit flushes and `clear` reach the book through the stash's handshake
 //! like the rest of the stash. Which stashes keep a book, and the rest of
-//! the argument: [`implementation`](crate::implementation), section 3b.
+//! the argument: [`implementation`](crate::implementation), section 3c.
 
 use std::collections::VecDeque;
 use std::ptr;

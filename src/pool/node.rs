@@ -8,7 +8,7 @@
 //! the thread that got it goes straight back there, and one dropped on
 //! another thread hands it back through the node itself ([`loan`]). Why
 //! nodes rather than objects moved by value:
-//! [`implementation`](crate::implementation), sections 2 and 3b.
+//! [`implementation`](crate::implementation), sections 2 and 3c.
 
 use std::mem::ManuallyDrop;
 
