@@ -87,14 +87,6 @@ impl<T> Loans<T> {
         self.coming_back
     }
 
-    /// Whether the book neither takes loans now nor finds them coming
-    /// back: the stash's gets and lends then take the plain path
-    /// (`Local::take`, `Local::lend`).
-    #[inline(always)]
-    pub(crate) fn is_quiet(&self) -> bool {
-        !(self.on | self.coming_back)
-    }
-
     /// Enters the owner's loans in the book from now on, or not
     /// (`Returns::take_advice`).
     pub(crate) fn turn(&mut self, on: bool) {

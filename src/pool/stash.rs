@@ -419,7 +419,7 @@ impl<T> Local<T> {
     /// this stash's, whose advice the slow path heeds.
     #[inline(always)]
     pub(crate) fn take(&mut self, returns: &Returns) -> Option<Box<Node<T>>> {
-        if self.loans.is_quiet() {
+        if !self.loans.is_coming_back() {
             if let Some(node) = self.pop() {
                 return Some(node);
             }
@@ -427,7 +427,8 @@ impl<T> Local<T> {
         self.take_back(returns)
     }
 
-    /// `take` for a stash that keeps a loan book, or is empty. It heeds
+    /// `take` for a stash that is empty or finds its loans coming back
+    /// (`Loans::is_coming_back`). It heeds
     /// the advice of the threads that give its loans back
     /// (`Returns::take_advice`). The loans given back (`Loans::take_back`)
     /// go on top when the stash is empty, and on every get while they keep
@@ -456,9 +457,9 @@ impl<T> Local<T> {
         home: Home,
         returns: &Returns,
     ) -> Option<NonNull<Node<T>>> {
-        if self.loans.is_quiet() {
+        if !self.loans.is_coming_back() {
             if let Some(node) = self.pop() {
-                return Some(Self::lend_untracked(node, home));
+                return Some(self.lend(node, home));
             }
         }
         self.take_to_lend_slow(home, returns)
