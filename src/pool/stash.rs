@@ -428,12 +428,12 @@ impl<T> Local<T> {
     }
 
     /// `take` for a stash that is empty or finds its loans coming back
-    /// (`Loans::is_coming_back`). It heeds
-    /// the advice of the threads that give its loans back
-    /// (`Returns::take_advice`). The loans given back (`Loans::take_back`)
-    /// go on top when the stash is empty, and on every get while they keep
-    /// coming back, so that the newest is on top (its buffer the likeliest
-    /// still in a cache); but not while a single object waits here: a
+    /// (`Loans::is_coming_back`). It heeds the advice of the threads that
+    /// give its loans back (`Returns::take_advice`). The loans given back
+    /// (`Loans::take_back`) go on top when the stash is empty, and on every
+    /// get while they keep coming back, so that the newest is on top (its
+    /// buffer the likeliest still in a cache); but not while a single
+    /// object waits here: a
     /// thread that takes about as fast as its loans come back then takes
     /// the one it has, rather than load the line that the thread giving
     /// the next one back is writing.
