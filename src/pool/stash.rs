@@ -433,10 +433,9 @@ impl<T> Local<T> {
     /// (`Loans::take_back`) go on top when the stash is empty, and on every
     /// get while they keep coming back, so that the newest is on top (its
     /// buffer the likeliest still in a cache); but not while a single
-    /// object waits here: a
-    /// thread that takes about as fast as its loans come back then takes
-    /// the one it has, rather than load the line that the thread giving
-    /// the next one back is writing.
+    /// object waits here: a thread that takes about as fast as its loans
+    /// come back then takes the one it has, rather than load the line that
+    /// the thread giving the next one back is writing.
     #[cold]
     #[inline(never)]
     fn take_back(&mut self, returns: &Returns) -> Option<Box<Node<T>>> {
