@@ -26,6 +26,22 @@ use crate::sync::Ordering;
 /// cache line that the loan's holder is writing.
 const LOOKS: usize = 4;
 
+/// A flag of `Loans::flags`: loans are entered in the book, from when a
+/// thread that returns this stash's loans alone gave one back without a
+/// place here (`Returns::start`), until a thread that returns several
+/// stashes' loans gives one back here (`Returns::stop`), or a sweep finds
+/// that none came back since the previous one. A thread whose objects stay
+/// with it pays nothing.
+const ON: u8 = 1;
+
+/// A flag of `Loans::flags`: the last look at the front of the book found
+/// loans given back. This thread takes fewer than come back, so its gets
+/// look at every turn, to take the newest (`Local::take`). A thread that
+/// takes as fast as they come back finds the front still out, and looks
+/// only when its stash is empty, so that it does not load a cache line
+/// that the thread giving it back is writing.
+const COMING_BACK: u8 = 2;
+
 /// The loan book (module docs).
 pub(crate) struct Loans<T> {
     /// The lent nodes, oldest first; null where a loan left the book out of
@@ -34,25 +50,15 @@ pub(crate) struct Loans<T> {
     ring: VecDeque<*mut Node<T>>,
     /// The position of `ring`'s front: positions count loans, wrapping.
     front: u32,
-    /// Whether loans are entered in the book: from when a thread that
-    /// returns this stash's loans alone gave one back without a place here
-    /// (`Returns::start`), until a thread that returns several stashes'
-    /// loans gives one back here (`Returns::stop`), or a sweep finds that
-    /// none came back since the previous one. A thread whose objects stay
-    /// with it pays nothing.
-    on: bool,
+    /// [`ON`] and [`COMING_BACK`], in one byte, so that a get from a stash
+    /// whose book is neither (a thread whose objects stay with it) pays a
+    /// single test ([`Loans::is_quiet`]).
+    flags: u8,
     /// Whether a loan came back through the book since the last sweep.
     came_back: bool,
     /// Whether the stash may keep a book at all: not in a pool with a
     /// bound on idle objects (`Loans::new`).
     allowed: bool,
-    /// Whether the last look at the front of the book found loans given
-    /// back: this thread takes fewer than come back, so its gets look at
-    /// every turn, to take the newest (`Local::take`). A thread that takes
-    /// as fast as they come back finds the front still out, and looks only
-    /// when its stash is empty, so that it does not load a cache line that
-    /// the thread giving it back is writing.
-    coming_back: bool,
 }
 
 // SAFETY: the book holds the pointers of nodes it shares with their
@@ -68,29 +74,43 @@ impl<T> Loans<T> {
         Self {
             ring: VecDeque::new(),
             front: 0,
-            on: false,
+            flags: 0,
             came_back: false,
             allowed,
-            coming_back: false,
         }
     }
 
-    /// Whether loans are entered in the book now (`on`).
+    /// Whether loans are entered in the book now ([`ON`]).
     #[inline(always)]
     pub(crate) fn is_on(&self) -> bool {
-        self.on
+        self.flags & ON != 0
     }
 
-    /// Whether the last look found loans given back (`coming_back`).
+    /// Whether the last look found loans given back ([`COMING_BACK`]).
     #[inline(always)]
     pub(crate) fn is_coming_back(&self) -> bool {
-        self.coming_back
+        self.flags & COMING_BACK != 0
+    }
+
+    /// Neither [`ON`] nor [`COMING_BACK`]: a get pops the stash's top and
+    /// lends it untracked.
+    #[inline(always)]
+    pub(crate) fn is_quiet(&self) -> bool {
+        self.flags == 0
+    }
+
+    fn set(&mut self, flag: u8, to: bool) {
+        self.flags = if to {
+            self.flags | flag
+        } else {
+            self.flags & !flag
+        };
     }
 
     /// Enters the owner's loans in the book from now on, or not
     /// (`Returns::take_advice`).
     pub(crate) fn turn(&mut self, on: bool) {
-        self.on = on && self.allowed;
+        self.set(ON, on && self.allowed);
     }
 
     /// Enters `node`, about to be lent, in the book if it has fewer than
@@ -174,7 +194,7 @@ impl<T> Loans<T> {
     #[inline(always)]
     pub(crate) fn take_back(&mut self, back: &mut Vec<Box<Node<T>>>) {
         if self.ring.is_empty() {
-            self.coming_back = false;
+            self.set(COMING_BACK, false);
         } else {
             self.take_front(back);
         }
@@ -191,7 +211,7 @@ impl<T> Loans<T> {
             self.ring.pop_front();
             self.front = self.front.wrapping_add(1);
         }
-        self.coming_back = back.len() > before;
+        self.set(COMING_BACK, back.len() > before);
         if back.is_empty() {
             self.look_past_front(back);
         }
@@ -225,7 +245,7 @@ impl<T> Loans<T> {
     pub(crate) fn age(&mut self, back: &mut Vec<Box<Node<T>>>) {
         self.collect(back);
         if !self.came_back {
-            self.on = false;
+            self.set(ON, false);
         }
         self.came_back = false;
     }

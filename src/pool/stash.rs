@@ -203,19 +203,23 @@ impl<T> Stash<T> {
         // Acquire: pairs with the sweeper's release of its claim, so we see
         // what it did to the stash.
         if self.claimed.load(Ordering::Acquire) {
-            return self.with_owner_contended(strategy, f);
+            self.enter_contended(strategy);
         }
         // SAFETY: we set `busy` and then saw `claimed` clear, with a fence
-        // between (see the module docs), so no sweeper touches `local` until
-        // `busy` is cleared; only the owner calls this, so no other owner does.
+        // between (see the module docs), here or in `enter_contended`, so
+        // no sweeper touches `local` until `busy` is cleared; only the owner
+        // calls this, so no other owner does.
         unsafe { self.owned(f) }
     }
 
     /// `with_owner` when a sweeper holds the stash: steps aside until it is
-    /// done, then enters as usual. Out of line to keep the fast path small.
+    /// done, and returns once this thread has set `busy` again and seen
+    /// `claimed` clear after it. Out of line, and blind to `with_owner`'s
+    /// closure, so that the closure's captures stay in registers on the
+    /// fast path rather than being stored for this one.
     #[cold]
     #[inline(never)]
-    fn with_owner_contended<R>(&self, strategy: Strategy, f: impl FnOnce(&mut Local<T>) -> R) -> R {
+    fn enter_contended(&self, strategy: Strategy) {
         loop {
             self.busy.store(false, Ordering::Release);
             let mut step = 0;
@@ -225,8 +229,7 @@ impl<T> Stash<T> {
             self.busy.store(true, Ordering::Relaxed);
             barrier::light(strategy);
             if !self.claimed.load(Ordering::Acquire) {
-                // SAFETY: as in `with_owner`.
-                return unsafe { self.owned(f) };
+                return;
             }
         }
     }
@@ -456,9 +459,11 @@ impl<T> Local<T> {
         home: Home,
         returns: &Returns,
     ) -> Option<NonNull<Node<T>>> {
-        if !self.loans.is_coming_back() {
+        // One test for a stash whose book is quiet; a stash that keeps a
+        // book enters its loans there, out of line.
+        if self.loans.is_quiet() {
             if let Some(node) = self.pop() {
-                return Some(self.lend(node, home));
+                return Some(Self::lend_untracked(node, home));
             }
         }
         self.take_to_lend_slow(home, returns)
@@ -467,7 +472,15 @@ impl<T> Local<T> {
     #[cold]
     #[inline(never)]
     fn take_to_lend_slow(&mut self, home: Home, returns: &Returns) -> Option<NonNull<Node<T>>> {
-        let node = self.take_back(returns)?;
+        let popped = if self.loans.is_coming_back() {
+            None
+        } else {
+            self.pop()
+        };
+        let node = match popped {
+            Some(node) => node,
+            None => self.take_back(returns)?,
+        };
         Some(self.lend(node, home))
     }
 
