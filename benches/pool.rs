@@ -17,8 +17,9 @@
 //! * `overflow/1` and `overflow/all`: hold 100 buffers, then return all 100
 //!   (Go's `BenchmarkPoolOverflow`); times per 100 buffers on each thread;
 //! * `handoff`: one thread gets and fills, sends through a bounded channel,
-//!   another returns; times per buffer. `channel alone` is its floor: the
-//!   same channel moving an object that owns no memory, with no pool;
+//!   another returns; times per buffer. The channel's ends spin rather than
+//!   sleep (`parallel::SpinChannel` says why). `channel alone` is its floor:
+//!   the same channel moving an object that owns no memory, with no pool;
 //! * `sizes/N`: a buffer of N bytes (64 B to 1 MiB), pooled or allocated;
 //! * `scaling`: `hot` at 1, 2, 4, ... threads up to the machine's cores.
 //!
@@ -37,7 +38,7 @@ mod parallel;
 use std::cell::RefCell;
 use std::hint::black_box;
 use std::ops::DerefMut;
-use std::sync::{mpsc, Mutex};
+use std::sync::Mutex;
 use std::thread;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -51,6 +52,11 @@ const HELD: usize = 100;
 // === the contenders ===
 
 /// A pool under test: hands out 4 KiB buffers that go back when dropped.
+///
+/// Its methods, and every contender's, are `#[inline(always)]`: a program
+/// that calls a pool's `get` in a loop has it inlined there, and a wrapper
+/// that the compiler declined to inline would time a call that no user
+/// pays, the more so the larger the pool's own inlined path.
 trait Contender: Sync {
     type Buf<'a>
     where
@@ -60,14 +66,14 @@ trait Contender: Sync {
     fn fill(buf: &mut Self::Buf<'_>);
 
     /// `hot`: get, write, return.
-    #[inline]
+    #[inline(always)]
     fn hot(&self) {
         let mut buf = self.get();
         Self::fill(&mut buf);
     }
 
     /// `overflow`: hold `HELD` buffers, then return them all.
-    #[inline]
+    #[inline(always)]
     fn overflow<'a>(&'a self, held: &mut Vec<Self::Buf<'a>>) {
         for _ in 0..HELD {
             let mut buf = self.get();
@@ -87,13 +93,13 @@ macro_rules! vec_contender {
             where
                 Self: 'a;
 
-            #[inline]
+            #[inline(always)]
             fn get(&self) -> Self::Buf<'_> {
                 let $p = self;
                 $get
             }
 
-            #[inline]
+            #[inline(always)]
             fn fill(buf: &mut Self::Buf<'_>) {
                 fill_vec(buf);
             }
@@ -123,7 +129,7 @@ thread_local! {
 }
 struct FloorBuf(Vec<u8>);
 impl Drop for FloorBuf {
-    #[inline]
+    #[inline(always)]
     fn drop(&mut self) {
         let buf = std::mem::take(&mut self.0);
         FLOOR_STASH.with(|stash| stash.borrow_mut().push(buf));
@@ -143,25 +149,25 @@ impl DerefMut for FloorBuf {
 impl Contender for Floor {
     type Buf<'a> = FloorBuf;
 
-    #[inline]
+    #[inline(always)]
     fn get(&self) -> FloorBuf {
         FloorBuf(floor_pop())
     }
 
-    #[inline]
+    #[inline(always)]
     fn fill(buf: &mut FloorBuf) {
         fill_vec(buf);
     }
 
     /// The floor at its barest: a pop and a push, no guard.
-    #[inline]
+    #[inline(always)]
     fn hot(&self) {
         let mut buf = floor_pop();
         fill_vec(&mut buf);
         FLOOR_STASH.with(|stash| stash.borrow_mut().push(buf));
     }
 
-    #[inline]
+    #[inline(always)]
     fn overflow(&self, _: &mut Vec<FloorBuf>) {
         let mut held = [const { Vec::new() }; HELD];
         for slot in &mut held {
@@ -174,14 +180,14 @@ impl Contender for Floor {
     }
 }
 
-#[inline]
+#[inline(always)]
 fn floor_pop() -> Vec<u8> {
     FLOOR_STASH
         .with(|stash| stash.borrow_mut().pop())
         .unwrap_or_else(new_buf)
 }
 
-#[inline]
+#[inline(always)]
 fn fill_vec(buf: &mut Vec<u8>) {
     buf.clear();
     buf.extend_from_slice(&WRITE);
@@ -303,13 +309,13 @@ struct Zero(zeropool::ZeroPool);
 impl Contender for Zero {
     type Buf<'a> = Option<zeropool::Buf<'a>>;
 
-    #[inline]
+    #[inline(always)]
     fn get(&self) -> Self::Buf<'_> {
         // The write is part of getting a readable buffer from zeropool.
         Some(self.0.alloc_uninit(WRITE.len()).write_from_slice(&WRITE))
     }
 
-    #[inline]
+    #[inline(always)]
     fn fill(buf: &mut Self::Buf<'_>) {
         black_box(&**buf.as_ref().unwrap());
     }
@@ -565,18 +571,18 @@ fn handoff_once<C: Contender>(c: &C, iters: u64) -> Duration
 where
     for<'a> C::Buf<'a>: Send,
 {
-    let (tx, rx) = mpsc::sync_channel::<C::Buf<'_>>(CHANNEL);
+    let channel = &parallel::SpinChannel::new(CHANNEL);
     parallel::together(vec![
         Box::new(move || {
             for _ in 0..iters {
                 let mut buf = c.get();
                 C::fill(&mut buf);
-                tx.send(buf).unwrap();
+                channel.send(buf);
             }
         }),
         Box::new(move || {
-            for buf in rx {
-                drop(black_box(buf));
+            for _ in 0..iters {
+                drop(black_box(channel.recv()));
             }
         }),
     ])
@@ -586,16 +592,16 @@ where
 /// no heap memory, so there is nothing to get, fill or give back. What a
 /// pool adds to handoff is its time above this.
 fn channel_alone_once(iters: u64) -> Duration {
-    let (tx, rx) = mpsc::sync_channel::<Vec<u8>>(CHANNEL);
+    let channel = &parallel::SpinChannel::new(CHANNEL);
     parallel::together(vec![
         Box::new(move || {
             for _ in 0..iters {
-                tx.send(black_box(Vec::new())).unwrap();
+                channel.send(black_box(Vec::<u8>::new()));
             }
         }),
         Box::new(move || {
-            for buf in rx {
-                drop(black_box(buf));
+            for _ in 0..iters {
+                drop(black_box(channel.recv()));
             }
         }),
     ])

@@ -24,8 +24,13 @@
 //! [`best_interleaved`] takes the best of several runs, alternated with a
 //! partner workload (usually the baseline), and returns both bests: they
 //! saw the same machine at the same moments, so their ratio stays fair.
+//!
+//! Threads that pass work to each other wait the same way: [`SpinChannel`]
+//! is a bounded channel whose ends spin where a blocking channel would put
+//! them to sleep.
 #![allow(dead_code)]
 
+use crossbeam_queue::ArrayQueue;
 use std::hint;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread;
@@ -87,11 +92,7 @@ pub fn together(tasks: Vec<Task<'_>>) -> Duration {
                     arrived.fetch_add(1, Ordering::AcqRel);
                     let mut spins = 0u32;
                     while arrived.load(Ordering::Acquire) < count {
-                        hint::spin_loop();
-                        spins += 1;
-                        if spins.is_multiple_of(SPINS_PER_YIELD) {
-                            thread::yield_now();
-                        }
+                        spin(&mut spins);
                     }
                     let start = Instant::now();
                     task();
@@ -107,6 +108,62 @@ pub fn together(tasks: Vec<Task<'_>>) -> Duration {
     let first_start = stamps.iter().map(|&(start, _)| start).min().unwrap();
     let last_end = stamps.iter().map(|&(_, end)| end).max().unwrap();
     last_end - first_start
+}
+
+/// One turn of a spinning wait: a spin, and a yield every
+/// [`SPINS_PER_YIELD`] turns.
+fn spin(spins: &mut u32) {
+    hint::spin_loop();
+    *spins += 1;
+    if spins.is_multiple_of(SPINS_PER_YIELD) {
+        thread::yield_now();
+    }
+}
+
+/// A bounded channel whose ends wait by spinning: a send that finds it
+/// full and a receive that finds it empty spin (yielding now and then, as
+/// the start does) until the other end moves.
+///
+/// A blocking channel (`mpsc::sync_channel`) puts such an end to sleep.
+/// Where an idle CPU takes long to wake (a VM), a producer and a consumer
+/// on a blocking channel then fall into one of two regimes: neither
+/// sleeps, or the producer fills the channel and both sleep once per
+/// channel-load, each load paying two wake-ups. Which one a run lands in
+/// depends on whether one end's burst outlasts the other's wake-up, not on
+/// what the work costs (a slower producer can read faster), so the time
+/// would be the scheduler's. With spinning ends both threads stay on their
+/// cores and the time is the work's.
+pub struct SpinChannel<T> {
+    queue: ArrayQueue<T>,
+}
+
+impl<T> SpinChannel<T> {
+    /// A channel that holds at most `capacity` values.
+    pub fn new(capacity: usize) -> Self {
+        Self {
+            queue: ArrayQueue::new(capacity),
+        }
+    }
+
+    /// Sends `value`, spinning while the channel is full.
+    pub fn send(&self, mut value: T) {
+        let mut spins = 0u32;
+        while let Err(back) = self.queue.push(value) {
+            value = back;
+            spin(&mut spins);
+        }
+    }
+
+    /// Receives the oldest value, spinning while the channel is empty.
+    pub fn recv(&self) -> T {
+        let mut spins = 0u32;
+        loop {
+            if let Some(value) = self.queue.pop() {
+                return value;
+            }
+            spin(&mut spins);
+        }
+    }
 }
 
 /// Runs `subject` and `partner` [`REPS`] times each, alternating, and
