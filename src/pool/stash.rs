@@ -472,15 +472,7 @@ impl<T> Local<T> {
     #[cold]
     #[inline(never)]
     fn take_to_lend_slow(&mut self, home: Home, returns: &Returns) -> Option<NonNull<Node<T>>> {
-        let popped = if self.loans.is_coming_back() {
-            None
-        } else {
-            self.pop()
-        };
-        let node = match popped {
-            Some(node) => node,
-            None => self.take_back(returns)?,
-        };
+        let node = self.take(returns)?;
         Some(self.lend(node, home))
     }
 
