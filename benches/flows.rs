@@ -67,7 +67,7 @@ use stashpool::LocalPool;
 /// Processes per peer and workload: the objects a pipe makes are its peak
 /// in flight, which the scheduler sets (a consumer preempted while the
 /// producer runs on), so one run says little and the medians need many.
-const RUNS: usize = 9;
+const RUNS: usize = 15;
 
 /// The channel between the producer and its consumers (`pipe`).
 const IN_FLIGHT: usize = 16;
