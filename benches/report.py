@@ -44,6 +44,9 @@ FLOOR = "thread_local floor"
 CHANNEL_ALONE = "channel alone"
 # Not peers: the floors, and no pool at all.
 BASELINES = {FLOOR, CHANNEL_ALONE, "plain allocation"}
+# How far apart a floor's bests in the samples of different benchmarks may
+# be for their ratios to it to compare them (`Report.steady_floor`).
+FLOOR_SPREAD = 1.5
 STASH_WITH = "stashpool with"
 STASH_GET = "stashpool get"
 HELD = 100  # buffers per overflow iteration (benches/pool.rs)
@@ -298,23 +301,34 @@ class Report:
         ns = self.go[0].get((name, procs))
         return ns / per if ns is not None else None
 
+    def steady_floor(self, rows):
+        """Whether `rows` were each timed beside the same floor, and that
+        floor's best in their samples varied by less than FLOOR_SPREAD: a
+        floor that falls into different regimes in different samples (the
+        handoff's channel, whose two threads either run in step or not) is
+        no common yardstick, and its ratios would compare the regimes."""
+        if not rows or not all(r.pair for r in rows) or len({r.pair[0] for r in rows}) != 1:
+            return False
+        floors = [r.pair[2] for r in rows]
+        return max(floors) <= FLOOR_SPREAD * min(floors)
+
     def best_peer(self, group):
         """The fastest peer: by its ratio to the floor timed in the same
-        samples when every peer has one, else by its own best."""
+        samples when every peer has a steady one, else by its own best."""
         rows = [
             r
             for n, r in self.groups.get(group, {}).items()
             if n not in BASELINES and not n.startswith("stashpool")
         ]
-        if rows and all(r.pair for r in rows) and len({r.pair[0] for r in rows}) == 1:
+        if self.steady_floor(rows):
             return min(rows, key=lambda r: r.paired())
         return min(rows, key=lambda r: r.ns, default=None)
 
     def peer_ratio(self, group, peer, stash):
         """The best peer divided by stashpool: through their ratios to the
-        same floor when both have one, else from their own bests."""
+        same floor when it was steady, else from their own bests."""
         mine = self.get(group, stash)
-        if peer.pair and mine.pair and peer.pair[0] == mine.pair[0]:
+        if self.steady_floor([peer, mine]):
             return peer.paired() / mine.paired()
         return peer.ns / mine.ns
 
@@ -518,7 +532,10 @@ def write_markdown(report, pool_groups, stale, other_groups, owners, chart_note)
         "workload's floor (the floor's own entry alternates with `stashpool get`), and the",
         "floor's best in those same samples is kept too: every \"÷ floor\" in the summary and",
         "\"÷ its partner\" in the full tables divides by a floor timed at the same moments, so a",
-        "busy machine slows both sides alike. The tables lead with the best sample (interference only",
+        "busy machine slows both sides alike. A peer is compared with stashpool through those ratios",
+        f"when the floor's bests in their samples are within {FLOOR_SPREAD}x of each other, else",
+        "through their own bests (the handoff's channel alone falls into two regimes, its threads",
+        "in step or not, so its ratios would compare the regimes). The tables lead with the best sample (interference only",
         "ever adds time, and on a shared machine the samples of a parallel workload split between",
         "\"the threads had the cores\" and \"they did not\"), with criterion's median and its 95%",
         "confidence interval beside it in the full tables. Peers run in the same process, so read",
