@@ -502,8 +502,10 @@ fn table() {
          threads read a {} MiB file in {} KiB chunks into pooled buffers, one writer returns them, {DOWNLOADS} \
          downloads in a row. Every \
          pool on its defaults. {RUNS} runs per peer, interleaved, a fresh process each: the best and \
-         the median wall time, the median of the objects made and of the peak RSS. *÷ stashpool*: the \
-         peer's over stashpool's (above 1: stashpool is faster, or leaner).",
+         the median wall time, the median of the objects made and of the peak RSS. *÷ stashpool*: for the time, the \
+         median over rounds of the peer's time over stashpool's in the same round, so that \
+         the machine's drift across the sitting cancels; for the RSS, the peer's median over \
+         stashpool's (above 1: stashpool is faster, or leaner).",
         FILE_LEN >> 20,
         CHUNK >> 10
     )
@@ -523,6 +525,9 @@ fn table() {
         let best = |runs: &[Run]| runs.iter().map(|r| r.0).fold(f64::INFINITY, f64::min);
         let hwm = |runs: &[Run]| median(runs.iter().map(|r| r.2).collect()) as f64 / 1024.0;
         let ours = &runs[0];
+        // Runs of one round are seconds apart: their ratio is what the
+        // peers differ by, whatever the machine was doing at the time.
+        let paired = |runs: &[Run]| median(runs.iter().zip(ours).map(|(r, o)| r.0 / o.0).collect());
         for (peer, runs) in PEERS.iter().zip(runs) {
             if runs.is_empty() {
                 writeln!(out, "| {workload} | {peer} | not run (no `go`) | | | | | |").unwrap();
@@ -533,7 +538,7 @@ fn table() {
                 "| {workload} | {peer} | {:.1} | {:.1} | {:.2} | {} | {:.1} | {:.2} |",
                 best(runs),
                 median(runs.iter().map(|r| r.0).collect()),
-                best(runs) / best(ours),
+                paired(runs),
                 median(runs.iter().map(|r| r.1).collect()),
                 hwm(runs),
                 hwm(runs) / hwm(ours),
