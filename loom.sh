@@ -22,8 +22,7 @@ export RUSTFLAGS="${RUSTFLAGS:-} --cfg stashpool_loom"
 export LOOM_MAX_PREEMPTIONS="${LOOM_MAX_PREEMPTIONS:-2}"
 # The longest schedule a model may take, in branches (loom's default is
 # 1000): a model of a bounded pool that spills, steals and sweeps takes
-# more steps than that since the loan books (their advice and their close
-# at a thread's exit) added a few atomic accesses to the slow paths.
+# more steps than that.
 export LOOM_MAX_BRANCHES="${LOOM_MAX_BRANCHES:-2000}"
 filter="${1:-}"
 filters=("$@")

@@ -1,7 +1,6 @@
-//! A value made on first use, published without a lock: boxed
-//! ([`Lazy`]; [`PerProcess`], made again in a forked child, for the queues
-//! that many pools never reach) or shared ([`LazyArc`], a pool's shared
-//! state).
+//! A value made on first use, published without a lock: boxed ([`Lazy`],
+//! for the queues that many pools never reach) or shared ([`LazyArc`], a
+//! pool's shared state).
 //!
 //! The first users each make a value and race to publish theirs with one
 //! compare-and-swap; the losers drop their own, unseen. No thread ever
@@ -14,13 +13,9 @@ use std::marker::PhantomData;
 use std::panic::AssertUnwindSafe;
 use std::ptr::{self, NonNull};
 
-use crate::pool::fork;
-use crate::sync::{Arc, AtomicPtr, Ordering, Queue};
+use crate::sync::{Arc, AtomicPtr, Ordering};
 
 /// A `T` made by the first [`get_or_make`](Lazy::get_or_make).
-///
-/// Its one user, the size-class pools, is compiled out under loom.
-#[cfg_attr(stashpool_loom, allow(dead_code))]
 pub(crate) struct Lazy<T> {
     /// Null until made; then a value from `Box::into_raw`, freed only by
     /// `Drop`.
@@ -34,7 +29,6 @@ pub(crate) struct Lazy<T> {
     _owns: PhantomData<AssertUnwindSafe<Box<T>>>,
 }
 
-#[cfg_attr(stashpool_loom, allow(dead_code))]
 impl<T> Lazy<T> {
     /// `const`, so that a pool holding one can be made in a `static`.
     #[cfg(not(stashpool_loom))]
@@ -109,169 +103,6 @@ impl<T> Drop for Lazy<T> {
             // nothing can use it after this.
             drop(unsafe { Box::from_raw(value) });
         }
-    }
-}
-
-// === impl PerProcess ===
-
-/// A `T` made on first use in each process: the value for a queue that the
-/// parent's threads may have left mid-operation at a fork, which a forked
-/// child must then never touch (it could wait for ever on a thread it does
-/// not have). A child abandons its parent's value at its first use of it,
-/// and makes its own when it needs one: the parent's is neither used nor
-/// freed again, and neither is what it holds
-/// ([`implementation`](crate::implementation), section 7a).
-pub(crate) struct PerProcess<T> {
-    /// Null until made; then from `Box::into_raw`, freed only by `Drop`
-    /// unless abandoned.
-    made: AtomicPtr<Made<T>>,
-    /// As `Lazy`'s (the values are queues and rings too).
-    _owns: PhantomData<AssertUnwindSafe<Box<Made<T>>>>,
-}
-
-/// A [`PerProcess`] value and the process generation that made it.
-struct Made<T> {
-    generation: usize,
-    value: T,
-}
-
-impl<T> PerProcess<T> {
-    #[cfg(not(stashpool_loom))]
-    pub(crate) const fn new() -> Self {
-        Self {
-            made: AtomicPtr::new(ptr::null_mut()),
-            _owns: PhantomData,
-        }
-    }
-
-    /// Not `const` under loom, whose atomics are not.
-    #[cfg(stashpool_loom)]
-    pub(crate) fn new() -> Self {
-        Self {
-            made: AtomicPtr::new(ptr::null_mut()),
-            _owns: PhantomData,
-        }
-    }
-
-    /// This process's value, if made. A value made before a fork is
-    /// abandoned instead: the one caller that abandons it passes it to
-    /// `abandoned` (to count what it holds), and nothing touches it again.
-    #[inline]
-    pub(crate) fn get(&self, abandoned: impl FnOnce(&T)) -> Option<&T> {
-        // Acquire: pairs with the publishing compare-and-swap, so the value
-        // is seen whole.
-        let made = self.made.load(Ordering::Acquire);
-        // SAFETY: non-null means published by `make` from a live box, which
-        // only `Drop` frees (an abandoned one never), and `&self` outlives
-        // the borrow.
-        let made = unsafe { made.as_ref() }?;
-        if made.generation == fork::generation() {
-            return Some(&made.value);
-        }
-        self.abandon(made, abandoned)
-    }
-
-    /// Unpublishes `made`, a value of an earlier process generation. The
-    /// box is leaked: its value may be mid-operation (half-written slots
-    /// that its `Drop` would read). Never reused, so its address cannot
-    /// come back (no ABA).
-    #[cold]
-    fn abandon(&self, made: &Made<T>, abandoned: impl FnOnce(&T)) -> Option<&T> {
-        let stale = ptr::from_ref(made).cast_mut();
-        match self.made.compare_exchange(
-            stale,
-            ptr::null_mut(),
-            Ordering::AcqRel,
-            Ordering::Acquire,
-        ) {
-            Ok(_) => {
-                abandoned(&made.value);
-                None
-            }
-            // Another thread abandoned it, and may have made this
-            // process's value since (a value of this generation: no thread
-            // of this process publishes an older one).
-            // SAFETY: as in `get`.
-            Err(now) => unsafe { now.as_ref() }.map(|made| &made.value),
-        }
-    }
-
-    /// This process's value, made with `make` if no thread of this process
-    /// has made it yet (a parent's is abandoned first, as by `get`). `make`
-    /// may run on several threads at once; one value is kept.
-    #[inline]
-    pub(crate) fn get_or_make(&self, make: impl FnOnce() -> T, abandoned: impl FnOnce(&T)) -> &T {
-        match self.get(abandoned) {
-            Some(value) => value,
-            None => self.make(make),
-        }
-    }
-
-    #[cold]
-    fn make(&self, make: impl FnOnce() -> T) -> &T {
-        let made = Box::into_raw(Box::new(Made {
-            generation: fork::generation(),
-            value: make(),
-        }));
-        match self
-            .made
-            .compare_exchange(ptr::null_mut(), made, Ordering::AcqRel, Ordering::Acquire)
-        {
-            // SAFETY: `made` is now published and freed only by `Drop`.
-            Ok(_) => unsafe { &(*made).value },
-            Err(theirs) => {
-                // SAFETY: `made` was never published: this thread alone has
-                // it, from `Box::into_raw` above.
-                drop(unsafe { Box::from_raw(made) });
-                // SAFETY: `theirs` is non-null (the exchange failed) and
-                // this process's (a parent's value is unpublished before
-                // anyone makes a new one), so as in `get`.
-                unsafe { &(*theirs).value }
-            }
-        }
-    }
-}
-
-impl<T> Drop for PerProcess<T> {
-    fn drop(&mut self) {
-        // `&mut self`: as in `Lazy`'s `Drop`.
-        let made = self.made.load(Ordering::Acquire);
-        // A parent's value is left as it is (see `abandon`).
-        // SAFETY: non-null means published from `Box::into_raw` and never
-        // freed before.
-        if !made.is_null() && unsafe { (*made).generation } == fork::generation() {
-            // SAFETY: as above; nothing can use it after this.
-            drop(unsafe { Box::from_raw(made) });
-        }
-    }
-}
-
-/// A queue made on its first push in each process (see the module docs,
-/// and [`PerProcess`] for a forked child). What a child abandons is not
-/// counted here: the caller that needs the count keeps a `PerProcess`.
-pub(crate) struct LazyQueue<T>(PerProcess<Queue<T>>);
-
-impl<T> LazyQueue<T> {
-    pub(crate) fn new() -> Self {
-        Self(PerProcess::new())
-    }
-
-    /// Whether the queue has been made (for tests).
-    #[cfg(test)]
-    pub(crate) fn is_made(&self) -> bool {
-        self.0.get(|_| ()).is_some()
-    }
-
-    pub(crate) fn push(&self, value: T) {
-        self.0.get_or_make(Queue::new, |_| ()).push(value);
-    }
-
-    pub(crate) fn pop(&self) -> Option<T> {
-        self.0.get(|_| ())?.pop()
-    }
-
-    pub(crate) fn len(&self) -> usize {
-        self.0.get(|_| ()).map_or(0, Queue::len)
     }
 }
 
@@ -357,6 +188,35 @@ impl<T> LazyArc<T> {
         self.get()
             .expect("published above, by this thread or another")
     }
+
+    /// Replaces `stale`, the value published now, with one made by `make`,
+    /// as `get_or_make` publishes a first one; `stale` is leaked, never
+    /// dropped (a forked child's pool abandons its parent's state, which
+    /// may be mid-operation: `pool::fork`). If another thread replaced it
+    /// first, its value is kept.
+    #[cold]
+    pub(crate) fn renew(
+        &self,
+        stale: LazyArcRef<'_, T>,
+        make: impl FnOnce() -> Arc<T>,
+        published: impl FnOnce(&Arc<T>),
+    ) -> LazyArcRef<'_, T> {
+        let made = make();
+        let raw = Arc::into_raw(Arc::clone(&made)).cast_mut();
+        // AcqRel: as in `get_or_make`.
+        match self.ptr.compare_exchange(
+            stale.ptr.as_ptr(),
+            raw,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        ) {
+            Ok(_) => published(&made),
+            // SAFETY: as in `get_or_make`.
+            Err(_) => drop(unsafe { Arc::from_raw(raw) }),
+        }
+        drop(made);
+        self.get().expect("published, by this thread or another")
+    }
 }
 
 impl<T> Drop for LazyArc<T> {
@@ -424,6 +284,7 @@ impl<T> std::ops::Deref for LazyArcRef<'_, T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sync::Queue;
     use std::sync::{Arc, Barrier};
 
     #[test]

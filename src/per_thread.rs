@@ -34,8 +34,11 @@ pub(crate) fn thread_index() -> Option<usize> {
     thread_id::current_or_take().map(Slot::id)
 }
 
+#[cfg(all(target_os = "linux", not(stashpool_loom)))]
+pub(crate) use thread_id::forked;
 #[cfg(target_os = "linux")]
 pub(crate) use thread_id::give_back_id;
+pub(crate) use thread_id::token;
 
 /// One bucket per bit of an id, so every id has one.
 const BUCKETS: usize = usize::BITS as usize;
@@ -82,6 +85,8 @@ pub(crate) struct PerThread<T: Send> {
     /// Bucket `b`: null, or the first of `2^b` entries (a leaked boxed
     /// slice).
     buckets: [AtomicPtr<Entry<T>>; BUCKETS],
+    /// This table's key in the threads' caches ([`thread_id`]).
+    id: u64,
     /// The entries hold `T`s (`Drop` says they are dropped with the table).
     /// A function pointer, as `thread_local::ThreadLocal` holds only atomics:
     /// `Send` as `T: Send` allows, `Sync` by the impl below, and unwind-safe,
@@ -103,11 +108,39 @@ pub(crate) struct PerThread<T: Send> {
 unsafe impl<T: Send> Sync for PerThread<T> {}
 
 impl<T: Send> PerThread<T> {
-    pub(crate) const fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self {
             buckets: [const { AtomicPtr::new(ptr::null_mut()) }; BUCKETS],
+            id: thread_id::table_id(),
             _entries: PhantomData,
         }
+    }
+
+    /// This thread's value, if it is the one this thread found last in any
+    /// table (see [`remember`](Self::remember)): the hot path, a
+    /// thread-local read and a compare.
+    #[inline(always)]
+    pub(crate) fn cached(&self) -> Option<&T> {
+        let value = thread_id::cached(self.id)?;
+        // SAFETY: `remember` stored this thread's own entry of this table
+        // (table ids are never reused), whose value never moves while the
+        // table lives, and `&self` keeps it alive; the id guard empties
+        // the cache before it gives the id, and with it the entry, away.
+        Some(unsafe { &*value.cast::<T>() })
+    }
+
+    /// `cached` after a miss in the cache's first entry: its other entries.
+    #[inline(never)]
+    pub(crate) fn cached_later(&self) -> Option<&T> {
+        let value = thread_id::cached_later(self.id)?;
+        // SAFETY: as in `cached`.
+        Some(unsafe { &*value.cast::<T>() })
+    }
+
+    /// Makes `value`, this thread's own value in this table (from `get` or
+    /// `get_or`), the one `cached` finds next.
+    pub(crate) fn remember(&self, value: &T) {
+        thread_id::remember(self.id, ptr::from_ref(value).cast());
     }
 
     /// This thread's value, if it has one. Never takes a thread id.
@@ -340,10 +373,10 @@ mod tests {
         let got = Arc::new(Mutex::new(None));
         let g = Arc::clone(&got);
         thread::spawn(move || {
-            static TABLE: PerThread<u32> = PerThread::new();
+            let table: &'static PerThread<u32> = Box::leak(Box::new(PerThread::new()));
             TAG.with(|tag| tag.set(TAG_HERE));
             on_teardown(move || {
-                let found = (thread_id::current(), TABLE.get_or(|| 5).copied());
+                let found = (thread_id::current(), table.get_or(|| 5).copied());
                 *g.lock().unwrap() = Some(found);
             });
         })
@@ -363,14 +396,14 @@ mod tests {
         let got = Arc::new(Mutex::new(None));
         let g = Arc::clone(&got);
         let id = thread::spawn(move || {
-            static TABLE: PerThread<u32> = PerThread::new();
+            let table: &'static PerThread<u32> = Box::leak(Box::new(PerThread::new()));
             TAG.with(|tag| tag.set(TAG_HERE));
             // Registered before the id guard, so destroyed after it.
             on_teardown(move || {
-                let found = (TABLE.get().copied(), TABLE.get_or(|| 6).copied());
+                let found = (table.get().copied(), table.get_or(|| 6).copied());
                 *g.lock().unwrap() = Some(found);
             });
-            TABLE.get_or(|| 4);
+            table.get_or(|| 4);
             thread_id::current().unwrap()
         })
         .join()

@@ -22,16 +22,16 @@ pub(crate) use std::sync::atomic::Ordering;
 #[cfg(all(target_os = "linux", not(stashpool_loom), not(miri)))]
 pub(crate) use std::sync::atomic::compiler_fence;
 #[cfg(not(stashpool_loom))]
-pub(crate) use std::sync::atomic::{fence, AtomicBool, AtomicPtr, AtomicU8, AtomicUsize};
+pub(crate) use std::sync::atomic::{fence, AtomicBool, AtomicPtr, AtomicUsize};
 #[cfg(not(stashpool_loom))]
 pub(crate) use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 #[cfg(not(stashpool_loom))]
 pub(crate) use std::thread_local;
 
 #[cfg(stashpool_loom)]
-pub(crate) use self::loom_impl::{AtomicBool, AtomicWord};
+pub(crate) use self::loom_impl::AtomicBool;
 #[cfg(stashpool_loom)]
-pub(crate) use loom::sync::atomic::{fence, AtomicPtr, AtomicU64, AtomicU8, AtomicUsize};
+pub(crate) use loom::sync::atomic::{fence, AtomicPtr, AtomicU64, AtomicUsize};
 #[cfg(stashpool_loom)]
 pub(crate) use loom::sync::{Arc, Condvar, Mutex, MutexGuard};
 #[cfg(stashpool_loom)]
@@ -39,7 +39,7 @@ pub(crate) use loom::thread_local;
 
 #[cfg(stashpool_loom)]
 pub(crate) use self::imp::{end_thread_id, ThreadSlot};
-pub(crate) use self::imp::{thread_index, PerThread, Queue, UnsafeCell};
+pub(crate) use self::imp::{thread_index, token, PerThread, Queue, UnsafeCell};
 
 /// The atomic behind [`AtomicCount`]: 64 bits where the target has 64-bit
 /// atomics, else pointer-sized (32-bit targets such as `powerpc` and `mips`
@@ -48,33 +48,6 @@ pub(crate) use self::imp::{thread_index, PerThread, Queue, UnsafeCell};
 type CountWord = AtomicU64;
 #[cfg(not(target_has_atomic = "64"))]
 type CountWord = AtomicUsize;
-
-/// Reads an atomic byte that the caller owns outright (`&mut`): no atomic
-/// access, so no branch of a loom model either.
-#[inline(always)]
-pub(crate) fn owned_load(atomic: &mut AtomicU8) -> u8 {
-    #[cfg(not(stashpool_loom))]
-    {
-        *atomic.get_mut()
-    }
-    #[cfg(stashpool_loom)]
-    {
-        atomic.with_mut(|value| *value)
-    }
-}
-
-/// Writes an atomic byte that the caller owns outright, as `owned_load`.
-#[inline(always)]
-pub(crate) fn owned_store(atomic: &mut AtomicU8, value: u8) {
-    #[cfg(not(stashpool_loom))]
-    {
-        *atomic.get_mut() = value;
-    }
-    #[cfg(stashpool_loom)]
-    {
-        atomic.with_mut(|owned| *owned = value);
-    }
-}
 
 /// A statistics counter read as a `u64`. On targets without 64-bit atomics
 /// it is pointer-sized and wraps at 2^32: counts there are exact modulo
@@ -114,57 +87,6 @@ impl AtomicCount {
     }
 }
 
-/// A word that wait loops can wait on as on an [`AtomicBool`] (under loom,
-/// [`backoff`] wakes at its stores too), for a flag that must also name a
-/// thread: the singles' stack's claim. 64 bits where the target has 64-bit
-/// atomics, else pointer-sized, keeping values modulo 2^32 ([`Self::keeps`]).
-#[cfg(not(stashpool_loom))]
-pub(crate) struct AtomicWord(CountWord);
-
-#[cfg(not(stashpool_loom))]
-#[allow(clippy::unnecessary_cast, clippy::cast_possible_truncation)]
-impl AtomicWord {
-    pub(crate) const fn new(value: u64) -> Self {
-        Self(CountWord::new(value as _))
-    }
-
-    #[inline(always)]
-    pub(crate) fn load(&self, order: Ordering) -> u64 {
-        self.0.load(order) as u64
-    }
-
-    #[inline(always)]
-    pub(crate) fn store(&self, value: u64, order: Ordering) {
-        self.0.store(value as _, order)
-    }
-
-    #[inline(always)]
-    pub(crate) fn compare_exchange(
-        &self,
-        current: u64,
-        new: u64,
-        success: Ordering,
-        failure: Ordering,
-    ) -> Result<u64, u64> {
-        self.0
-            .compare_exchange(current as _, new as _, success, failure)
-            .map(|value| value as u64)
-            .map_err(|value| value as u64)
-    }
-}
-
-impl AtomicWord {
-    /// What the word keeps of `value`.
-    #[allow(clippy::unnecessary_cast, clippy::cast_possible_truncation)]
-    pub(crate) const fn keeps(value: u64) -> u64 {
-        if cfg!(any(target_has_atomic = "64", stashpool_loom)) {
-            value
-        } else {
-            value as usize as u64
-        }
-    }
-}
-
 /// A source of distinct numbers for the life of the process (pool ids,
 /// owner tokens), which must never repeat: a 64-bit atomic where the target
 /// has one, else a lock around a `u64` (these numbers are taken once per
@@ -186,20 +108,6 @@ impl UniqueIds {
             next: std::sync::atomic::AtomicU64::new(1),
             #[cfg(not(target_has_atomic = "64"))]
             next: std::sync::Mutex::new(1),
-        }
-    }
-
-    /// The number `next` would hand out now (read after a fork, which only
-    /// Linux handles: `pool::fork`).
-    #[cfg(all(target_os = "linux", not(stashpool_loom)))]
-    pub(crate) fn peek(&self) -> u64 {
-        #[cfg(target_has_atomic = "64")]
-        {
-            self.next.load(Ordering::Relaxed)
-        }
-        #[cfg(not(target_has_atomic = "64"))]
-        {
-            *self.next.lock().unwrap_or_else(|p| p.into_inner())
         }
     }
 
@@ -231,30 +139,50 @@ pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 /// The fork gate: every section that holds a pool's sweep lock (and with
-/// it, claims on other threads' stashes) is entered through it, shared, and
-/// a `fork()` takes it exclusively first (`pool::fork`'s `pthread_atfork`
-/// handlers), so that no sweep lock and no claim is held at the moment a
-/// process forks ([`implementation`](crate::implementation), section 7a).
+/// it, claims on other threads' stashes) is entered through it, shared,
+/// and a `fork()` (`pool::fork`'s `pthread_atfork` handlers) and the switch
+/// of barriers (`pool::barrier::register`) take it exclusively, so that
+/// neither happens while such a section runs
+/// ([`implementation`](crate::implementation), sections 4 and 7a).
+/// Sections never nest (none runs user code, and none takes another pool's
+/// lock), which a lock that prefers writers needs.
 #[cfg(not(stashpool_loom))]
-pub(crate) static FORK_GATE: std::sync::RwLock<()> = std::sync::RwLock::new(());
+pub(crate) static FORK_GATE: Gate = Gate::new();
 
-/// Held while a sweep-lock section runs: keeps a fork out (see
-/// [`FORK_GATE`]). loom models no fork, so there it is nothing.
-pub(crate) struct ForkGuard {
+/// A readers-writer lock that guards nothing but the sections it spans.
+#[derive(Debug)]
+pub(crate) struct Gate(RwLock<()>);
+
+#[cfg(not(stashpool_loom))]
+use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+#[cfg(stashpool_loom)]
+use loom::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+impl Gate {
     #[cfg(not(stashpool_loom))]
-    _shared: std::sync::RwLockReadGuard<'static, ()>,
-}
+    pub(crate) const fn new() -> Self {
+        Self(RwLock::new(()))
+    }
 
-/// Enters a sweep-lock section: call before taking a pool's sweep lock,
-/// and drop the guard after releasing it. Sections never nest (none runs
-/// user code, and none takes another pool's lock), which a lock that
-/// prefers writers needs.
-pub(crate) fn fork_gate() -> ForkGuard {
-    ForkGuard {
-        #[cfg(not(stashpool_loom))]
-        _shared: FORK_GATE
+    /// Not `const` under loom, whose locks are not.
+    #[cfg(stashpool_loom)]
+    pub(crate) fn new() -> Self {
+        Self(RwLock::new(()))
+    }
+
+    /// Enters a section that excludes a fork and the switch of barriers.
+    pub(crate) fn shared(&self) -> RwLockReadGuard<'_, ()> {
+        self.0
             .read()
-            .unwrap_or_else(|poisoned| poisoned.into_inner()),
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Waits for every shared section in progress, and keeps new ones out.
+    pub(crate) fn exclusive(&self) -> RwLockWriteGuard<'_, ()> {
+        self.0
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
 
@@ -331,8 +259,7 @@ pub(crate) mod thread {
 /// finishing one stash), so spinning first is right; yielding after that keeps
 /// a waiter from burning a core when the thread it waits for was preempted.
 ///
-/// Every such loop waits for an [`AtomicBool`] (or an [`AtomicWord`]) it has
-/// just loaded to change. Under loom this blocks until one is stored to, if
+/// Every such loop waits for an [`AtomicBool`] it has just loaded to change. Under loom this blocks until one is stored to, if
 /// the load saw the latest value (`loom_impl::wait_for_a_store`, which says
 /// why).
 pub(crate) fn backoff(step: &mut u32) {
@@ -358,7 +285,7 @@ pub(crate) fn backoff(step: &mut u32) {
 mod imp {
     use crossbeam_deque::{Injector, Steal};
 
-    pub(crate) use crate::per_thread::{thread_index, PerThread};
+    pub(crate) use crate::per_thread::{thread_index, token, PerThread};
 
     /// `std::cell::UnsafeCell` with loom's closure-based access API.
     #[derive(Debug, Default)]
@@ -436,6 +363,24 @@ mod imp {
     }
 
     loom::thread_local! {
+        /// As the real token (`per_thread::thread_id`): nonzero while the
+        /// thread holds its id, never the same for two holdings.
+        static TOKEN: std::cell::Cell<u64> = std::cell::Cell::new(0);
+    }
+
+    /// Tokens: a plain counter, not part of any protocol the models check.
+    static NEXT_TOKEN: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+    /// This thread's token (0: it holds no id).
+    pub(crate) fn token() -> u64 {
+        TOKEN.try_with(std::cell::Cell::get).unwrap_or(0)
+    }
+
+    fn end_token() {
+        let _ = TOKEN.try_with(|token| token.set(0));
+    }
+
+    loom::thread_local! {
         /// Set once this thread has given its id up for good
         /// ([`end_thread_id`]).
         static ENDED: std::cell::Cell<bool> = std::cell::Cell::new(false);
@@ -463,6 +408,7 @@ mod imp {
     /// destructor (`implementation`, section 9, says why).
     pub(crate) fn end_thread_id() {
         let _ = ENDED.try_with(|ended| ended.set(true));
+        end_token();
         if let Ok(Some(id)) = SLOT.try_with(|slot| slot.take()) {
             SLOTS.lock().unwrap().free.push(id);
         }
@@ -483,8 +429,10 @@ mod imp {
             })
         }
 
-        /// Gives an exited thread's id back, for the next thread.
+        /// Gives an exited thread's id back, for the next thread (on the
+        /// exiting thread, whose token ends first).
         pub(crate) fn release(self) {
+            end_token();
             self.slots.lock().unwrap().free.push(self.id);
         }
     }
@@ -515,6 +463,8 @@ mod imp {
                 }
             };
             slot.set(Some(id));
+            let token = NEXT_TOKEN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let _ = TOKEN.try_with(|cell| cell.set(token));
             id
         })
         .ok()
@@ -546,6 +496,18 @@ mod imp {
         pub(crate) fn get(&self) -> Option<&T> {
             self.lookup(thread_slot()?)
         }
+
+        /// The real table's per-thread cache is not modelled: every lookup
+        /// goes to the registry.
+        pub(crate) fn cached(&self) -> Option<&T> {
+            None
+        }
+
+        pub(crate) fn cached_later(&self) -> Option<&T> {
+            None
+        }
+
+        pub(crate) fn remember(&self, _: &T) {}
 
         pub(crate) fn get_or(&self, create: impl FnOnce() -> T) -> Option<&T> {
             let id = take_thread_slot()?;
@@ -611,11 +573,12 @@ mod loom_impl {
     // nothing, so those branches only repeat states, but a model with a long
     // sweep and a waiting owner then exceeds loom's branch limit at three
     // preemptions. So under loom `backoff` blocks the waiter instead, until
-    // the next store to any `AtomicBool` or `AtomicWord` (both watched,
-    // below), which is when its load could next return something new,
-    // provided its last load returned the latest value. If that load returned an older value (loom models stale loads),
-    // `backoff` yields as before: after a yield loom's loads no longer return
-    // values the thread saw before it, so the loop moves on.
+    // the next store to any `AtomicBool` (watched, below), which is when its
+    // load could next return something new, provided its last load returned
+    // the latest value. If that load returned an older value (loom models
+    // stale loads), `backoff` yields as before: after a yield loom's loads
+    // no longer return values the thread saw before it, so the loop moves
+    // on.
     //
     // "The latest value" is judged by value: a stale load that returned an
     // older store equal to the latest one counts as latest. That gives up
@@ -677,89 +640,73 @@ mod loom_impl {
         }
     }
 
-    /// A loom atomic with the bookkeeping `wait_for_a_store` needs: the
-    /// value of the latest store (in modification order, which under loom
-    /// is the order stores run in), so that a load can tell whether it
+    /// loom's `AtomicBool`, with the bookkeeping `wait_for_a_store` needs:
+    /// the value of the latest store (in modification order, which under
+    /// loom is the order stores run in), so that a load can tell whether it
     /// returned it.
-    macro_rules! watched {
-        ($(#[$doc:meta])* $name:ident, $loom:ident, $std:ident, $value:ty) => {
-            $(#[$doc])*
-            pub(crate) struct $name {
-                inner: loom::sync::atomic::$loom,
-                latest: std::sync::atomic::$std,
-            }
-
-            impl $name {
-                pub(crate) fn new(value: $value) -> Self {
-                    Self {
-                        inner: loom::sync::atomic::$loom::new(value),
-                        latest: std::sync::atomic::$std::new(value),
-                    }
-                }
-
-                pub(crate) fn load(&self, order: Ordering) -> $value {
-                    let value = self.inner.load(order);
-                    let latest = value == self.latest.load(Ordering::Relaxed);
-                    let stores = STORES.with(Cell::get);
-                    let _ = LAST_LOAD.try_with(|last| last.set(latest.then_some(stores)));
-                    value
-                }
-
-                pub(crate) fn store(&self, value: $value, order: Ordering) {
-                    self.inner.store(value, order);
-                    self.latest.store(value, Ordering::Relaxed);
-                    stored();
-                }
-
-                #[allow(dead_code)]
-                pub(crate) fn swap(&self, value: $value, order: Ordering) -> $value {
-                    let old = self.inner.swap(value, order);
-                    self.latest.store(value, Ordering::Relaxed);
-                    stored();
-                    old
-                }
-
-                /// A store only when it succeeds; when it fails it read the
-                /// latest value, as a load that returned it does.
-                #[allow(dead_code)]
-                pub(crate) fn compare_exchange(
-                    &self,
-                    current: $value,
-                    new: $value,
-                    success: Ordering,
-                    failure: Ordering,
-                ) -> Result<$value, $value> {
-                    let result = self.inner.compare_exchange(current, new, success, failure);
-                    match result {
-                        Ok(_) => {
-                            self.latest.store(new, Ordering::Relaxed);
-                            stored();
-                        }
-                        Err(_) => {
-                            let stores = STORES.with(Cell::get);
-                            let _ = LAST_LOAD.try_with(|last| last.set(Some(stores)));
-                        }
-                    }
-                    result
-                }
-            }
-
-            impl std::fmt::Debug for $name {
-                fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                    self.inner.fmt(f)
-                }
-            }
-        };
+    pub(crate) struct AtomicBool {
+        inner: loom::sync::atomic::AtomicBool,
+        latest: std::sync::atomic::AtomicBool,
     }
 
-    watched!(
-        /// loom's `AtomicBool`, watched.
-        AtomicBool, AtomicBool, AtomicBool, bool
-    );
-    watched!(
-        /// `sync::AtomicWord` under loom: loom's `AtomicU64`, watched.
-        AtomicWord, AtomicU64, AtomicU64, u64
-    );
+    impl AtomicBool {
+        pub(crate) fn new(value: bool) -> Self {
+            Self {
+                inner: loom::sync::atomic::AtomicBool::new(value),
+                latest: std::sync::atomic::AtomicBool::new(value),
+            }
+        }
+
+        pub(crate) fn load(&self, order: Ordering) -> bool {
+            let value = self.inner.load(order);
+            let latest = value == self.latest.load(Ordering::Relaxed);
+            let stores = STORES.with(Cell::get);
+            let _ = LAST_LOAD.try_with(|last| last.set(latest.then_some(stores)));
+            value
+        }
+
+        pub(crate) fn store(&self, value: bool, order: Ordering) {
+            self.inner.store(value, order);
+            self.latest.store(value, Ordering::Relaxed);
+            stored();
+        }
+
+        pub(crate) fn swap(&self, value: bool, order: Ordering) -> bool {
+            let old = self.inner.swap(value, order);
+            self.latest.store(value, Ordering::Relaxed);
+            stored();
+            old
+        }
+
+        /// A store only when it succeeds; when it fails it read the latest
+        /// value, as a load that returned it does.
+        pub(crate) fn compare_exchange(
+            &self,
+            current: bool,
+            new: bool,
+            success: Ordering,
+            failure: Ordering,
+        ) -> Result<bool, bool> {
+            let result = self.inner.compare_exchange(current, new, success, failure);
+            match result {
+                Ok(_) => {
+                    self.latest.store(new, Ordering::Relaxed);
+                    stored();
+                }
+                Err(_) => {
+                    let stores = STORES.with(Cell::get);
+                    let _ = LAST_LOAD.try_with(|last| last.set(Some(stores)));
+                }
+            }
+            result
+        }
+    }
+
+    impl std::fmt::Debug for AtomicBool {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            self.inner.fmt(f)
+        }
+    }
 }
 
 /// A bounded multi-producer, multi-consumer FIFO: the overflow's queue of

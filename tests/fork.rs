@@ -1,6 +1,6 @@
 //! `fork()` while other threads are inside the pools: threads hammer a
 //! stashless pool (every object through the singles: the stack, the ring
-//! and the spill queue), a stashed pool (stashes, batches, steals and
+//! and the batch queue behind them), a stashed pool (stashes, batches, steals and
 //! spills) and a worker pool whose tasks use both, while the main thread
 //! forks again and again. Each child sweeps, gets and puts more objects
 //! than the singles' stack and ring hold (so it reaches every slot the
@@ -12,8 +12,8 @@
 //! in a debug build).
 //!
 //! A test binary of its own: the child's sweeper sweeps every pool of the
-//! process, and other tests' pools may hold objects whose `Drop` takes
-//! locks their threads hold at the fork.
+//! child, and other tests' pools may hold objects whose `Drop` takes locks
+//! their threads hold at the fork.
 #![cfg(all(target_os = "linux", feature = "workers", not(miri)))]
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -181,33 +181,70 @@ fn no_forked_child_hangs_while_other_threads_use_the_pools() {
     );
 }
 
-/// A child abandons its parent's singles' ring and spill queue, which it
-/// cannot know whole, and gives back the room they took under `max_idle`
-/// at its first sweep; the stack, free at the fork, it keeps.
+/// A child starts each pool afresh at its first use there: the parent's
+/// idle objects, which its threads may have left mid-operation, stay
+/// untouched in the child (and whole in the parent), and the child's pool
+/// has its whole `max_idle` room.
 #[test]
-fn a_child_gives_back_the_room_of_the_queues_it_abandons() {
+fn a_child_starts_its_pools_afresh() {
     const MAX: usize = 200;
     let pool: Pool = LocalPool::builder(buffer as fn() -> Vec<u8>)
         .max_stashed(0)
         .max_idle(MAX)
         .manual_sweep()
         .build();
-    // The stack's 64, the ring's 64, and the rest spilled.
     for _ in 0..=MAX {
         pool.put(buffer());
     }
     assert_eq!(pool.stats().rejected, 1, "full");
     let pid = fork(|| {
-        pool.sweep();
-        let mut ok = pool.stats().trimmed == 0;
-        // Room for all but the stack's.
-        for _ in 0..MAX - 64 {
+        let mut ok = pool.stats() == stashpool::Stats::default();
+        for _ in 0..MAX {
             pool.put(buffer());
         }
-        ok &= pool.stats().rejected == 1;
+        ok &= pool.stats().rejected == 0 && pool.stats().idle == MAX;
         pool.put(buffer());
-        ok && pool.stats().rejected == 2
+        ok && pool.stats().rejected == 1
     });
+    wait_for(pid);
+    assert_eq!(pool.stats().idle, MAX, "the parent's objects are its own");
+}
+
+/// Objects taken before a fork and given back in the child, by a guard or
+/// by a `with` whose closure forked, go to the child's pool or leave it,
+/// and never into the parent's state, which the child does not touch.
+#[test]
+fn objects_taken_before_a_fork_come_back_to_the_childs_pool() {
+    for max_stashed in [0, 8] {
+        let pool: Pool = LocalPool::builder(buffer as fn() -> Vec<u8>)
+            .max_stashed(max_stashed)
+            .manual_sweep()
+            .build();
+        let (pool, guard) = (&pool, pool.get());
+        let pid = fork(move || {
+            drop(guard);
+            let ok = pool.stats().returned == 1 && pool.stats().created == 0;
+            ok && child(pool, pool)
+        });
+        wait_for(pid);
+        let pid = pool.with(|buf| {
+            // SAFETY: as in `fork`; the child ends in `_exit` below.
+            let pid = unsafe { libc::fork() };
+            assert!(pid >= 0, "fork failed");
+            buf[0] = u8::from(pid == 0);
+            pid
+        });
+        if pid == 0 {
+            let ok = child(pool, pool);
+            // SAFETY: ends the child at once, running no parent-owned cleanup.
+            unsafe { libc::_exit(if ok { 0 } else { 1 }) };
+        }
+        wait_for(pid);
+    }
+}
+
+/// Waits for the child `pid`: it must end well within the deadline.
+fn wait_for(pid: libc::pid_t) {
     let mut live = vec![(pid, Instant::now() + DEADLINE)];
     let mut outcome = Outcome::default();
     while !live.is_empty() {

@@ -9,12 +9,21 @@
 //! teardown can ask whether it still holds an id without taking one
 //! ([`implementation`](crate::implementation), section 6).
 //!
+//! Two shortcuts rest on the id and are kept beside it: the thread's
+//! *token* (a number no other holding of any id ever gets) and a *cache*
+//! of the entries it found last. The guard that gives the id back ends
+//! both first, so a token that still matches, or a cache hit, proves the
+//! entry is still this thread's, whatever order a target runs thread-local
+//! destructors in.
+//!
 //! [`PerThread`]: super::PerThread
 
 use std::cell::Cell;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::sync::Mutex;
+
+use crate::sync::UniqueIds;
 
 /// Where a thread's entry lives in a [`PerThread`](super::PerThread) table:
 /// bucket `b` holds `2^b` entries, for ids `2^b - 1 ..= 2^(b+1) - 2`.
@@ -95,13 +104,13 @@ impl Ids {
 static IDS: Mutex<Ids> = Mutex::new(Ids::new());
 
 /// Runs `f` on the process's ids, under their lock (poisoning ignored:
-/// nothing panics under it) and inside the fork gate (`sync::fork_gate`), so
+/// nothing panics under it) and inside the fork gate (`sync::FORK_GATE`), so
 /// that a `fork()` never leaves the lock held in the child, whose new
 /// threads would then wait forever for an id. Never called from within
 /// another fork-gate section (ids are taken outside the sweep lock, and
 /// given back at thread exit).
 fn with_ids<R>(f: impl FnOnce(&mut Ids) -> R) -> R {
-    let _gate = crate::sync::fork_gate();
+    let _gate = crate::sync::FORK_GATE.shared();
     let mut ids = IDS.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     f(&mut ids)
 }
@@ -122,24 +131,82 @@ impl Drop for IdGuard {
 impl IdGuard {
     fn give_back(&self) {
         let Some(id) = self.id.take() else { return };
-        // First forget the id, then free it: from here on this thread finds
-        // no entry of its own, and once the id is free another thread may be
-        // given it.
-        let _ = THREAD.try_with(|thread| thread.set(None));
+        // First end everything that rests on the id (its entry in every
+        // table, the token, the cache), then free it: from here on this
+        // thread finds no entry of its own, and once the id is free another
+        // thread may be given it.
+        let _ = THREAD.try_with(Thread::end);
         with_ids(|ids| ids.give_back(id));
         #[cfg(test)]
         tests::log_release(id);
     }
 }
 
+/// A table entry this thread found: the table's id and the entry's address.
+type Found = (u64, *const ());
+
+const FORGOTTEN: Found = (0, std::ptr::null());
+
+/// How many table entries the cache remembers. A multi-size pool
+/// (`bytes::BytePools`, `mmap::MmapPools`, `image::RgbaPools`) is one pool
+/// (one table) per size class, so a thread whose requests cycle through a
+/// few classes, and uses another pool or two in between, uses that many
+/// tables in turn: with room for all of them, each lookup finds its entry
+/// here rather than in the table. Only the first entry is on the hit path.
+const CACHED: usize = 8;
+
+/// What a thread knows of its id without a destructor, so that reading it
+/// costs no "is it alive" check and works through the whole teardown.
+struct Thread {
+    slot: Cell<Option<Slot>>,
+    /// Nonzero while the thread holds its id, and never the same for two
+    /// holdings: a value recorded with an entry found through the id (a
+    /// guard's stash, `pool::node::Home`) proves, while this still equals
+    /// it, that the entry is still this thread's.
+    token: Cell<u64>,
+    /// The entries this thread found last, most recent first, keyed by
+    /// table id (never reused, never 0).
+    cache: [Cell<Found>; CACHED],
+}
+
+impl Thread {
+    const fn new() -> Self {
+        Self {
+            slot: Cell::new(None),
+            token: Cell::new(0),
+            cache: [const { Cell::new(FORGOTTEN) }; CACHED],
+        }
+    }
+
+    /// Forgets the id and everything that rests on it.
+    fn end(&self) {
+        self.slot.set(None);
+        self.token.set(0);
+        self.forget();
+    }
+
+    fn forget(&self) {
+        for entry in &self.cache {
+            entry.set(FORGOTTEN);
+        }
+    }
+}
+
+/// Numbers for tokens and table ids, never reused.
+static NEXT: UniqueIds = UniqueIds::new();
+
+/// A new table's id (`PerThread::new`).
+pub(crate) fn table_id() -> u64 {
+    NEXT.next()
+}
+
 // Two thread-locals, as in `thread_local`: `THREAD` has no destructor, so
 // reading it costs no "is it still alive" check and it is readable through
 // the whole teardown; `GUARD` has one, registered when the thread takes its
-// id, so before the exit hooks the thread registers with the id in hand,
-// and destroyed after them (`implementation`, section 6). std's own, not
-// the `sync` shim's: loom never sees this structure (`sync.rs`).
+// id. std's own, not the `sync` shim's: loom never sees this structure
+// (`sync.rs`).
 std::thread_local! {
-    static THREAD: Cell<Option<Slot>> = const { Cell::new(None) };
+    static THREAD: Thread = const { Thread::new() };
     static GUARD: IdGuard = const { IdGuard { id: Cell::new(None) } };
 }
 
@@ -155,7 +222,66 @@ pub(crate) fn give_back_id() {
 /// This thread's slot, if it holds an id. Never takes one.
 #[inline(always)]
 pub(crate) fn current() -> Option<Slot> {
-    THREAD.try_with(Cell::get).ok().flatten()
+    THREAD.with(|thread| thread.slot.get())
+}
+
+/// This thread's token: nonzero while it holds its id (see `Thread`).
+#[inline(always)]
+pub(crate) fn token() -> u64 {
+    THREAD.with(|thread| thread.token.get())
+}
+
+/// The entry of table `table` this thread found last, if it is the cache's
+/// first entry: what a thread that uses one table at a time finds on every
+/// lookup.
+#[inline(always)]
+pub(crate) fn cached(table: u64) -> Option<*const ()> {
+    let (id, entry) = THREAD.with(|thread| thread.cache[0].get());
+    (id == table).then_some(entry)
+}
+
+/// After a miss in `cached`: the entry of table `table`, if the cache's
+/// other entries have it; it moves to the front.
+pub(crate) fn cached_later(table: u64) -> Option<*const ()> {
+    THREAD.with(|thread| {
+        let at = (1..CACHED).find(|&i| thread.cache[i].get().0 == table)?;
+        let found = thread.cache[at].get();
+        push_front(&thread.cache[..=at], found);
+        Some(found.1)
+    })
+}
+
+/// Remembers `entry`, this thread's entry in table `table`, as the last one
+/// found; only while the thread holds its id.
+pub(crate) fn remember(table: u64, entry: *const ()) {
+    THREAD.with(|thread| {
+        if thread.token.get() != 0 {
+            push_front(&thread.cache, (table, entry));
+        }
+    });
+}
+
+/// Puts `found` first in `entries`, moving the others one place back; the
+/// last one falls out.
+fn push_front(entries: &[Cell<Found>], found: Found) {
+    for i in (1..entries.len()).rev() {
+        entries[i].set(entries[i - 1].get());
+    }
+    entries[0].set(found);
+}
+
+/// In a forked child, on its one thread: a new token and an empty cache,
+/// so that nothing found or lent before the fork is taken for this
+/// process's (`pool::fork`). The id stays: the parent's other threads
+/// never give theirs back here.
+#[cfg(all(target_os = "linux", not(stashpool_loom)))]
+pub(crate) fn forked() {
+    let _ = THREAD.try_with(|thread| {
+        if thread.token.get() != 0 {
+            thread.token.set(NEXT.next());
+        }
+        thread.forget();
+    });
 }
 
 /// This thread's slot, taking an id if it holds none; `None` only if the
@@ -164,24 +290,21 @@ pub(crate) fn current() -> Option<Slot> {
 ///
 /// A thread whose first use of an id is in its teardown, before the guard is
 /// destroyed, takes an id here and gives it back like any other
-/// (`implementation`, section 6, rule 3).
+/// (`implementation`, section 6).
 ///
 /// Where std keeps thread-locals in pthread keys rather than native
-/// thread-locals (the targets off `owner.rs`'s allowlist), a key whose
-/// destructor has run reads as new on its next use instead of failing, so a
-/// use after the guard's destructor takes a fresh id rather than `None`; it
-/// is given back if pthread runs the destructors again (it does so a bounded
-/// number of rounds), and kept for good otherwise.
+/// thread-locals, a key whose destructor has run reads as new on its next
+/// use instead of failing, so a use after the guard's destructor takes a
+/// fresh id rather than `None`; it is given back if pthread runs the
+/// destructors again (it does so a bounded number of rounds), and kept for
+/// good otherwise.
 #[inline]
 pub(crate) fn current_or_take() -> Option<Slot> {
-    THREAD
-        .try_with(|thread| thread.get().or_else(|| take(thread)))
-        .ok()
-        .flatten()
+    THREAD.with(|thread| thread.slot.get().or_else(|| take(thread)))
 }
 
 #[cold]
-fn take(thread: &Cell<Option<Slot>>) -> Option<Slot> {
+fn take(thread: &Thread) -> Option<Slot> {
     GUARD
         .try_with(|guard| {
             // The guard still holds an id while `THREAD` reads `None` only
@@ -198,7 +321,8 @@ fn take(thread: &Cell<Option<Slot>>) -> Option<Slot> {
                 }
             };
             let slot = Slot::new(id);
-            thread.set(Some(slot));
+            thread.slot.set(Some(slot));
+            thread.token.set(NEXT.next());
             slot
         })
         .ok()

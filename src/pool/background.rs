@@ -140,16 +140,11 @@ pub(super) fn lock_registry() -> std::sync::MutexGuard<'static, Registry> {
 
 #[cfg(target_os = "linux")]
 impl Registry {
-    /// In a forked child: the parent's sweeper is not in this process.
-    /// Returns whether pools were registered, whose sweeping the child's
-    /// `restart` is to take up.
-    pub(super) fn forked(&mut self) -> bool {
+    /// In a forked child: the parent's sweeper is not in this process, and
+    /// the pools registered are the parent's state, which the child leaves
+    /// alone (`fork.rs`); its pools register their new state again.
+    pub(super) fn forked(&mut self) {
         self.started = false;
-        !self.entries.is_empty()
+        self.entries.clear();
     }
-}
-
-/// Starts the sweeper again, in a forked child whose parent had one.
-pub(super) fn restart() {
-    start(&mut lock(&REGISTRY));
 }

@@ -46,13 +46,13 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPoolBuilder<T, R> {
     /// its limit moves the older half to the overflow.
     ///
     /// An object whose guard is dropped on another thread than took it goes
-    /// back to the thread that took it, which keeps a book of up to `n` of
-    /// its loans for that (the consumer of a channel gives it back to the
-    /// producer, which finds it when its stash runs dry), as long as the
-    /// returning thread gives back that thread's objects alone; a thread
-    /// that gives back the objects of several threads (a writer fed by many
-    /// readers) passes them to the shared overflow, where whichever thread
-    /// takes next finds them. [`LocalPool`]'s docs show both;
+    /// back to the thread that took it (the consumer of a channel gives it
+    /// back to the producer, which finds it when its stash runs dry, and
+    /// keeps up to `n` of what came back), as long as the returning thread
+    /// gives back that thread's objects alone; a thread that gives back the
+    /// objects of several threads (a writer fed by many readers) passes
+    /// them to the shared overflow, where whichever thread takes next finds
+    /// them. [`LocalPool`]'s docs show both;
     /// [`implementation`](crate::implementation), section 3c, says why.
     ///
     /// `0` is allowed and means no private stash: every return goes to the
@@ -103,10 +103,10 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPoolBuilder<T, R> {
     /// [`max_stashed`](Self::max_stashed)), at most `n` of them, since
     /// more would have a share of zero.
     ///
-    /// A bounded pool keeps no loan books: an object whose guard is dropped
-    /// on another thread than took it goes to the overflow, under the
-    /// bound, rather than back to the thread that took it, where it would
-    /// be idle in a stash past its share (see
+    /// In a bounded pool an object whose guard is dropped on another thread
+    /// than took it stays with the thread that drops it (its stash, or the
+    /// overflow), under the bound, rather than going back to the thread
+    /// that took it, where it would be idle past that thread's share (see
     /// [`max_stashed`](Self::max_stashed)).
     ///
     /// # Examples

@@ -1,37 +1,34 @@
-//! Thread-exit hooks: an exiting thread ends its claim on its stashes
-//! (`owner::end`), then hands each pool it used its stashed objects and its
-//! slot, so that a value put on a thread that was joined can be got on any
-//! other thread at once, as in Go.
-//!
-//! The hooks run before the thread gives its id back (where
-//! `owner::SHORTCUTS` holds), and the late exit (`late`) runs them for a
-//! thread that first uses a pool after its thread-local destructors ran:
-//! [`implementation`](crate::implementation), section 6.
+//! Thread-exit hooks: an exiting thread hands each pool it used its
+//! stashed objects and its slot, so that a value put on a thread that was
+//! joined can be got on any other thread at once, as in Go.
 //!
 //! Each hook holds its pool's shared state strongly, so the stash it points
 //! to stays valid; a hook whose pool has dropped does nothing and is pruned
 //! when the thread registers more hooks, so a long-lived thread that uses
-//! many short-lived pools keeps a bounded list.
+//! many short-lived pools keeps a bounded list. The late exit (`late`) runs
+//! the hooks for a thread that first uses a pool after its thread-local
+//! destructors ran: [`implementation`](crate::implementation), section 6.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 
-use crate::pool::owner;
 use crate::sync::thread_local;
 
 /// A pool's side of a hook, with its element type erased (`shared.rs`).
 pub(crate) trait Flush {
-    /// Moves this thread's stashed objects to the pool's overflow.
+    /// Moves this thread's stashed objects to the pool's overflow and gives
+    /// its slot back.
     fn flush(&self);
     fn is_closed(&self) -> bool;
-    /// Whether this thread still owns the stash (holds its id).
-    fn still_owned(&self) -> bool;
 }
 
 #[derive(Default)]
 struct Hooks {
     hooks: RefCell<Vec<Box<dyn Flush>>>,
+    /// Set when the hooks run: the thread then makes no new stash.
+    ran: Cell<bool>,
     /// Under loom: this thread's model id, given back once the hooks have
-    /// run (`sync::ThreadSlot`), the order the real id guard keeps.
+    /// run (`sync::ThreadSlot`), as the real id guard gives the id back
+    /// after them.
     #[cfg(stashpool_loom)]
     slot: RefCell<Option<crate::sync::ThreadSlot>>,
 }
@@ -39,23 +36,10 @@ struct Hooks {
 impl Hooks {
     /// Runs and forgets every hook: the thread is exiting.
     fn run(&self) {
-        // First: from here on this thread makes no new stashes, and its
-        // gets and returns look their stash up. That this runs before the
-        // thread's id goes back (where `SHORTCUTS` holds) is what the owner
-        // token and the stash cache rest on (`implementation`, section 6);
-        // debug builds check it below.
-        owner::end();
+        self.ran.set(true);
         // Taken out whole, so the list's memory goes too (the late exit
         // runs where this thread-local's own destructor never will).
         let hooks = std::mem::take(&mut *self.hooks.borrow_mut());
-        if owner::SHORTCUTS {
-            for hook in &hooks {
-                debug_assert!(
-                    hook.is_closed() || hook.still_owned(),
-                    "stashpool: a thread gave up its thread id before its exit hooks ran"
-                );
-            }
-        }
         // Flushing runs no user code (objects move, none drop), so nothing
         // here can re-enter this thread's hooks.
         for hook in hooks {
@@ -78,6 +62,12 @@ thread_local! {
     static HOOKS: Hooks = Hooks::default();
 }
 
+/// Whether this thread may still make a stash: its exit hooks have not run
+/// (nor been destroyed), so a hook registered now will run.
+pub(crate) fn alive() -> bool {
+    HOOKS.try_with(|all| !all.ran.get()).unwrap_or(false)
+}
+
 /// Runs `hook` when this thread exits.
 pub(crate) fn register(hook: Box<dyn Flush>) {
     // Fails only while this thread's thread-locals are being destroyed; the
@@ -94,8 +84,14 @@ pub(crate) fn register(hook: Box<dyn Flush>) {
             hooks.retain(|hook| !hook.is_closed());
         }
         hooks.push(hook);
-        owner::begin();
     });
+}
+
+/// In a forked child: this thread's hooks are for its parent's pool state,
+/// which the child never touches (`fork.rs`); they are leaked.
+#[cfg(all(target_os = "linux", not(stashpool_loom)))]
+pub(crate) fn forget() {
+    let _ = HOOKS.try_with(|all| std::mem::forget(all.hooks.take()));
 }
 
 /// Makes sure what this thread leaves behind (its exit hooks, its thread

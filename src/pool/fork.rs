@@ -1,21 +1,22 @@
-//! `fork()`: every pool stays usable and swept in a forked child.
+//! `fork()`: a forked child starts each pool afresh.
 //!
-//! With `pthread_atfork` handlers, installed with the first pool
-//! ([`guard`]): before a fork, the forking thread takes the fork gate
-//! exclusively (`sync::FORK_GATE`, which every sweep-lock section holds
-//! shared) and the sweeper registry's lock; after it, the parent releases
-//! both, and the child records which of the parent's threads were left
-//! behind (`forked`; [`died_in_fork`] then tells a sweep to skip what they
-//! held in their critical sections) and bumps the process [`generation`]
-//! (by which it abandons its parent's queues), releases both, and starts a
-//! sweeper of its own at its next pool operation off the hot path
-//! ([`after_fork`]).
-//! Linux only (`libc` is a Linux-only dependency); elsewhere these are
-//! no-ops. Why each step, and what is made without a lock instead:
+//! A child has one thread, the forking one: whatever the parent's other
+//! threads were doing inside a pool (a stash half-changed, a queue
+//! mid-push) stays half-done in the child for ever. So a child never
+//! touches its parent's pool state. With `pthread_atfork` handlers,
+//! installed with the first pool ([`guard`]): before a fork, the forking
+//! thread takes the fork gate exclusively (`sync::FORK_GATE`, which every
+//! sweep-lock section and the switch of barriers hold) and the sweeper
+//! registry's lock, so that none of them is under way; after it, the
+//! parent releases both, and the child bumps the process [`generation`],
+//! gives its thread a new token and an empty stash cache, forgets its exit
+//! hooks and the sweeper's registry (all of them the parent's), and
+//! releases both. A pool whose shared state is of an earlier generation
+//! makes a new one at its next use off the hot path
+//! (`LocalPool::current`), and registers it with a sweeper of the child's
+//! own; the parent's is left untouched, never freed. Linux only (`libc` is
+//! a Linux-only dependency); elsewhere these are no-ops. Why:
 //! [`implementation`](crate::implementation), section 7a.
-
-#[cfg(not(stashpool_loom))]
-use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Makes `fork()` safe for every pool. Called when a pool's shared state
 /// is made, so before any of its locks can be held.
@@ -24,82 +25,24 @@ pub(crate) fn guard() {
     linux::install();
 }
 
-/// Set in a forked child whose parent swept pools in the background: the
-/// child's sweeper is yet to be started.
-#[cfg(not(stashpool_loom))]
-static RESUME: AtomicBool = AtomicBool::new(false);
-
-/// Starts the background sweeper in a forked child, once, if its parent had
-/// one. Called on the pool's slower paths (a new object, a spill or a steal,
-/// `sweep` and `clear`): a relaxed load when there is nothing to do.
-#[inline]
-pub(crate) fn after_fork() {
-    #[cfg(not(stashpool_loom))]
-    if RESUME.load(Ordering::Relaxed) && RESUME.swap(false, Ordering::Relaxed) {
-        crate::pool::background::restart();
-    }
-}
-
 /// How many forks this process descends from (as far as the fork handlers
-/// saw): values made in an earlier generation are the parent's, which its
-/// threads may have left mid-operation (`lazy::PerProcess`).
-#[cfg(not(stashpool_loom))]
+/// saw): pool state made in an earlier generation is the parent's.
+#[cfg(all(target_os = "linux", not(stashpool_loom)))]
 static GENERATION: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 /// This process's generation (see [`GENERATION`]): one relaxed load. Only
 /// the child handler changes it, before the child runs any other code, so
-/// every thread of a process reads the same value. Always 0 under loom,
-/// which models no fork.
+/// every thread of a process reads the same value. Always 0 where no fork
+/// is handled (and under loom, which models none).
 #[inline(always)]
 pub(crate) fn generation() -> usize {
-    #[cfg(not(stashpool_loom))]
+    #[cfg(all(target_os = "linux", not(stashpool_loom)))]
     {
-        GENERATION.load(Ordering::Relaxed)
+        GENERATION.load(std::sync::atomic::Ordering::Relaxed)
     }
-    #[cfg(stashpool_loom)]
+    #[cfg(not(all(target_os = "linux", not(stashpool_loom))))]
     {
         0
-    }
-}
-
-/// What a forked child knows of its parent's threads: the serial numbers
-/// (`owner::serial`) handed out before the fork (all below the first), and
-/// the one of them that is alive here, the forking thread's. `None` in a
-/// process that was not forked (or whose fork was not seen).
-#[cfg(not(stashpool_loom))]
-static FORKED: std::sync::Mutex<Option<(u64, u64)>> = std::sync::Mutex::new(None);
-
-/// Records, in a forked child, which threads did not come along: called
-/// once the fork has happened, on the child's only thread.
-#[cfg(all(target_os = "linux", not(stashpool_loom)))]
-fn forked() {
-    let me = crate::pool::owner::serial();
-    let first_after = crate::pool::owner::next_serial();
-    *crate::sync::lock(&FORKED) = Some((first_after, me));
-}
-
-/// Whether the thread with serial number `serial` (the owner recorded by a
-/// stash or by the singles' stack) was a thread of the parent that this
-/// process was forked from, other than the forking one: it does not exist
-/// here and never will. Asked only by a sweeper waiting for such an owner.
-pub(crate) fn died_in_fork(serial: u64) -> bool {
-    #[cfg(not(stashpool_loom))]
-    {
-        match *crate::sync::lock(&FORKED) {
-            // 0: an owner that never got a number (a thread without exit
-            // hooks). That is never the forking thread, which is in
-            // `fork()`, not in a critical section: count it as left behind
-            // (the answer only makes a sweep skip what it would wait for).
-            Some((first_after, forker)) => {
-                serial == 0 || (serial < first_after && serial != forker)
-            }
-            None => false,
-        }
-    }
-    #[cfg(stashpool_loom)]
-    {
-        let _ = serial;
-        false
     }
 }
 
@@ -109,7 +52,7 @@ mod linux {
     use std::sync::atomic::{AtomicU32, Ordering};
     use std::sync::{MutexGuard, RwLockWriteGuard};
 
-    use super::{forked, GENERATION, RESUME};
+    use super::GENERATION;
     use crate::pool::background::{self, Registry};
     use crate::sync::FORK_GATE;
 
@@ -200,9 +143,7 @@ mod linux {
     }
 
     extern "C" fn prepare() {
-        let gate = FORK_GATE
-            .write()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let gate = FORK_GATE.exclusive();
         let registry = background::lock_registry();
         // Fails only in a thread-local destructor of this thread: the fork
         // is then unguarded (the guards are released at once).
@@ -218,15 +159,16 @@ mod linux {
         // while the registering thread had yet to say so finds it done.
         INSTALL.done();
         GENERATION.fetch_add(1, Ordering::Relaxed);
+        // Nothing this thread found, lent or hooked in the parent is taken
+        // for this process's.
+        crate::per_thread::forked();
+        crate::pool::exit::forget();
         let _ = FORKING.try_with(|forking| {
             if let Some((gate, mut registry)) = forking.borrow_mut().take() {
-                forked();
-                // The parent's sweeper is not in this process. A new one is
-                // started by the child's next pool operation off the hot
-                // path (`after_fork`), not here: a child handler should not
-                // make threads, and a child that goes on to `exec` needs
-                // none.
-                RESUME.store(registry.forked(), Ordering::Relaxed);
+                // The parent's sweeper is not in this process, and its pools'
+                // state is the parent's: the pools register their new state,
+                // which starts a sweeper, at their next use.
+                registry.forked();
                 drop((registry, gate));
             }
         });

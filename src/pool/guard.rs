@@ -87,7 +87,7 @@ impl<'a, T: Send + 'static, R: Recycle<T>> Pooled<'a, T, R> {
         let this = ManuallyDrop::new(this);
         // SAFETY: the guard holds a node its pool lent, and gives it up
         // here, once: `this` will not drop.
-        unsafe { Pooled::pool(&this).keep_lent(this.node) }
+        unsafe { take(this.node) }
     }
 
     /// Whether the guard has handed out `&mut` access to its object, so
@@ -121,7 +121,7 @@ impl<'a, T: Send + 'static, R: Recycle<T>> Pooled<'a, T, R> {
     fn value(&self) -> &T {
         // SAFETY: the guard holds the node (see `node`), and `&self`
         // shares it.
-        unsafe { Node::read(self.node.as_ptr()) }
+        unsafe { &(*self.node.as_ptr()).value }
     }
 
     /// The object for writing: marks the node written (see
@@ -129,7 +129,7 @@ impl<'a, T: Send + 'static, R: Recycle<T>> Pooled<'a, T, R> {
     #[inline(always)]
     fn value_mut(&mut self) -> &mut T {
         // SAFETY: the guard holds the node, and `&mut self` is unique.
-        unsafe { Node::write(self.node.as_ptr()) }
+        unsafe { write(self.node) }
     }
 }
 
@@ -210,13 +210,6 @@ impl<T: Send + 'static, R: Recycle<T>, P> PooledOwned<T, R, P> {
         }
     }
 
-    /// The `LocalPool` that lent the object, inside `*owner`.
-    fn lender(&self) -> &LocalPool<T, R> {
-        // SAFETY: `lender` was set by `new` to a pool inside `*owner`, which
-        // lives as long as this guard.
-        unsafe { &*(*self.node.as_ptr()).lender.cast::<LocalPool<T, R>>() }
-    }
-
     /// Keeps the object; it will not go back to the pool.
     ///
     /// An associated function rather than a method, so it cannot shadow a
@@ -225,8 +218,8 @@ impl<T: Send + 'static, R: Recycle<T>, P> PooledOwned<T, R, P> {
         let mut this = ManuallyDrop::new(this);
         // SAFETY: the guard holds a node its pool lent, and gives it up
         // here, once: `this` will not drop.
-        let value = unsafe { this.lender().keep_lent(this.node) };
-        // SAFETY: taken once, after the pool's last use here.
+        let value = unsafe { take(this.node) };
+        // SAFETY: taken once; the node is out of the pool.
         drop(unsafe { ManuallyDrop::take(&mut this.owner) });
         value
     }
@@ -245,7 +238,7 @@ impl<T: Send + 'static, R: Recycle<T>, P> PooledOwned<T, R, P> {
 
     fn value(&self) -> &T {
         // SAFETY: as in `Pooled::value`.
-        unsafe { Node::read(self.node.as_ptr()) }
+        unsafe { &(*self.node.as_ptr()).value }
     }
 
     /// The object for writing: marks the node written (see
@@ -253,7 +246,7 @@ impl<T: Send + 'static, R: Recycle<T>, P> PooledOwned<T, R, P> {
     #[inline(always)]
     fn value_mut(&mut self) -> &mut T {
         // SAFETY: as in `Pooled::value_mut`.
-        unsafe { Node::write(self.node.as_ptr()) }
+        unsafe { write(self.node) }
     }
 }
 
@@ -274,6 +267,30 @@ impl<T: Send + 'static, R: Recycle<T>, P> Drop for PooledOwned<T, R, P> {
         unsafe { release(pool, self.node) };
         drop(owner);
     }
+}
+
+/// The object of a guard's node, marked written (it picks
+/// [`Recycle::recycle`] on return).
+///
+/// # Safety
+///
+/// `node` is a guard's, and the caller has unique access to the guard.
+#[inline(always)]
+unsafe fn write<'a, T>(node: NonNull<Node<T>>) -> &'a mut T {
+    // SAFETY: the caller's word; the guard owns the node outright.
+    let node = unsafe { &mut *node.as_ptr() };
+    node.written = true;
+    &mut node.value
+}
+
+/// The object of a guard's node, out of the pool for good.
+///
+/// # Safety
+///
+/// `node` is a guard's, which gives it up here, once.
+unsafe fn take<T>(node: NonNull<Node<T>>) -> T {
+    // SAFETY: the caller's word: the node came from `Box::leak` (`lend`).
+    unsafe { Box::from_raw(node.as_ptr()) }.into_value()
 }
 
 /// Returns a guard's node to `pool`, or drops it if this thread is

@@ -9,10 +9,10 @@ use std::time::Duration;
 use crate::lazy::{LazyArc, LazyArcRef};
 use crate::pool::config::Config;
 use crate::pool::guard::{Pooled, PooledOwned};
-use crate::pool::node::{loan, Home, Node};
+use crate::pool::node::{Home, Node};
 use crate::pool::shared::Shared;
-use crate::pool::stash::{Counters, Returns, Stash};
-use crate::sync::{Arc, Ordering};
+use crate::pool::stash::{Counters, Stash};
+use crate::sync::Arc;
 use crate::{Recycle, Stats};
 
 /// A pool of reusable objects: Go's `sync.Pool`, with per-thread stashes.
@@ -23,12 +23,13 @@ use crate::{Recycle, Stats};
 /// most 8 threads per core keep a stash in a pool at once; see
 /// [`max_stashed`](crate::LocalPoolBuilder::max_stashed).) An object
 /// taken on one thread and dropped on another goes back to the thread that
-/// took it (a channel's consumer gives it back to the producer, through
-/// the object itself, with no shared queue), unless the dropping thread
-/// gives back objects of several threads, which it then shares through the
-/// overflow. A thread whose stash is empty takes what came back, then a
-/// batch from a shared overflow, before making a new object; a thread
-/// whose stash is at its limit moves its oldest half there.
+/// took it (a channel's consumer gives it back to the producer, with one
+/// compare-and-swap on a list of the producer's stash), unless the
+/// dropping thread gives back objects of several threads, which it then
+/// shares through the overflow. A thread whose stash is empty takes what
+/// came back, then a batch from a shared overflow, before making a new
+/// object; a thread whose stash is at its limit moves its oldest half
+/// there.
 /// Sweeps keep the pool as large as recent use needs: an object returned
 /// and not taken again survives one sweep and is dropped by the second
 /// (Go's victim cache), wherever it is. By default a process-wide
@@ -190,15 +191,14 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
     /// assert_eq!(pool.stats().created, 0);
     /// ```
     pub fn try_get(&self) -> Option<Pooled<'_, T, R>> {
-        let shared = self.shared.get()?;
-        let node = match Shared::stash(shared) {
-            Some(stash) => match shared.lend(stash) {
-                Some(node) => node,
-                None => shared.lend_from(stash, shared.pop_overflow(stash)?),
-            },
-            None => Self::lend_unhomed(shared.pop_single(&shared.orphans)?),
+        self.shared.get()?;
+        let (shared, stash) = self.local();
+        let mut node = match stash {
+            Some(stash) => shared.take(stash)?,
+            None => shared.pop_single(&shared.orphans)?,
         };
-        Some(Pooled::new(self, node))
+        node.home = Self::home(stash);
+        Some(Pooled::new(self, NonNull::from(Box::leak(node))))
     }
 
     /// Same as [`get`](Self::get), for a pool in an `Arc`: the guard owns a
@@ -262,15 +262,18 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
     pub fn with<U>(&self, f: impl FnOnce(&mut T) -> U) -> U {
         // One stash lookup serves both ends: the object goes back to the
         // stash it came from, which this thread owns throughout the call.
-        let shared = self.shared();
-        let Some(stash) = Shared::stash(shared) else {
+        let (shared, stash) = self.local();
+        let Some(stash) = stash else {
             return self.with_stashless(&shared, f);
         };
-        let mut node = self.take_from(&shared, stash);
+        let mut node = match shared.take(stash) {
+            Some(node) => node,
+            None => self.create(&stash.counters),
+        };
         // If `f` unwinds, `node` is dropped with this frame, not pooled (the
         // object may be half-modified), and counted discarded.
         let unwinding = DiscardOnUnwind(&stash.counters);
-        let out = f(node.value_mut());
+        let out = f(&mut node.value);
         mem::forget(unwinding);
         self.recycle_into_stash(&shared, stash, node, true);
         out
@@ -335,12 +338,11 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
     /// assert_eq!(pool.stats().trimmed, 1);
     /// ```
     pub fn sweep(&self) {
-        crate::pool::fork::after_fork();
         // Off the gets' and returns' paths (a no-op once done; loom models
         // register when they choose, `loom_register`).
         #[cfg(not(stashpool_loom))]
         crate::pool::barrier::register();
-        if let Some(shared) = self.shared.get() {
+        if let Some(shared) = self.made() {
             shared.sweep();
         }
     }
@@ -373,8 +375,7 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
     /// assert_eq!(pool.stats().idle, 1);
     /// ```
     pub fn clear(&self) {
-        crate::pool::fork::after_fork();
-        if let Some(shared) = self.shared.get() {
+        if let Some(shared) = self.made() {
             shared.clear();
         }
     }
@@ -392,10 +393,7 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
     /// assert_eq!((stats.created, stats.returned, stats.idle), (1, 1, 1));
     /// ```
     pub fn stats(&self) -> Stats {
-        self.shared
-            .get()
-            .map(|shared| shared.stats())
-            .unwrap_or_default()
+        self.made().map(|shared| shared.stats()).unwrap_or_default()
     }
 
     /// The recycler this pool makes and resets objects with.
@@ -405,6 +403,8 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
 
     // === internals ===
 
+    /// The shared state, made if need be. Its process's: `local` and
+    /// `current` make sure of that for every path that reaches it.
     #[inline(always)]
     fn shared(&self) -> LazyArcRef<'_, Shared<T>> {
         match self.shared.get() {
@@ -413,88 +413,105 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
         }
     }
 
+    /// The shared state if it was made, this process's (`current`).
+    fn made(&self) -> Option<LazyArcRef<'_, Shared<T>>> {
+        self.shared.get().map(|shared| self.current(shared))
+    }
+
+    /// `shared` itself, or, in a forked child, the child's own state that
+    /// replaces it (`fork.rs`; the parent's is left untouched).
+    #[inline]
+    fn current<'a>(&'a self, shared: LazyArcRef<'a, Shared<T>>) -> LazyArcRef<'a, Shared<T>> {
+        if shared.here() {
+            shared
+        } else {
+            self.shared
+                .renew(shared, || self.make(), |made| self.announce(made))
+        }
+    }
+
     #[cold]
     fn init(&self) -> LazyArcRef<'_, Shared<T>> {
-        let config = self.config;
-        self.shared.get_or_make(
-            || {
-                Arc::new(Shared::new(
-                    config.max_stashed,
-                    config.max_idle,
-                    config.max_stashes,
-                    next_id(),
-                ))
-            },
-            |shared| {
-                if let Some(interval) = config.sweep_every {
-                    register(shared.id, shared, interval);
-                }
-            },
-        )
+        self.shared
+            .get_or_make(|| self.make(), |made| self.announce(made))
+    }
+
+    fn make(&self) -> Arc<Shared<T>> {
+        Arc::new(Shared::new(&self.config, next_id()))
+    }
+
+    /// Registers a newly published shared state with the sweeper.
+    fn announce(&self, shared: &Arc<Shared<T>>) {
+        if let Some(interval) = self.config.sweep_every {
+            register(shared.id, shared, interval);
+        }
+    }
+
+    /// The shared state and this thread's stash in it, if it has one: from
+    /// the stash cache's first entry, or (out of line) looked up or made.
+    #[inline(always)]
+    fn local(&self) -> (LazyArcRef<'_, Shared<T>>, Option<&Stash<T>>) {
+        if let Some(shared) = self.shared.get() {
+            // A hit means this thread remembered its stash in this very
+            // table (table ids are never reused), which `local_slow` does
+            // only for this process's state.
+            if let Some(stash) = shared.get().stashes.cached() {
+                return (shared, Some(stash));
+            }
+        }
+        self.local_slow()
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn local_slow(&self) -> (LazyArcRef<'_, Shared<T>>, Option<&Stash<T>>) {
+        let shared = self.current(self.shared());
+        (shared, Shared::find_stash(shared))
+    }
+
+    /// Where a node lent now comes from: `stash`, this thread's, or none.
+    #[inline(always)]
+    fn home(stash: Option<&Stash<T>>) -> Home {
+        stash.map_or(Home::NONE, |stash| {
+            Home::here(std::ptr::from_ref(stash).cast())
+        })
     }
 
     /// Takes an object out of the pool, or makes one, for a guard: the node
-    /// records the stash it came from (see `Home`), whose loan book tracks
-    /// it (`loans.rs`).
+    /// records the stash it came from (see `Home`).
     #[inline(always)]
     fn lend(&self) -> NonNull<Node<T>> {
-        let shared = self.shared();
-        match Shared::stash(shared) {
-            Some(stash) => match shared.lend(stash) {
+        let (shared, stash) = self.local();
+        let mut node = match stash {
+            Some(stash) => match shared.take(stash) {
                 Some(node) => node,
-                None => self.lend_slow(&shared, stash),
+                None => self.create(&stash.counters),
             },
-            None => Self::lend_unhomed(self.take_stashless(&shared)),
-        }
-    }
-
-    /// `lend` when the stash has nothing: from the overflow, or made.
-    #[cold]
-    fn lend_slow(&self, shared: &Shared<T>, stash: &Stash<T>) -> NonNull<Node<T>> {
-        shared.lend_from(stash, self.take_slow(shared, stash))
-    }
-
-    /// Lends `node` from no stash (a thread without one): no home, no
-    /// book.
-    fn lend_unhomed(mut node: Box<Node<T>>) -> NonNull<Node<T>> {
-        node.home = Home::NONE;
+            None => self.take_stashless(&shared),
+        };
+        node.home = Self::home(stash);
         NonNull::from(Box::leak(node))
-    }
-
-    #[inline(always)]
-    fn take_from(&self, shared: &Shared<T>, stash: &Stash<T>) -> Box<Node<T>> {
-        match shared.pop(stash) {
-            Some(node) => node,
-            None => self.take_slow(shared, stash),
-        }
-    }
-
-    #[cold]
-    fn take_slow(&self, shared: &Shared<T>, stash: &Stash<T>) -> Box<Node<T>> {
-        match shared.pop_overflow(stash) {
-            Some(node) => node,
-            None => self.create(&stash.counters),
-        }
     }
 
     /// A new object, counted in `counters`.
     #[cold]
     fn create<const S: bool>(&self, counters: &Counters<S>) -> Box<Node<T>> {
-        crate::pool::fork::after_fork();
         let node = Node::boxed(self.recycler.create());
         counters.created.bump();
         node
     }
 
-    // === the two paths back ===
+    // === the paths back ===
     //
     // `return_lent`: a guard's node, which records the stash it came from;
     // `return_node`: any other object (`put`, a guard dropped on another
-    // thread), whose stash is looked up. Both end in `recycle_into_stash`, or in
-    // `recycle_into_overflow` on a thread without a stash. Each says whether
-    // the object may have been written, which picks `recycle` or
-    // `recycle_unwritten`: a guard's node records it, `with` and `put` lend
-    // or take `&mut` access, so theirs always was.
+    // thread that keeps it). Both end in `recycle_into_stash`, or in
+    // `recycle_into_overflow` on a thread without a stash; a guard's node
+    // dropped on another thread may instead go back to its stash's remote
+    // list (`return_elsewhere`). Each says whether the object may have been
+    // written, which picks `recycle` or `recycle_unwritten`: a guard's node
+    // records it, `with` and `put` lend or take `&mut` access, so theirs
+    // always was.
 
     /// Returns a node lent by `lend` (from a dropped guard) through
     /// `recycle`: straight to the stash it came from when this thread took
@@ -506,233 +523,62 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
     /// the caller, who gives it up.
     #[inline(always)]
     pub(crate) unsafe fn return_lent(&self, node: NonNull<Node<T>>) {
-        // SAFETY: the caller holds the node.
-        let (written, home) = unsafe {
-            (
-                Node::take_written(node.as_ptr()),
-                (*node.as_ptr()).home.owned(),
-            )
-        };
-        let Some(stash) = home else {
+        // SAFETY: the caller's word: its guard's node, from `Box::leak`.
+        let mut node = unsafe { Box::from_raw(node.as_ptr()) };
+        // A store only if set: a guard that only read leaves its node's
+        // line as it was.
+        let written = node.written;
+        if written {
+            node.written = false;
+        }
+        let Some(stash) = node.home.mine() else {
             // Out of line, so that the common case stays small enough to
             // inline into the guard's drop.
-            // SAFETY: the caller's word.
-            return outlined(move || unsafe { self.return_elsewhere(node, written) });
+            return outlined(move || self.return_elsewhere(node, written));
         };
-        // SAFETY: `owned` found this thread's own stash in the pool that
+        // SAFETY: `mine` found this thread's own stash in the pool that
         // lent `node` (the caller's word), whose object type is `T`;
         // stashes live in their own allocations until the pool's shared
         // state drops (`StashBox`), and `&self` keeps the pool alive for
         // this call.
         let stash = unsafe { &*stash.cast::<Stash<T>>() };
-        // SAFETY: not in a loan book (`owned`), so the caller's alone; from
-        // `Box::leak`.
-        let node = unsafe { Box::from_raw(node.as_ptr()) };
-        // `lend` made the shared state, so it is there.
+        // `lend` made the shared state, and this thread took the node in
+        // this process (a fork gives the child's thread a new token).
         self.recycle_into_stash(&self.shared(), stash, node, written)
     }
 
-    /// `return_lent` of a node in the loan book of `stash`, this thread's:
-    /// recycled where it is (a sweep may read its state meanwhile), then
-    /// out of the book and into the stash.
-    ///
-    /// # Safety
-    ///
-    /// As `return_lent`; `node` was lent from `stash`, this thread's.
-    unsafe fn return_tracked(&self, stash: &Stash<T>, node: NonNull<Node<T>>, written: bool) {
-        // SAFETY: the caller's word.
-        let kept = unsafe { self.recycle_lent(&stash.counters, node, written, Some(stash)) };
-        if let Some(node) = kept {
-            // SAFETY: as above.
-            unsafe { self.shared().push_lent(stash, node) }
-        }
-    }
-
     /// Returns a lent node on another thread than the one that took it (or
-    /// on a thread in its teardown): back through the node to the loan book
-    /// of the stash that lent it, if it is in one (`loans.rs`), else
-    /// as `return_node` does.
-    ///
-    /// # Safety
-    ///
-    /// As `return_lent`.
-    unsafe fn return_elsewhere(&self, node: NonNull<Node<T>>, written: bool) {
-        // SAFETY: the caller holds the node.
-        if let Some(stash) = unsafe { (*node.as_ptr()).home.mine() } {
-            // Taken on this thread, and in its stash's loan book.
-            // SAFETY: `mine` found this thread's own stash (see
-            // `return_lent`); the caller's word.
-            return unsafe { self.return_tracked(&*stash.cast::<Stash<T>>(), node, written) };
-        }
-        let shared = self.shared();
-        let mine = Shared::stash(shared);
-        // SAFETY: the caller holds the node. Relaxed: its state was set when
-        // it was lent, and published to this thread with the guard.
-        let (tracked, home) = unsafe {
-            let node = node.as_ptr();
-            (
-                Node::loan(node).load(Ordering::Relaxed) == loan::LENT,
-                &(*node).home,
-            )
+    /// on a thread in its teardown): to the remote list of the stash that
+    /// lent it, if this thread gives back that stash's objects alone and
+    /// the pool has no bound, else as `return_node` does.
+    fn return_elsewhere(&self, node: Box<Node<T>>, written: bool) {
+        let (shared, mine) = self.local();
+        let Some(mine) = mine else {
+            return self.recycle_into_overflow(&shared, node, written);
         };
         // The stash that lent it, if a thread with a token lent it from one.
-        let origin = (home.token() != 0).then(|| home.stash());
+        // SAFETY: `lend` recorded a stash of this pool, which lives as long
+        // as the pool's shared state (a forked child's parent's state is
+        // never freed).
+        let origin = node
+            .home
+            .origin()
+            .map(|origin| unsafe { &*origin.cast::<Stash<T>>() });
         // Whether this thread gives back one taking thread's objects, which
         // then go back to that thread, or several threads', which are
-        // shared (`loans.rs`).
-        let one_taker = match (mine, origin) {
-            (Some(mine), Some(origin)) => mine.returner.note(origin),
-            _ => false,
+        // shared (`implementation`, section 3c). A bounded pool keeps
+        // returns where its bound sees them.
+        let home = origin.filter(|origin| {
+            shared.overflow.max_idle().is_none()
+                && origin.remote.here()
+                && mine.returner.note(std::ptr::from_ref(*origin).cast())
+        });
+        let Some(origin) = home else {
+            return self.recycle_into_stash(&shared, mine, node, written);
         };
-        if tracked {
-            // SAFETY: the caller's word.
-            unsafe {
-                match mine {
-                    Some(stash) => self.give_back(&stash.counters, node, written, one_taker),
-                    None => self.give_back(&shared.orphans, node, written, false),
-                }
-            }
-            return;
-        }
-        if let (true, Some(origin)) = (one_taker, origin) {
-            // SAFETY: `lend` recorded a stash of this pool, which lives as
-            // long as the pool; the object goes back to its thread from
-            // now on.
-            unsafe { &*origin.cast::<Stash<T>>() }
-                .returns
-                .advise(Returns::START);
-        }
-        // SAFETY: in no book, so the caller's alone; from `Box::leak`.
-        let node = unsafe { Box::from_raw(node.as_ptr()) };
-        match mine {
-            Some(stash) => self.recycle_into_stash(&shared, stash, node, written),
-            None => self.recycle_into_overflow(&shared, node, written),
-        }
-    }
-
-    /// Recycles a node that another thread's loan book holds, and marks it
-    /// given back there, counted in `counters` (this thread's).
-    ///
-    /// # Safety
-    ///
-    /// As `return_lent`, for a node in another thread's book.
-    unsafe fn give_back<const S: bool>(
-        &self,
-        counters: &Counters<S>,
-        node: NonNull<Node<T>>,
-        written: bool,
-        one_taker: bool,
-    ) {
-        // SAFETY: the caller's word.
-        if let Some(node) = unsafe { self.recycle_lent(counters, node, written, None) } {
-            counters.returned.bump();
-            // SAFETY: the caller's word; `lend` made the shared state.
-            unsafe { self.shared().give_back(node, one_taker) };
-        }
-    }
-
-    /// Passes a lent node's object through `recycle` where it is (it may
-    /// be in a loan book, which other threads read): the node if kept;
-    /// else `None`, its object dropped (`let_go`) and counted discarded,
-    /// also if the recycler panics.
-    ///
-    /// # Safety
-    ///
-    /// As `return_lent`; `home` is `node`'s stash if this thread took it
-    /// (`Home::owned`), else `None`.
-    #[inline(always)]
-    unsafe fn recycle_lent<const S: bool>(
-        &self,
-        counters: &Counters<S>,
-        node: NonNull<Node<T>>,
-        written: bool,
-        home: Option<&Stash<T>>,
-    ) -> Option<NonNull<Node<T>>> {
-        let unwinding = LetGoOnUnwind {
-            pool: self,
-            counters,
-            node,
-            home,
-        };
-        // SAFETY: the caller holds the node.
-        let value = unsafe { Node::object_mut(node.as_ptr()) };
-        let keep = if written {
-            self.recycler.recycle(value)
-        } else {
-            self.recycler.recycle_unwritten(value)
-        };
-        mem::forget(unwinding);
-        if keep {
-            return Some(node);
-        }
-        counters.discarded.bump();
-        // SAFETY: the caller's word.
-        unsafe { self.let_go(node, home) };
-        None
-    }
-
-    /// Drops the object of a lent node that leaves the pool (see
-    /// `leave`).
-    ///
-    /// # Safety
-    ///
-    /// As `recycle_lent`.
-    #[cold]
-    unsafe fn let_go(&self, node: NonNull<Node<T>>, home: Option<&Stash<T>>) {
-        // SAFETY: the caller's word.
-        match unsafe { self.leave(node, home) } {
-            Leaving::Mine(node) => drop(node),
-            Leaving::Theirs(shell) => {
-                // Marked gone even if the object's `Drop` panics: the book
-                // must not keep a node that nobody will give back.
-                let _gone = MarkGone(shell);
-                // SAFETY: the caller held the node; `MarkGone` marks it
-                // emptied.
-                unsafe { Node::drop_value(shell.as_ptr()) }
-            }
-        }
-    }
-
-    /// The object of a lent node, out of the pool for good (`into_inner`).
-    ///
-    /// # Safety
-    ///
-    /// As `return_lent`.
-    pub(crate) unsafe fn keep_lent(&self, node: NonNull<Node<T>>) -> T {
-        // SAFETY: the caller holds the node; `owned` gives this thread's
-        // stash in this pool (see `return_lent`).
-        let home = unsafe { (*node.as_ptr()).home.mine() }
-            .map(|stash| unsafe { &*stash.cast::<Stash<T>>() });
-        // SAFETY: the caller's word.
-        match unsafe { self.leave(node, home) } {
-            Leaving::Mine(node) => node.into_value(),
-            Leaving::Theirs(shell) => {
-                let _gone = MarkGone(shell);
-                // SAFETY: the caller held the node; `MarkGone` marks it
-                // emptied.
-                unsafe { Node::take_value(shell.as_ptr()) }
-            }
-        }
-    }
-
-    /// A lent node whose object leaves the pool: out of this thread's loan
-    /// book (if it is in it), for this thread to free; or a node of
-    /// another thread's book, which stays there as an empty shell
-    /// ([`loan::GONE`]) for that book to free.
-    ///
-    /// # Safety
-    ///
-    /// As `recycle_lent`.
-    unsafe fn leave(&self, node: NonNull<Node<T>>, home: Option<&Stash<T>>) -> Leaving<T> {
-        // SAFETY: the caller holds the node. Relaxed: as in
-        // `return_elsewhere`.
-        let tracked = unsafe { Node::loan(node.as_ptr()) }.load(Ordering::Relaxed) == loan::LENT;
-        match home {
-            // SAFETY: the caller's word: lent from `stash`, this thread's.
-            Some(stash) if tracked => Leaving::Mine(unsafe { self.shared().reclaim(stash, node) }),
-            None if tracked => Leaving::Theirs(node),
-            // SAFETY: in no book, so the caller's alone; from `Box::leak`.
-            _ => Leaving::Mine(unsafe { Box::from_raw(node.as_ptr()) }),
+        if let Some(node) = self.recycle(&mine.counters, node, written) {
+            mine.counters.returned.bump();
+            shared.give_back(origin, node);
         }
     }
 
@@ -740,8 +586,8 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
     /// stash.
     #[inline(always)]
     pub(crate) fn return_node(&self, node: Box<Node<T>>, written: bool) {
-        let shared = self.shared();
-        match Shared::stash(shared) {
+        let (shared, stash) = self.local();
+        match stash {
             Some(stash) => self.recycle_into_stash(&shared, stash, node, written),
             None => self.recycle_into_overflow(&shared, node, written),
         }
@@ -774,9 +620,9 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
     ) -> Option<Box<Node<T>>> {
         let unwinding = DiscardOnUnwind(counters);
         let keep = if written {
-            self.recycler.recycle(node.value_mut())
+            self.recycler.recycle(&mut node.value)
         } else {
-            self.recycler.recycle_unwritten(node.value_mut())
+            self.recycler.recycle_unwritten(&mut node.value)
         };
         mem::forget(unwinding);
         if keep {
@@ -817,7 +663,7 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
     fn with_stashless<U>(&self, shared: &Shared<T>, f: impl FnOnce(&mut T) -> U) -> U {
         let mut node = self.take_stashless(shared);
         let unwinding = DiscardOnUnwind(&shared.orphans);
-        let out = f(node.value_mut());
+        let out = f(&mut node.value);
         mem::forget(unwinding);
         self.recycle_into_overflow(shared, node, true);
         out
@@ -833,50 +679,8 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
     #[cold]
     pub(crate) unsafe fn discard_unwound(&self, node: NonNull<Node<T>>) {
         self.shared().orphans.discarded.bump();
-        // SAFETY: the caller holds the node; `owned` gives this thread's
-        // stash in this pool (see `return_lent`).
-        let home = unsafe { (*node.as_ptr()).home.mine() }
-            .map(|stash| unsafe { &*stash.cast::<Stash<T>>() });
-        // SAFETY: the caller's word.
-        unsafe { self.let_go(node, home) }
-    }
-}
-
-/// What a lent node whose object leaves the pool is (`LocalPool::leave`).
-enum Leaving<T> {
-    /// This thread's to free.
-    Mine(Box<Node<T>>),
-    /// In another thread's loan book, which frees it once it is emptied
-    /// and marked gone.
-    Theirs(NonNull<Node<T>>),
-}
-
-/// Marks a lent node emptied ([`loan::GONE`]) when dropped, so that its
-/// loan book frees the shell; after that, the node is not touched again.
-struct MarkGone<T>(NonNull<Node<T>>);
-
-impl<T> Drop for MarkGone<T> {
-    fn drop(&mut self) {
-        // Release: the emptying happens before the book frees the shell.
-        // SAFETY: the node is live until this store hands it to its book.
-        unsafe { Node::loan(self.0.as_ptr()) }.store(loan::GONE, Ordering::Release);
-    }
-}
-
-/// Drops a lent node's object (`LocalPool::let_go`), counted discarded,
-/// if `recycle` panics on it.
-struct LetGoOnUnwind<'a, T: Send + 'static, R: Recycle<T>, const S: bool> {
-    pool: &'a LocalPool<T, R>,
-    counters: &'a Counters<S>,
-    node: NonNull<Node<T>>,
-    home: Option<&'a Stash<T>>,
-}
-
-impl<T: Send + 'static, R: Recycle<T>, const S: bool> Drop for LetGoOnUnwind<'_, T, R, S> {
-    fn drop(&mut self) {
-        self.counters.discarded.bump();
-        // SAFETY: `recycle_lent`'s caller held the node, and gives it up.
-        unsafe { self.pool.let_go(self.node, self.home) }
+        // SAFETY: the caller's word: its guard's node, from `Box::leak`.
+        drop(unsafe { Box::from_raw(node.as_ptr()) });
     }
 }
 
@@ -902,8 +706,8 @@ fn next_id() -> u64 {
     crate::pool::background::next_id()
 }
 
-/// Under loom there is no sweeper, but ids still name pools to the per-thread
-/// stash cache (`owner::last_stash`), so they must still be distinct.
+/// Under loom there is no sweeper, but ids still name pools, so they must
+/// still be distinct.
 #[cfg(stashpool_loom)]
 fn next_id() -> u64 {
     static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
@@ -959,17 +763,6 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
     pub fn loom_end_thread_id() {
         crate::sync::end_thread_id();
     }
-
-    /// Has the calling model thread's stash keep a loan book from its next
-    /// get that finds it empty on, as a thread that gives back this
-    /// thread's objects alone advises outside loom (`Returns::START`),
-    /// without a model thread to give a first one back.
-    #[doc(hidden)]
-    pub fn loom_keep_book(&self) {
-        if let Some(stash) = Shared::stash(self.init()) {
-            stash.returns.advise(Returns::START);
-        }
-    }
 }
 
 #[cfg(not(stashpool_loom))]
@@ -991,7 +784,8 @@ impl<T: Send + 'static> crate::pool::background::Sweep for Shared<T> {
 /// ([`implementation`](crate::implementation), section 7).
 impl<T: Send + 'static, R: Recycle<T>> Drop for LocalPool<T, R> {
     fn drop(&mut self) {
-        if let Some(shared) = self.shared.get() {
+        // A forked child's parent state is left as it is (`current`).
+        if let Some(shared) = self.shared.get().filter(|shared| shared.here()) {
             #[cfg(not(stashpool_loom))]
             crate::pool::background::deregister(shared.id);
             shared.close();
@@ -1014,5 +808,207 @@ impl<T: Send + 'static + Default> Default for LocalPool<T> {
     /// A pool that makes objects with `T::default()`.
     fn default() -> Self {
         Self::new(T::default)
+    }
+}
+
+#[cfg(all(test, not(stashpool_loom)))]
+mod tests {
+    use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+    use std::thread;
+
+    use crate::pool::stash::sections;
+    use crate::{LocalPool, Pooled};
+
+    type Pool = LocalPool<Vec<u8>>;
+
+    fn pool(max_stashed: usize) -> Pool {
+        LocalPool::builder(Vec::new as fn() -> Vec<u8>)
+            .max_stashed(max_stashed)
+            .manual_sweep()
+            .build()
+    }
+
+    /// How many objects each stash holds, read as a sweep reads them.
+    fn lengths(pool: &Pool) -> Vec<usize> {
+        let shared = pool.shared.get().expect("used");
+        let _sweeping = shared.lock_sweep();
+        let mut all = Vec::new();
+        shared.with_every_stash(|stash| all.push(stash.with_claimed(|local| local.len())));
+        all
+    }
+
+    /// How many objects this thread's stash holds.
+    fn mine(pool: &Pool) -> usize {
+        let shared = pool.shared.get().expect("used");
+        let stash = shared.stashes.get().expect("a stash");
+        stash.with_owner(shared.strategy, |local| local.len())
+    }
+
+    /// A thread that drops what it is sent, and says so.
+    fn consumer<'a>(
+        s: &'a thread::Scope<'a, '_>,
+    ) -> (SyncSender<Pooled<'a, Vec<u8>>>, Receiver<()>) {
+        let (send, guards) = sync_channel::<Pooled<'a, Vec<u8>>>(0);
+        let (done, acks) = sync_channel(0);
+        s.spawn(move || {
+            for guard in guards {
+                drop(guard);
+                done.send(()).unwrap();
+            }
+        });
+        (send, acks)
+    }
+
+    /// A stash never holds more than `max_stashed`, whatever comes back to
+    /// it from other threads and in whatever order: checked after every
+    /// step of a sequence that grows the stash's limit, lends more than it
+    /// holds, has the loans given back on another thread while the stash
+    /// is full, and takes them back.
+    #[test]
+    fn no_stash_ever_holds_more_than_max_stashed() {
+        const MAX: usize = 4;
+        let pool = pool(MAX);
+        let check = |step: &str| {
+            let lengths = lengths(&pool);
+            assert!(lengths.iter().all(|&n| n <= MAX), "{step}: {lengths:?}");
+        };
+        for _ in 0..6 {
+            let burst: Vec<_> = (0..MAX).map(|_| pool.get()).collect();
+            drop(burst);
+            check("a burst");
+        }
+        assert_eq!(mine(&pool), MAX, "the limit grew to max_stashed");
+        thread::scope(|s| {
+            let (to, acks) = consumer(s);
+            let give = |guard| {
+                to.send(guard).unwrap();
+                acks.recv().unwrap();
+                check("given back");
+            };
+            for _ in 0..3 {
+                give(pool.get());
+            }
+            let mut holds = Vec::new();
+            while mine(&pool) > 0 {
+                holds.push(pool.get());
+            }
+            check("the stash emptied");
+            let mut loans: Vec<_> = (0..7).map(|_| pool.get()).collect();
+            check("seven lent");
+            give(loans.remove(0));
+            give(loans.remove(0));
+            drop(pool.get());
+            check("taken back");
+            drop(holds);
+            check("held ones returned");
+            for guard in loans.drain(..) {
+                give(guard);
+            }
+            drop(pool.get());
+            check("the rest taken back");
+            pool.sweep();
+            check("a sweep");
+            drop(pool.get());
+            check("after the sweep");
+        });
+        let stats = pool.stats();
+        assert_eq!(stats.idle as u64, stats.created, "nothing lost: {stats:?}");
+    }
+
+    /// `f`'s result, and how many owner critical sections it entered.
+    fn sections<R>(f: impl FnOnce() -> R) -> (usize, R) {
+        let mut out = None;
+        let n = sections::count(|| out = Some(f()));
+        (n, out.expect("ran"))
+    }
+
+    /// Each path into and out of the pool enters its thread's stash's
+    /// critical section (`Stash::with_owner`) once; a get that asks for a
+    /// slot twice, and a return on another thread, given back to the
+    /// thread that took it, not at all.
+    #[test]
+    fn each_path_enters_the_owners_critical_section_once() {
+        let pool = pool(8);
+        let (n, guard) = sections(|| pool.get());
+        assert_eq!(n, 1, "a get that makes its object");
+        assert_eq!(sections(|| drop(guard)).0, 1, "a return");
+        let (n, guard) = sections(|| pool.get());
+        assert_eq!((n, pool.stats().reused), (1, 1), "a get from the stash");
+        drop(guard);
+        assert_eq!(sections(|| pool.try_get()).0, 1, "try_get");
+        assert_eq!(sections(|| pool.with(|_| ())).0, 2, "with: a get, a return");
+        assert_eq!(sections(|| pool.put(Vec::new())).0, 1, "put");
+        // Returns to a stash at its limit spill, in the same section.
+        let held: Vec<_> = (0..20).map(|_| pool.get()).collect();
+        let created = pool.stats().created;
+        assert_eq!(
+            sections(|| drop(held)).0,
+            20,
+            "twenty returns, spills included"
+        );
+        assert!(
+            pool.stats().created >= created && mine(&pool) < 20,
+            "spilled"
+        );
+        // A get that finds its stash empty, the objects in the overflow.
+        let held: Vec<_> = (0..mine(&pool)).map(|_| pool.get()).collect();
+        let created = pool.stats().created;
+        let (n, guard) = sections(|| pool.get());
+        assert_eq!((n, pool.stats().created), (1, created), "a steal");
+        drop((guard, held));
+        // A get that finds its loans given back on another thread, which
+        // gives them back without entering a section.
+        let lent: Vec<_> = (0..mine(&pool) + 2).map(|_| pool.get()).collect();
+        let given = thread::scope(|s| s.spawn(|| sections(|| drop(lent)).0).join().unwrap());
+        assert_eq!(given, 0, "returns on another thread, to the taker");
+        let created = pool.stats().created;
+        let (n, guard) = sections(|| pool.get());
+        assert_eq!((n, pool.stats().created), (1, created), "taken back");
+        drop(guard);
+        // A get that finds nothing anywhere, from an empty stash.
+        pool.clear();
+        let (n, guard) = sections(|| pool.get());
+        assert_eq!((n, pool.stats().created), (1, created + 1), "made");
+        drop(guard);
+        // A thread that gives back several threads' objects shares them
+        // through its own stash.
+        let theirs = thread::scope(|s| s.spawn(|| pool.get()).join().unwrap());
+        let (mine_too, other) = (pool.get(), pool.get());
+        let given = thread::scope(|s| {
+            s.spawn(|| {
+                // A stash with a slot (this thread may have inherited the
+                // exited thread's, which gave its slot back).
+                pool.with(|_| ());
+                drop(mine_too);
+                sections(|| drop(theirs)).0
+            })
+            .join()
+            .unwrap()
+        });
+        assert_eq!(given, 1, "a return on a thread that serves several");
+        drop(other);
+    }
+
+    /// A thread whose stash has no slot asks for one when a get finds
+    /// nothing: the slot's section and the get's.
+    #[test]
+    fn a_get_that_takes_a_slot_enters_twice() {
+        let mut pool = pool(8);
+        pool.config.max_stashes = Some(1);
+        thread::scope(|s| {
+            s.spawn(|| pool.put(Vec::new())).join().unwrap();
+        });
+        // The other thread's exit gave its slot back; this thread has none.
+        drop(pool.get());
+        let inherited = thread::scope(|s| {
+            s.spawn(|| {
+                let (n, guard) = sections(|| pool.get());
+                drop(guard);
+                n
+            })
+            .join()
+            .unwrap()
+        });
+        assert!(inherited <= 2, "{inherited}");
     }
 }

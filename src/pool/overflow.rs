@@ -4,7 +4,8 @@
 //! one takes a whole batch back, so one queue operation serves many gets and
 //! puts (Go's `poolChain` plays the same part for its per-P caches). Objects
 //! moved one at a time (by threads without a slot, stashes that keep none or
-//! spill one) go to the singles (`singles.rs`), under the same bound:
+//! spill one) go to the singles (`singles.rs`), and those that fit there no
+//! more to the batch queue as batches of one; all under one bound:
 //! `max_idle` objects, room for which is reserved before a push.
 //!
 //! Each batch and single carries a *stamp*: the pool's sweep count when its
@@ -13,12 +14,17 @@
 //! object in the overflow survives exactly one sweep, as it would in a
 //! stash: the age travels with it. Sections 3, 3a and 5 of
 //! [`implementation`](crate::implementation) give the reasons.
+//!
+//! An overflow belongs to the process that made it: in a forked child,
+//! whose parent's threads may have left its queues mid-operation, it takes
+//! and gives nothing (section 7a).
 
-use crate::lazy::LazyQueue;
+use crate::lazy::Lazy;
+use crate::pool::fork;
 use crate::pool::node::Node;
 pub(crate) use crate::pool::singles::Single;
 use crate::pool::singles::Singles;
-use crate::sync::{AtomicUsize, Ordering};
+use crate::sync::{AtomicUsize, Ordering, Queue};
 
 /// Objects of one age, moving between a stash and the overflow.
 pub(crate) struct Batch<T> {
@@ -33,10 +39,10 @@ impl<T> Batch<T> {
     }
 }
 
-/// A queue of batches (a `crossbeam_deque::Injector`) and one of single
-/// objects (a ring, see `singles.rs`), with one bound on the objects in both.
+/// A queue of batches (a `crossbeam_deque::Injector`, made on first push)
+/// and the singles, with one bound on the objects in both.
 pub(crate) struct Overflow<T> {
-    pub(super) queue: LazyQueue<Batch<T>>,
+    queue: Lazy<Queue<Batch<T>>>,
     pub(super) singles: Singles<T>,
     /// Objects queued, plus objects reserved for batches on their way in;
     /// kept only if the pool has a `max_idle` (`counts`).
@@ -44,15 +50,18 @@ pub(crate) struct Overflow<T> {
     /// The most objects `len` may reach (`LocalPoolBuilder::max_idle`), if
     /// the pool has a bound: the one place the shared state keeps it.
     max_idle: Option<usize>,
+    /// The process generation that made it (`fork::generation`).
+    generation: usize,
 }
 
 impl<T> Overflow<T> {
     pub(crate) fn new(max_idle: usize) -> Self {
         Self {
-            queue: LazyQueue::new(),
+            queue: Lazy::new(),
             singles: Singles::new(max_idle),
             len: AtomicUsize::new(0),
             max_idle: (max_idle != usize::MAX).then_some(max_idle),
+            generation: fork::generation(),
         }
     }
 
@@ -64,7 +73,18 @@ impl<T> Overflow<T> {
         self.max_idle
     }
 
-    /// Whether `len` is kept: only a bound needs the count (module docs).
+    /// Whether this process made this overflow: a forked child's pool may
+    /// reach its parent's only through a `with` whose closure forked
+    /// (module docs), and then takes nothing from it and leaks what it
+    /// would put in it.
+    #[inline]
+    pub(crate) fn here(&self) -> bool {
+        self.generation == fork::generation()
+    }
+
+    /// Whether `len` is kept: only a bound needs the count (a pool without
+    /// one would make every return and every get from here write a line
+    /// that a producer and all its consumers share).
     #[inline]
     fn counts(&self) -> bool {
         self.max_idle.is_some()
@@ -81,7 +101,7 @@ impl<T> Overflow<T> {
     /// Takes `n` from `len`, if it is kept.
     #[inline]
     fn count_out(&self, n: usize) {
-        if self.counts() {
+        if self.counts() && n > 0 {
             self.len.fetch_sub(n, Ordering::Relaxed);
         }
     }
@@ -118,25 +138,46 @@ impl<T> Overflow<T> {
     /// Queues a batch whose room was reserved.
     pub(crate) fn push(&self, batch: Batch<T>) {
         debug_assert!(!batch.items.is_empty());
-        self.queue.push(batch);
+        if !self.here() {
+            return std::mem::forget(batch);
+        }
+        self.queue.get_or_make(Queue::new).push(batch);
     }
 
-    /// Queues one object whose room was reserved.
+    /// Queues one object whose room was reserved: a single, or a batch of
+    /// one if the singles have no room.
     pub(crate) fn push_one(&self, node: Box<Node<T>>, stamp: u64) {
-        self.singles.push(Single { node, stamp });
+        if !self.here() {
+            return std::mem::forget(node);
+        }
+        if let Err(single) = self.singles.push(Single { node, stamp }) {
+            self.push(Batch::new(vec![single.node], single.stamp));
+        }
     }
 
-    /// Takes a single object, if any.
+    /// Takes an object for a thread that takes one at a time: a single,
+    /// else one of the oldest batch, whose rest is queued again.
     pub(crate) fn pop_one(&self) -> Option<Box<Node<T>>> {
-        let single = self.singles.pop()?;
-        self.count_out(1);
-        Some(single.node)
+        if !self.here() {
+            return None;
+        }
+        if let Some(single) = self.singles.pop() {
+            self.count_out(1);
+            return Some(single.node);
+        }
+        let mut batch = self.pop()?;
+        let node = batch.items.pop()?;
+        if !batch.items.is_empty() {
+            self.put_back(batch);
+        }
+        Some(node)
     }
 
-    /// Queues again what is left of a batch that `pop` just took. Its objects
-    /// were idle here a moment ago and count as they did, even if a return
-    /// took their room meanwhile (`len` may then exceed `max_idle` until the
-    /// next get): an object already pooled is never dropped for want of room.
+    /// Queues again what is left of a batch that `pop` just took, or
+    /// objects that were pooled a moment ago. They count as they did, even
+    /// if a return took their room meanwhile (`len` may then exceed
+    /// `max_idle` until the next get or sweep): an object already pooled is
+    /// never dropped for want of room.
     pub(crate) fn put_back(&self, batch: Batch<T>) {
         self.count_in(batch.items.len());
         self.push(batch);
@@ -144,7 +185,10 @@ impl<T> Overflow<T> {
 
     /// Takes the oldest batch, if any.
     pub(crate) fn pop(&self) -> Option<Batch<T>> {
-        let batch = self.queue.pop()?;
+        if !self.here() {
+            return None;
+        }
+        let batch = self.queue.get()?.pop()?;
         self.count_out(batch.items.len());
         Some(batch)
     }
@@ -154,6 +198,11 @@ impl<T> Overflow<T> {
     pub(crate) fn len(&self) -> usize {
         debug_assert!(self.counts(), "an unbounded overflow keeps no count");
         self.len.load(Ordering::Relaxed)
+    }
+
+    /// Batches queued now (a snapshot).
+    fn queued(&self) -> usize {
+        self.queue.get().map_or(0, Queue::len)
     }
 }
 
@@ -167,7 +216,7 @@ impl<T> Overflow<T> {
     /// does, so returns racing the sweep cannot keep it going; a batch cut
     /// in part is queued again behind the others.
     pub(crate) fn cut(&self, mut excess: usize, dead: &mut Vec<Box<Node<T>>>) {
-        for _ in 0..self.queue.len() {
+        for _ in 0..self.queued() {
             if excess == 0 {
                 break;
             }
@@ -180,7 +229,6 @@ impl<T> Overflow<T> {
                 self.put_back(batch);
             }
         }
-        // Then single objects, the longest idle first.
         let cut = self.singles.cut(excess, dead);
         self.count_out(cut);
     }
@@ -193,25 +241,28 @@ impl<T> Overflow<T> {
     /// Batches taken by gets meanwhile are simply not seen; batches pushed
     /// meanwhile were returned during the sweep and count as younger.
     pub(crate) fn trim(&self, epoch: u64, all: bool, dead: &mut Vec<Box<Node<T>>>) {
+        let old = |stamp: u64| all || stamp + 2 <= epoch;
         let mut kept = Vec::new();
-        for _ in 0..self.queue.len() {
-            let Some(mut batch) = self.queue.pop() else {
-                break;
-            };
-            if all || batch.stamp + 2 <= epoch {
-                self.count_out(batch.items.len());
+        for _ in 0..self.queued() {
+            let Some(mut batch) = self.pop() else { break };
+            if old(batch.stamp) {
                 dead.append(&mut batch.items);
             } else {
                 kept.push(batch);
             }
         }
-        for batch in kept {
-            self.queue.push(batch);
-        }
+        let mut unplaced = Vec::new();
         let trimmed = self
             .singles
-            .trim(|single| !all && single.stamp + 2 > epoch, dead);
+            .trim(|single| !old(single.stamp), dead, &mut unplaced);
         self.count_out(trimmed);
+        for batch in kept {
+            self.put_back(batch);
+        }
+        // Still counted: they never left.
+        for single in unplaced {
+            self.push(Batch::new(vec![single.node], single.stamp));
+        }
     }
 }
 
@@ -224,19 +275,22 @@ mod tests {
     }
 
     fn values(nodes: &[Box<Node<u64>>]) -> Vec<u64> {
-        nodes.iter().map(|node| *node.value()).collect()
+        nodes.iter().map(|node| node.value).collect()
     }
 
     #[test]
-    fn queues_are_made_on_first_push() {
+    fn the_batch_queue_is_made_on_first_push() {
         let overflow = Overflow::<u8>::new(usize::MAX);
-        assert!(!overflow.queue.is_made() && !overflow.singles.is_made());
         assert!(overflow.pop().is_none() && overflow.pop_one().is_none());
-        assert!(!overflow.queue.is_made(), "a pop makes nothing");
+        assert!(overflow.queue.get().is_none(), "a pop makes nothing");
         assert_eq!(overflow.reserve(1), 1);
         overflow.push_one(Node::boxed(1), 0);
-        assert!(overflow.singles.is_made());
-        assert!(!overflow.queue.is_made(), "each queue on its own");
+        assert!(
+            overflow.queue.get().is_none(),
+            "a single goes to the singles"
+        );
+        overflow.push(Batch::new(vec![Node::boxed(2)], 0));
+        assert!(overflow.queue.get().is_some());
     }
 
     #[test]
@@ -248,7 +302,7 @@ mod tests {
         overflow.push_one(Node::boxed(2), 0);
         assert_eq!(overflow.len.load(Ordering::Relaxed), 0);
         assert_eq!(overflow.pop().map(|b| b.items.len()), Some(3));
-        assert_eq!(overflow.pop_one().map(|node| *node.value()), Some(2));
+        assert_eq!(overflow.pop_one().map(|node| node.value), Some(2));
         assert_eq!(overflow.len.load(Ordering::Relaxed), 0, "nothing wrapped");
     }
 
@@ -259,6 +313,32 @@ mod tests {
         assert_eq!(overflow.reserve(3), 2);
         assert_eq!(overflow.reserve(1), 0);
         assert_eq!(overflow.reserve(0), 0);
+    }
+
+    #[test]
+    fn singles_past_the_ring_queue_as_batches_of_one() {
+        let overflow = Overflow::new(usize::MAX);
+        let slots = crate::pool::singles::RING_SLOTS;
+        for value in 0..2 * slots as u64 + 1 {
+            overflow.push_one(Node::boxed(value), 0);
+        }
+        let batch = overflow.pop().expect("one single fits in neither");
+        assert_eq!(values(&batch.items), [2 * slots as u64]);
+        let first = overflow.pop_one().map(|node| node.value);
+        assert_eq!(first, Some(slots as u64 - 1), "the stack's top first");
+    }
+
+    #[test]
+    fn pop_one_splits_a_batch_and_queues_the_rest() {
+        let overflow = Overflow::new(10);
+        let n = overflow.reserve(3);
+        overflow.push(batch(4, n, 1));
+        assert_eq!(overflow.pop_one().map(|node| node.value), Some(4));
+        assert_eq!(overflow.len(), 2, "the rest still counts");
+        assert_eq!(
+            overflow.pop().map(|b| (b.items.len(), b.stamp)),
+            Some((2, 1))
+        );
     }
 
     #[test]
@@ -305,7 +385,7 @@ mod tests {
         overflow.trim(3, false, &mut dead); // drops stamps 0 and 1
         assert_eq!(values(&dead), [0, 1]);
         assert_eq!(overflow.len(), 1);
-        assert_eq!(overflow.pop_one().map(|node| *node.value()), Some(2));
+        assert_eq!(overflow.pop_one().map(|node| node.value), Some(2));
         assert_eq!(overflow.len(), 0);
     }
 
@@ -322,6 +402,6 @@ mod tests {
         overflow.cut(3, &mut dead);
         assert_eq!(values(&dead), [1, 1, 2]);
         assert_eq!(overflow.len(), 1);
-        assert_eq!(overflow.pop_one().map(|node| *node.value()), Some(3));
+        assert_eq!(overflow.pop_one().map(|node| node.value), Some(3));
     }
 }

@@ -10,28 +10,25 @@
 //! a thread exits (its exit flush) or, once a thread has found none free,
 //! when a sweep finds a holder that has not touched the pool since the
 //! previous sweep. A thread without a slot goes to the overflow one object
-//! at a time (the stashless paths) and asks for one again on its slow
-//! paths. Why: [`implementation`](crate::implementation), section 3a.
+//! at a time (the stashless paths) and asks for one again when it returns
+//! an object. Why: [`implementation`](crate::implementation), section 3a.
 //!
 //! The sweep lock serialises everything that touches another thread's stash
 //! or changes the pool's epoch or its slots: sweeps, making a stash, taking
-//! a slot, flushing the stash of an exiting thread, and closing the pool.
+//! a slot, registering and running an exit hook, and closing the pool.
 //! None of them runs user code while holding it: the objects they drop are
 //! dropped after it is released.
 
-use std::ptr::NonNull;
-
 use crate::lazy::LazyArcRef;
 use crate::pool::barrier::{self, Strategy};
-use crate::pool::config::{default_max_stashes, STASHES_PER_CORE};
-use crate::pool::exit::Flush;
-use crate::pool::node::{loan, Home, Node};
+use crate::pool::config::{default_max_stashes, Config, STASHES_PER_CORE};
+use crate::pool::exit::{self, Flush};
+use crate::pool::node::Node;
 use crate::pool::overflow::{Batch, Overflow};
-use crate::pool::owner;
-use crate::pool::stash::{Counters, Local, Returns, Stash, StashBox};
+use crate::pool::stash::{Counters, Local, Refused, Stash, StashBox};
 use crate::sync::{
-    fork_gate, lock, thread_index, Arc, AtomicBool, AtomicCount, AtomicUsize, ForkGuard, Mutex,
-    MutexGuard, Ordering, PerThread,
+    lock, thread_index, token, Arc, AtomicBool, AtomicCount, AtomicUsize, Mutex, MutexGuard,
+    Ordering, PerThread,
 };
 use crate::Stats;
 
@@ -48,8 +45,13 @@ pub(super) struct Sweeping {
 pub(super) struct SweepLock<'a> {
     // Fields drop in order: the lock is released before the gate.
     sweeping: MutexGuard<'a, Sweeping>,
-    _gate: ForkGuard,
+    _gate: GateGuard,
 }
+
+#[cfg(not(stashpool_loom))]
+type GateGuard = std::sync::RwLockReadGuard<'static, ()>;
+#[cfg(stashpool_loom)]
+type GateGuard = loom::sync::RwLockReadGuard<'static, ()>;
 
 impl std::ops::Deref for SweepLock<'_> {
     type Target = Sweeping;
@@ -82,8 +84,7 @@ pub(crate) struct Shared<T: Send> {
     /// (a stash past that many would have a share of zero): `no_slot_free`.
     pub(crate) max_stashes: Option<usize>,
     /// `Sweeping::held`, for threads without a slot, which check without
-    /// the lock whether one is free on every slow path. Stored under the
-    /// sweep lock.
+    /// the lock whether one is free. Stored under the sweep lock.
     held: AtomicUsize,
     /// Set when a thread found no slot free; a sweep then takes back the
     /// slots of threads that have not used the pool since the previous one,
@@ -92,10 +93,6 @@ pub(crate) struct Shared<T: Send> {
     pub(super) wanted: AtomicBool,
     /// Set (under the sweep lock) once the pool has dropped.
     pub(super) closed: AtomicBool,
-    /// Set by a thread that gave a loan back to a closed loan book (its
-    /// thread exited): a get that finds nothing else collects closed books
-    /// before it makes an object (`take_orphaned`).
-    orphaned: AtomicBool,
     /// Objects dropped by sweeps.
     pub(super) trimmed: AtomicCount,
     /// Counts for threads without a stash (the stashless paths of
@@ -110,108 +107,91 @@ pub(crate) struct Shared<T: Send> {
 }
 
 impl<T: Send> Shared<T> {
-    pub(crate) fn new(
-        max_stashed: usize,
-        max_idle: usize,
-        max_stashes: Option<usize>,
-        id: u64,
-    ) -> Self {
+    pub(crate) fn new(config: &Config, id: u64) -> Self {
         crate::pool::fork::guard();
         Self {
             stashes: PerThread::new(),
-            overflow: Overflow::new(max_idle),
+            overflow: Overflow::new(config.max_idle),
             sweep: Mutex::new(Sweeping { epoch: 0, held: 0 }),
             epoch: AtomicCount::new(0),
-            max_stashes,
+            max_stashes: config.max_stashes,
             held: AtomicUsize::new(0),
             wanted: AtomicBool::new(false),
             closed: AtomicBool::new(false),
-            orphaned: AtomicBool::new(false),
             trimmed: AtomicCount::new(0),
             orphans: Counters::default(),
-            max_stashed,
+            max_stashed: config.max_stashed,
             strategy: barrier::strategy(),
             id,
         }
     }
 
-    // === owner paths ===
-
-    /// This thread's stash, made on first use; `None` once this thread's
-    /// thread-locals are being destroyed (see `exit.rs`).
-    #[inline(always)]
-    pub(crate) fn stash(this: LazyArcRef<'_, Shared<T>>) -> Option<&Stash<T>>
-    where
-        T: 'static,
-    {
-        if let Some(stash) = owner::last_stash(this.id) {
-            // SAFETY: `last_stash` returns only what `remember` stored for
-            // this pool on this thread (ids are never reused): this thread's
-            // stash in `this`, which keeps it alive. It is still this
-            // thread's: `remember` stores only while the thread has an owner
-            // token, and the thread's exit hooks empty the cache before it
-            // gives up its thread id (`owner.rs`).
-            return Some(unsafe { &*stash.cast::<Stash<T>>() });
-        }
-        Self::find_stash(this)
+    /// Whether this process made this state: a forked child makes its own
+    /// (`fork.rs`).
+    pub(crate) fn here(&self) -> bool {
+        self.overflow.here()
     }
 
-    /// `stash` after a miss in the cache's first entry: its other entries,
-    /// else this thread's entry in the table.
+    // === finding this thread's stash ===
+
+    /// This thread's stash after a miss in the first entry of its cache
+    /// (`PerThread::cached`): the cache's other entries, else this
+    /// thread's entry in the table, else a new stash; `None` for a thread
+    /// without a stash (no slot free, or too far into its teardown).
     #[inline(never)]
-    fn find_stash(this: LazyArcRef<'_, Shared<T>>) -> Option<&Stash<T>>
+    pub(crate) fn find_stash(this: LazyArcRef<'_, Shared<T>>) -> Option<&Stash<T>>
     where
         T: 'static,
     {
-        if let Some(stash) = owner::previous_stash(this.id) {
-            // SAFETY: as in `stash`.
-            return Some(unsafe { &*stash.cast::<Stash<T>>() });
+        let shared = this.get();
+        if let Some(stash) = shared.stashes.cached_later() {
+            return Some(stash);
         }
-        match this.get().stashes.get() {
-            Some(stash) => Some(Self::claim(this, stash)),
+        match shared.stashes.get() {
+            Some(stash) => Some(Self::found(this, stash)),
             None => Self::new_stash(this),
         }
     }
 
     /// `stash`, this thread's entry in the table, hooked for this thread's
     /// exit and remembered in its cache.
-    fn claim<'a>(this: LazyArcRef<'a, Shared<T>>, stash: &'a StashBox<T>) -> &'a Stash<T>
+    fn found<'a>(this: LazyArcRef<'a, Shared<T>>, stash: &'a StashBox<T>) -> &'a Stash<T>
     where
         T: 'static,
     {
-        // Zero: a stash this thread just made, never hooked (a thread's
-        // serial is zero, too, until it registers its first hook).
-        let hooked_by = stash.hooked_by.load(Ordering::Relaxed);
-        if hooked_by == 0 || hooked_by != owner::serial() {
+        // Another thread's token: a stash this thread just made, or one it
+        // inherited with the id of an exited thread, whose hook has run.
+        if stash.hooked_by.load(Ordering::Relaxed) != token() {
             Self::adopt(this, stash);
         }
-        owner::remember(this.id, stash.as_ptr().cast());
+        this.get().stashes.remember(stash);
         stash
     }
 
     /// Registers this thread's exit hook for `stash`, which this thread
-    /// owns: one it made, or one it inherited with the thread id of
-    /// an exited thread (that thread's hook has run, so without a hook of
-    /// its own this thread's objects would not be flushed when it exits).
+    /// owns: without one, its objects and its slot would not come back
+    /// when it exits. A thread whose hooks have run registers none.
     #[cold]
     fn adopt(this: LazyArcRef<'_, Shared<T>>, stash: &StashBox<T>)
     where
         T: 'static,
     {
-        // A thread whose hooks have run registers none (it could not).
-        if owner::ended() {
+        let token = token();
+        if token == 0 || !exit::alive() {
             return;
         }
-        let hook = Hook {
+        {
+            // Under the lock, as the previous owner's flush reads it.
+            let _sweeping = this.get().lock_sweep();
+            stash.hooked_by.store(token, Ordering::Relaxed);
+        }
+        // Outside it: pruning the hooks of dropped pools may drop a pool's
+        // last reference.
+        exit::register(Box::new(Hook {
             shared: this.to_arc(),
-            stash: stash.as_ptr(),
-        };
-        crate::pool::exit::register(Box::new(hook));
-        stash.hooked_by.store(owner::serial(), Ordering::Relaxed);
-        // Opened for this thread's loans (its token is set by now); an
-        // inherited book still holds the exited thread's loans, which come
-        // back here too.
-        stash.returns.open.store(owner::token(), Ordering::Relaxed);
+            stash: &**stash,
+            token,
+        }));
     }
 
     #[cold]
@@ -220,12 +200,10 @@ impl<T: Send> Shared<T> {
         T: 'static,
     {
         let shared = this.get();
-        if owner::ended() {
-            return None;
-        }
         // A pool whose stashes can keep nothing (`max_stashed(0)`, or
         // `max_idle(0)`) makes none: every object goes through the overflow.
-        if shared.stash_capacity(1) == 0 {
+        // A thread whose exit hooks have run makes none either.
+        if shared.stash_capacity(1) == 0 || !exit::alive() {
             return None;
         }
         // No slot free: no stash. Checked without the lock first, since a
@@ -234,93 +212,69 @@ impl<T: Send> Shared<T> {
             return None;
         }
         // The thread's id, taken now if it has none (an index into the
-        // table, not a ration); `None` once this thread is too far into its
+        // table, not a ration), outside the sweep lock (taking one enters the
+        // fork gate too); `None` once this thread is too far into its
         // teardown to hold one: go around stashes then.
         thread_index()?;
-        crate::pool::exit::arm();
+        exit::arm();
         // The id may be an exited thread's, whose stash this thread takes
-        // over: it holds no slot, and this thread asks for one on its next
-        // slow path (`take_slot`).
+        // over: it holds no slot, and this thread asks for one when it
+        // returns an object (`take_slot`).
         if let Some(stash) = shared.stashes.get() {
-            return Some(Self::claim(this, stash));
+            return Some(Self::found(this, stash));
         }
-        let (epoch, capacity) = {
+        let stash = {
             let mut sweeping = shared.lock_sweep();
             if shared.no_slot_free(sweeping.held) {
                 return None;
             }
-            // Counted now, so that threads racing for the last slots take
-            // no more than there are; given back below if this thread makes
-            // no stash.
             let held = sweeping.held + 1;
             shared.count_held(&mut sweeping, held);
-            (sweeping.epoch, shared.stash_capacity(held))
+            let capacity = shared.stash_capacity(held);
+            let epoch = sweeping.epoch;
+            let stash = shared
+                .stashes
+                .get_or(|| StashBox::new(Stash::new(epoch, capacity)))?;
+            if shared.overflow.max_idle().is_some() {
+                // One more slot held: every other one's share shrinks.
+                shared.rebalance(capacity);
+            }
+            stash
         };
-        let mut made = false;
-        let stash = shared.stashes.get_or(|| {
-            made = true;
-            StashBox::new(Stash::new(
-                epoch,
-                capacity,
-                shared.overflow.max_idle().is_none(),
-            ))
-        });
-        let mut sweeping = shared.lock_sweep();
-        let Some(stash) = stash else {
-            let held = sweeping.held - 1;
-            shared.count_held(&mut sweeping, held);
-            return None;
-        };
-        debug_assert!(made, "only this thread makes its entry, and it had none");
-        // A sweep that ran between reading the epoch and the stash entering
-        // the table did not see it: the stash is still empty (only this
-        // thread fills it), so catching up is all it needs.
-        let epoch = sweeping.epoch;
-        stash.with_owner(shared.strategy, |local| {
-            local.epoch = local.epoch.max(epoch)
-        });
-        if shared.overflow.max_idle().is_some() {
-            // One more slot held: every other one's share shrinks.
-            let capacity = shared.stash_capacity(sweeping.held);
-            shared.rebalance(capacity);
-        }
-        drop(sweeping);
-        Some(Self::claim(this, stash))
+        Some(Self::found(this, stash))
     }
 
+    // === slots ===
+
     /// Gives `stash`, this thread's, a slot again after the pool took its
-    /// last one back (module docs); `false` if none is free, or this
-    /// thread is tearing down (its exit flush has run, and would not run
-    /// again to give the slot back).
+    /// last one back (module docs), and runs `f` on it in the same critical
+    /// section; `None` if no slot is free, or this thread is tearing down
+    /// (its exit flush has run, and would not run again to give the slot
+    /// back).
     #[cold]
-    fn take_slot(&self, stash: &Stash<T>) -> bool {
-        if owner::ended() {
-            return false;
-        }
-        if self.no_slot_free(self.held.load(Ordering::Relaxed)) {
-            return false;
+    fn take_slot<R>(&self, stash: &Stash<T>, f: impl FnOnce(&mut Local<T>) -> R) -> Option<R> {
+        if !exit::alive() || self.no_slot_free(self.held.load(Ordering::Relaxed)) {
+            return None;
         }
         let mut sweeping = self.lock_sweep();
-        if self.closed.load(Ordering::Relaxed) {
-            return false;
-        }
         if self.no_slot_free(sweeping.held) {
-            return false;
+            return None;
         }
         let held = sweeping.held + 1;
         self.count_held(&mut sweeping, held);
         let capacity = self.stash_capacity(held);
+        let seen = stash.counters.total();
+        stash.remote.open();
         // Under the sweep lock no sweeper holds a claim, so this enters at
         // once; sweeps keep an unheld stash's epoch current too.
-        stash.with_owner(self.strategy, |local| {
-            local.held = true;
-            local.set_capacity(capacity);
-            local.seen = stash.counters.total();
+        let done = stash.with_owner(self.strategy, |local| {
+            local.take_slot(capacity, seen);
+            f(local)
         });
         if self.overflow.max_idle().is_some() {
             self.rebalance(capacity);
         }
-        true
+        Some(done)
     }
 
     /// Whether all slots are held, `held` of them being held; if so, tells
@@ -352,24 +306,23 @@ impl<T: Send> Shared<T> {
     }
 
     /// Moves an exiting thread's objects to the overflow, as far as it has
-    /// room, and gives the stash's slot back (`exit.rs`).
-    pub(crate) fn flush(&self, stash: &Stash<T>) {
+    /// room, and gives the stash's slot back (`exit.rs`); unless the stash
+    /// is no longer the exiting thread's (`token`): its id went to another
+    /// thread first, where a target destroys thread-locals in another order.
+    pub(crate) fn flush(&self, stash: &Stash<T>, token: u64) {
         let mut sweeping = self.lock_sweep();
-        if self.closed.load(Ordering::Relaxed) {
+        if self.closed.load(Ordering::Relaxed) || stash.hooked_by.load(Ordering::Relaxed) != token {
             return;
         }
-        // The loan book closes before the claim's heavy barrier: a thread
-        // that gives a loan back from now on either has it collected below
-        // or finds the book closed and says so (`loans.rs`).
-        stash.returns.open.store(0, Ordering::Relaxed);
-        // Claimed like a sweep: by now the thread-id may already belong to a
-        // new thread that owns this stash.
-        let (mut batches, mut held) = (Vec::new(), false);
+        // Closed before the claim's heavy barrier: a thread that gives an
+        // object back from now on either has it taken below or finds the
+        // list closed and passes it on (`remote.rs`).
+        let held = stash.remote.is_open();
+        stash.remote.close();
+        // Claimed like a sweep: the thread's id may already be another's.
+        let mut batches = Vec::new();
         self.with_claimed_stashes(&[stash], |stash| {
-            stash.with_claimed(|local| {
-                held = local.held;
-                batches = local.give_up(&self.overflow);
-            });
+            stash.with_claimed(|local| batches = local.give_up(&stash.remote, &self.overflow));
         });
         if held {
             let held = sweeping.held - 1;
@@ -384,8 +337,9 @@ impl<T: Send> Shared<T> {
     fn rebalance(&self, capacity: usize) {
         let mut shed = Vec::new();
         self.with_every_stash(|stash| {
+            let share = if stash.remote.is_open() { capacity } else { 0 };
             stash.with_claimed(|local| {
-                local.set_share(capacity);
+                local.set_capacity(share);
                 local.shed(&mut shed);
             });
         });
@@ -394,6 +348,8 @@ impl<T: Send> Shared<T> {
         shed.into_iter()
             .for_each(|batch| self.overflow.put_back(batch));
     }
+
+    // === reaching other threads' stashes ===
 
     /// Claims every stash, issues one heavy barrier for them all, and runs
     /// `f` on each. Call with the sweep lock held.
@@ -415,7 +371,7 @@ impl<T: Send> Shared<T> {
                 self.0[self.1..].iter().for_each(|stash| stash.release());
             }
         }
-        // Made before the claims, dropped after their release.
+        // Picked before the claims, inside the gate (held with the lock).
         let heavy = barrier::Heavy::new(self.strategy);
         stashes.iter().for_each(|stash| stash.claim());
         let mut unclaimed = Release(stashes, 0);
@@ -426,9 +382,9 @@ impl<T: Send> Shared<T> {
         }
     }
 
-    /// Takes the sweep lock, inside the fork gate (`sync::fork_gate`).
+    /// Takes the sweep lock, inside the fork gate (`sync::FORK_GATE`).
     pub(super) fn lock_sweep(&self) -> SweepLock<'_> {
-        let gate = fork_gate();
+        let gate = barrier::gate(self.strategy).shared();
         SweepLock {
             sweeping: lock(&self.sweep),
             _gate: gate,
@@ -444,214 +400,80 @@ impl<T: Send> Shared<T> {
         }
     }
 
-    /// Whether `stash` is this thread's stash now.
-    pub(crate) fn owns(&self, stash: *const Stash<T>) -> bool {
-        self.stashes
-            .get()
-            .is_some_and(|mine| std::ptr::eq(mine.as_ptr(), stash))
-    }
+    // === the owner's paths ===
 
-    /// The most recently returned object of this thread's stash, else one
-    /// of its loans given back on another thread.
+    /// An object for this thread, from `stash` (its own), in one critical
+    /// section: the stash's newest, else what came back to it from other
+    /// threads, else the overflow's (`Local::take`). `None`: make one.
     #[inline(always)]
-    pub(crate) fn pop(&self, stash: &Stash<T>) -> Option<Box<Node<T>>> {
-        let node = stash.with_owner(self.strategy, |local| local.take(&stash.returns))?;
+    pub(crate) fn take(&self, stash: &Stash<T>) -> Option<Box<Node<T>>> {
+        let node = stash
+            .with_owner(self.strategy, |local| {
+                local.take(&stash.remote, &self.overflow)
+            })
+            .or_else(|| self.take_without_slot(stash))?;
         stash.counters.reused.bump();
         Some(node)
     }
 
-    /// `pop`, for a guard: the object is lent from `stash` (`Local::lend`).
-    #[inline(always)]
-    pub(crate) fn lend(&self, stash: &Stash<T>) -> Option<NonNull<Node<T>>> {
-        let home = Home::here((stash as *const Stash<T>).cast());
-        let node = stash.with_owner(self.strategy, |local| {
-            local.take_to_lend(home, &stash.returns)
-        })?;
-        stash.counters.reused.bump();
-        Some(node)
-    }
-
-    /// Lends `node`, taken from elsewhere than `stash` (the overflow, or
-    /// made), from `stash` (`Local::lend`).
+    /// `take` of a stash that found nothing: if it holds no slot, it asks
+    /// for one and takes with it, else takes one object as a thread without
+    /// a stash does.
     #[cold]
-    pub(crate) fn lend_from(&self, stash: &Stash<T>, node: Box<Node<T>>) -> NonNull<Node<T>> {
-        let home = Home::here((stash as *const Stash<T>).cast());
-        stash.with_owner(self.strategy, |local| local.lend(node, home))
-    }
-
-    /// An object from the overflow, taking its whole batch into the stash;
-    /// else a single object.
-    #[cold]
-    pub(crate) fn pop_overflow(&self, stash: &Stash<T>) -> Option<Box<Node<T>>> {
-        crate::pool::fork::after_fork();
-        if !stash.with_owner(self.strategy, Local::underflow) {
-            if !self.take_slot(stash) {
-                // No slot: one object, as for a thread without a stash.
-                return self.pop_single(&stash.counters);
-            }
-            stash.with_owner(self.strategy, Local::underflow);
-        }
-        let Some(mut batch) = self.overflow.pop() else {
-            if let Some(node) = self.overflow.pop_one() {
-                stash.counters.reused.bump();
-                return Some(node);
-            }
-            return self.pop_orphaned(&stash.counters);
-        };
-        // Batches are never empty (see `Overflow::push`).
-        let node = batch.items.pop()?;
-        if batch.items.is_empty() {
-            // A batch of one (a stash with no room spills objects one by
-            // one): its buffer serves this stash's next spill.
-            stash.with_owner(self.strategy, |local| local.keep_spare(batch.items));
-        } else {
-            // A sweep may have taken the slot back since `underflow` saw it
-            // held (this thread's count had not moved yet): a stash without
-            // one keeps nothing, so the rest goes back to the overflow.
-            let unkept = stash.with_owner(self.strategy, |local| {
-                if local.held {
-                    local.install(batch);
-                    None
-                } else {
-                    Some(batch)
-                }
-            });
-            if let Some(batch) = unkept {
-                self.overflow.put_back(batch);
-            }
-        }
-        stash.counters.reused.bump();
-        Some(node)
-    }
-
-    /// Hands a lent node, already recycled on this thread, back to the loan
-    /// book of the stash that lent it, another thread's (`loans.rs`).
-    ///
-    /// # Safety
-    ///
-    /// `node` is [`loan::LENT`] in the book of a stash of this pool, and
-    /// the caller held it until now: it is not touched again.
-    pub(crate) unsafe fn give_back(&self, node: NonNull<Node<T>>, one_taker: bool) {
-        // Read before the node goes: stashes live as long as the pool.
-        // SAFETY: the caller holds the node.
-        let stash = unsafe { (*node.as_ptr()).home.stash() }.cast::<Stash<T>>();
-        // Release: the recycling happens before the book takes the node (its
-        // acquire in `Loans`). The node is the book's from here on.
-        // SAFETY: the caller held it until now.
-        unsafe { Node::loan(node.as_ptr()) }.store(loan::BACK, Ordering::Release);
-        // Dekker's pattern with the exit flush's close and heavy barrier
-        // (`flush`): either the flush saw the node back, or this sees the
-        // book closed.
-        barrier::light(self.strategy);
-        // SAFETY: stashes live until the pool's shared state drops, and the
-        // caller's return keeps the pool alive.
-        // SAFETY: as above.
-        let returns = &unsafe { &*stash }.returns;
-        if returns.open.load(Ordering::Relaxed) == 0 {
-            self.note_orphaned();
-        }
-        if !one_taker {
-            returns.advise(Returns::STOP);
-        }
-    }
-
-    /// Tells gets that a closed loan book holds an object given back.
-    #[cold]
-    fn note_orphaned(&self) {
-        // Release: pairs with `take_orphaned`'s acquire, so the node's state
-        // is seen there.
-        self.orphaned.store(true, Ordering::Release);
-    }
-
-    /// The loans given back to closed books (`note_orphaned`), collected
-    /// under the sweep lock, if there are any: what a get takes before it
-    /// makes an object, as a batch of the pool's current age.
-    #[cold]
-    fn take_orphaned(&self) -> Option<Batch<T>> {
-        // Acquire: pairs with `note_orphaned`.
-        if !self.orphaned.load(Ordering::Acquire) {
+    fn take_without_slot(&self, stash: &Stash<T>) -> Option<Box<Node<T>>> {
+        if stash.remote.is_open() {
             return None;
         }
-        let sweeping = self.lock_sweep();
-        if self.closed.load(Ordering::Relaxed) || !self.orphaned.swap(false, Ordering::Acquire) {
-            return None;
+        match self.take_slot(stash, |local| local.take(&stash.remote, &self.overflow)) {
+            Some(taken) => taken,
+            None => self.overflow.pop_one(),
         }
-        let mut closed = Vec::new();
-        self.stashes.for_each(|stash| {
-            if stash.returns.open.load(Ordering::Relaxed) == 0 {
-                closed.push(&**stash);
-            }
-        });
-        let mut found = Vec::new();
-        self.with_claimed_stashes(&closed, |stash| {
-            stash.with_claimed(|local| local.loans.collect(&mut found));
-        });
-        (!found.is_empty()).then(|| Batch::new(found, sweeping.epoch))
     }
 
-    /// Pools a node lent from `stash` and given back on its owner's
-    /// thread, already recycled: out of the loan book, into the stash.
-    ///
-    /// # Safety
-    ///
-    /// `node` was lent from `stash`, which is this thread's, and this
-    /// thread holds it.
-    pub(crate) unsafe fn push_lent(&self, stash: &Stash<T>, node: NonNull<Node<T>>) {
+    /// Pools a returned (already recycled) object in `stash`, this
+    /// thread's, spilling to the overflow in the same critical section.
+    #[inline(always)]
+    pub(crate) fn push(&self, stash: &Stash<T>, node: Box<Node<T>>) {
         let pushed = stash.with_owner(self.strategy, |local| {
-            // SAFETY: the caller's word.
-            let node = unsafe { local.reclaim(node) };
-            local.push(node, local.limit)
+            local.push(node, &stash.remote, &self.overflow)
         });
         match pushed {
             Ok(()) => stash.counters.returned.bump(),
-            Err(node) => self.push_full(stash, node),
-        }
-    }
-
-    /// Takes a node lent from `stash` back on its owner's thread, out of
-    /// the loan book, for a return that does not pool it.
-    ///
-    /// # Safety
-    ///
-    /// As `push_lent`.
-    pub(crate) unsafe fn reclaim(&self, stash: &Stash<T>, node: NonNull<Node<T>>) -> Box<Node<T>> {
-        // SAFETY: the caller's word.
-        stash.with_owner(self.strategy, |local| unsafe { local.reclaim(node) })
-    }
-
-    /// Pools a returned (already recycled) object in this thread's stash.
-    #[inline(always)]
-    pub(crate) fn push(&self, stash: &Stash<T>, node: Box<Node<T>>) {
-        match stash.with_owner(self.strategy, |local| local.push(node, local.limit)) {
-            Ok(()) => stash.counters.returned.bump(),
-            Err(node) => self.push_full(stash, node),
+            Err(refused) => self.refused(stash, refused),
         }
     }
 
     #[cold]
-    fn push_full(&self, stash: &Stash<T>, node: Box<Node<T>>) {
-        crate::pool::fork::after_fork();
-        // `Err`: the stash holds no slot; the object goes to the overflow
-        // unless this thread gets one back.
-        let spilled = stash.with_owner(self.strategy, |local| {
-            if local.held {
-                Ok(local.spill(node, &self.overflow))
-            } else {
-                Err(node)
+    fn refused(&self, stash: &Stash<T>, refused: Refused<T>) {
+        let node = match refused {
+            Refused::NoRoom(node) => node,
+            Refused::NoSlot(node) => {
+                let mut node = Some(node);
+                let pushed = self.take_slot(stash, |local| {
+                    let node = node.take().expect("run once");
+                    local.push(node, &stash.remote, &self.overflow)
+                });
+                match pushed {
+                    Some(Ok(())) => return stash.counters.returned.bump(),
+                    Some(Err(refused)) => refused.into_node(),
+                    // No slot: `node` is still here.
+                    None => return self.push_single(&stash.counters, node.expect("not run")),
+                }
             }
-        });
-        let spilled = match spilled {
-            Ok(spilled) => spilled,
-            Err(node) if self.take_slot(stash) => {
-                stash.with_owner(self.strategy, |local| local.spill(node, &self.overflow))
-            }
-            Err(node) => return self.push_single(&stash.counters, node),
         };
-        match spilled {
-            Ok(()) => stash.counters.returned.bump(),
-            Err(node) => {
-                stash.counters.rejected.bump();
-                drop(node);
+        stash.counters.rejected.bump();
+        drop(node);
+    }
+
+    /// Gives a recycled object back to `origin`, the stash of the thread
+    /// that took it (another thread's: `remote.rs`). If that thread has
+    /// exited or lost its slot, what is on the list goes to the overflow.
+    pub(crate) fn give_back(&self, origin: &Stash<T>, node: Box<Node<T>>) {
+        if let Some(passed) = origin.remote.push(node, self.strategy) {
+            let items: Vec<_> = passed.collect();
+            if !items.is_empty() {
+                let stamp = self.epoch.load(Ordering::Acquire);
+                self.overflow.put_back(Batch::new(items, stamp));
             }
         }
     }
@@ -674,38 +496,10 @@ impl<T: Send> Shared<T> {
         counters.returned.bump();
     }
 
-    /// One object from the overflow, for a thread without a stash or a
-    /// slot: a single if there is one, else one of a batch, the rest of
-    /// which goes back to the overflow, keeping its stamp.
+    /// One object from the overflow, for a thread without a stash.
     #[cold]
     pub(crate) fn pop_single<const S: bool>(&self, counters: &Counters<S>) -> Option<Box<Node<T>>> {
-        if let Some(node) = self.overflow.pop_one() {
-            counters.reused.bump();
-            return Some(node);
-        }
-        let Some(mut batch) = self.overflow.pop() else {
-            return self.pop_orphaned(counters);
-        };
-        let node = batch.items.pop()?;
-        if !batch.items.is_empty() {
-            self.overflow.put_back(batch);
-        }
-        counters.reused.bump();
-        Some(node)
-    }
-
-    /// One loan given back to a closed book, if there is one (the rest go
-    /// to the overflow): the last place a get looks before it makes an
-    /// object.
-    #[cold]
-    fn pop_orphaned<const S: bool>(&self, counters: &Counters<S>) -> Option<Box<Node<T>>> {
-        let mut batch = self.take_orphaned()?;
-        let node = batch.items.pop()?;
-        if !batch.items.is_empty() {
-            // Pooled already: past the overflow's bound if need be, as
-            // `put_back` allows.
-            self.overflow.put_back(batch);
-        }
+        let node = self.overflow.pop_one()?;
         counters.reused.bump();
         Some(node)
     }
@@ -752,6 +546,8 @@ struct Hook<T: Send> {
     shared: Arc<Shared<T>>,
     /// This thread's stash in `shared`.
     stash: *const Stash<T>,
+    /// This thread's token when it registered the hook.
+    token: u64,
 }
 
 impl<T: Send> Flush for Hook<T> {
@@ -759,16 +555,11 @@ impl<T: Send> Flush for Hook<T> {
         // SAFETY: a stash lives in its own allocation (`StashBox`), freed
         // only when its pool's shared state drops (`PerThread` keeps every
         // thread's value until then), and `self.shared` keeps that alive.
-        // The pointer is the allocation's own (`StashBox::as_ptr`).
-        self.shared.flush(unsafe { &*self.stash });
+        self.shared.flush(unsafe { &*self.stash }, self.token);
     }
 
     fn is_closed(&self) -> bool {
         self.shared.is_closed()
-    }
-
-    fn still_owned(&self) -> bool {
-        self.shared.owns(self.stash)
     }
 }
 
@@ -804,7 +595,7 @@ mod tests {
         let mut all = Vec::new();
         shared
             .stashes
-            .for_each(|stash| all.push(stash.as_ptr() as usize));
+            .for_each(|stash| all.push(std::ptr::from_ref::<Stash<_>>(stash) as usize));
         all
     }
 
@@ -830,8 +621,8 @@ mod tests {
                         let shared = pool.shared.get().expect("used");
                         let id = thread_index().expect("a live thread has an id");
                         let stash = shared.stashes.get().map(|stash| {
-                            let held = stash.with_owner(shared.strategy, |local| local.held);
-                            (stash.as_ptr() as usize, held)
+                            let held = stash.remote.is_open();
+                            (std::ptr::from_ref::<Stash<_>>(stash) as usize, held)
                         });
                         // Held until every thread has used the pool, so no
                         // id is given back and taken again within a round.
@@ -941,7 +732,7 @@ mod tests {
     fn holds_slot(pool: &LocalPool<Vec<u8>>) -> Option<bool> {
         let shared = pool.shared.get()?;
         let stash = shared.stashes.get()?;
-        Some(stash.with_owner(shared.strategy, |local| local.held))
+        Some(stash.remote.is_open())
     }
 
     /// The slot of a thread that stopped using the pool (blocked here) goes,
@@ -1039,7 +830,7 @@ mod tests {
                     heavy.issue();
                     stash.with_claimed(|local| {
                         in_stashes += local.items.len();
-                        holding += usize::from(local.held);
+                        holding += usize::from(stash.remote.is_open());
                     });
                 });
                 assert!(holding <= SLOTS, "{holding} slots held");

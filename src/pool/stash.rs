@@ -11,93 +11,271 @@
 //! only a compiler fence: [`implementation`](crate::implementation),
 //! section 4.
 //!
-//! Threads that give the stash's loans back touch none of that: they read
-//! and advise through `Returns`, on a line of its own, and store into the
-//! loaned node itself (`loans.rs`;
-//! [`implementation`](crate::implementation), section 3c).
+//! Threads that give the owner's objects back touch none of that: they
+//! push onto the stash's remote list (`remote.rs`), on a line of its own.
 
 use std::ptr::NonNull;
 
 use crossbeam_utils::CachePadded;
 
 use crate::pool::barrier::{self, Strategy};
-use crate::pool::loans::Loans;
-use crate::pool::node::{loan, Home, Node};
+use crate::pool::node::Node;
 use crate::pool::overflow::{Batch, Overflow};
-use crate::sync::{backoff, AtomicBool, AtomicCount, AtomicU8, AtomicUsize, Ordering, UnsafeCell};
+use crate::pool::remote::Remote;
+use crate::sync::{backoff, AtomicBool, AtomicCount, AtomicUsize, Ordering, UnsafeCell};
 
 /// One thread's objects and counters.
 ///
 /// In declaration order (`repr(C)`): what the owner's gets and returns touch
-/// first, on as few cache lines as possible; what other threads read last.
+/// first, on as few cache lines as possible; what other threads write last.
 #[repr(C)]
 pub(crate) struct Stash<T> {
     /// Set by the owner around each access to `local`.
     busy: AtomicBool,
     /// Set by a sweeper that wants `local`; cleared when it is done.
     claimed: AtomicBool,
+    /// Set by an owner that found `claimed` set, until it has entered: the
+    /// next sweeper waits for it before claiming, so back-to-back sweeps
+    /// cannot keep an owner out for ever.
+    waiting: AtomicBool,
     /// The objects. Accessed only inside the handshake.
     local: UnsafeCell<Local<T>>,
     /// Operation counters, written by the owner alone.
     pub(crate) counters: Counters,
-    /// The serial number (`owner::serial`) of the thread that registered an
-    /// exit hook for this stash last. Read and written by the owner alone:
-    /// a thread that inherits the stash with an exited thread's id finds
-    /// another thread's number here and registers its own hook.
-    pub(crate) hooked_by: AtomicCount,
-    /// Where the loans this thread gave back for other threads came from.
+    /// Where the objects this thread gave back for other threads came from.
     pub(crate) returner: Returner,
-    /// What threads that give this stash's loans back read and write, on
-    /// a line of its own, which the owner does not write on its gets and
-    /// returns (`loans.rs`).
-    pub(crate) returns: CachePadded<Returns>,
+    /// The token (`per_thread::token`) of the thread that registered an exit
+    /// hook for this stash last; written and read under the sweep lock. A
+    /// thread that inherits the stash with an exited thread's id finds
+    /// another thread's token here and registers its own hook.
+    pub(crate) hooked_by: AtomicCount,
+    /// What other threads gave back of the objects this stash lent. Open
+    /// while the stash holds one of its pool's slots (`shared.rs`): a stash
+    /// without one keeps nothing (its capacity is zero), its owner's gets
+    /// and returns go to the overflow one by one, and its owner asks for a
+    /// slot again when a get finds nothing or a return finds no room.
+    pub(crate) remote: CachePadded<Remote<T>>,
 }
 
-/// A stash's side for the threads that give its loans back (`loans.rs`).
-pub(crate) struct Returns {
-    /// The owner token of the thread whose loans come back to this stash's
-    /// loan book; 0 once that thread's exit flush has closed the book (and
-    /// until a thread that inherits the stash opens it again).
-    pub(crate) open: AtomicCount,
-    /// The advice of the threads that give this stash's loans back, for
-    /// its owner's next slow path: `START`, from a thread that returns this
-    /// stash's loans alone and gave one back that had no place in the book
-    /// (keep one); `STOP`, from a thread that returns the loans of several
-    /// stashes and gave one back through this book (keep none, so that
-    /// what this stash lends is shared); `NONE`.
-    advice: AtomicU8,
-}
+// SAFETY: a `Stash` is shared between its owner and sweepers. `local` is
+// only accessed inside `with_owner` or `with_claimed`, which exclude each
+// other by the handshake described in the module docs, and sweepers exclude
+// each other with the pool's sweep lock. Every other field is atomic. The
+// objects move between threads, hence `T: Send`.
+unsafe impl<T: Send> Sync for Stash<T> {}
 
-impl Returns {
-    pub(crate) const NONE: u8 = 0;
-    pub(crate) const START: u8 = 1;
-    pub(crate) const STOP: u8 = 2;
-
-    /// Gives `advice` (`START` or `STOP`, which wins). A load first, so
-    /// that threads giving the same advice again leave the line shared.
-    pub(crate) fn advise(&self, advice: u8) {
-        let now = self.advice.load(Ordering::Relaxed);
-        if now != advice && now != Self::STOP {
-            self.advice.store(advice, Ordering::Relaxed);
+impl<T> Stash<T> {
+    /// A stash for a new thread, holding a slot; `epoch` is the pool's
+    /// sweep count now, `capacity` the most objects it may keep (see
+    /// `Local::capacity`).
+    pub(crate) fn new(epoch: u64, capacity: usize) -> Self {
+        Self {
+            busy: AtomicBool::new(false),
+            claimed: AtomicBool::new(false),
+            waiting: AtomicBool::new(false),
+            local: UnsafeCell::new(Local {
+                items: Vec::new(),
+                victims: 0,
+                epoch,
+                capacity,
+                limit: 0,
+                // As if it had spilled: its owner's first get lets it keep
+                // one object, so a thread that takes and returns keeps what
+                // it uses from the start, and one that only returns never
+                // keeps any.
+                spilled: true,
+                underflowed: false,
+                spares: Vec::new(),
+                seen: 0,
+                gets_seen: 0,
+            }),
+            counters: Counters::default(),
+            returner: Returner::new(),
+            hooked_by: AtomicCount::new(0),
+            remote: CachePadded::new(Remote::new(true)),
         }
     }
 
-    /// Takes the advice given since the owner last looked: `Some(true)` to
-    /// keep a book, `Some(false)` to keep none, `None`.
-    pub(crate) fn take_advice(&self) -> Option<bool> {
-        match self.advice.load(Ordering::Relaxed) {
-            Self::NONE => None,
-            advice => {
-                self.advice.store(Self::NONE, Ordering::Relaxed);
-                Some(advice == Self::START)
+    /// Runs `f` on the stash as its owner. Only the owning thread may call
+    /// this (the thread whose `PerThread` entry holds this stash).
+    #[inline(always)]
+    pub(crate) fn with_owner<R>(
+        &self,
+        strategy: Strategy,
+        f: impl FnOnce(&mut Local<T>) -> R,
+    ) -> R {
+        #[cfg(test)]
+        sections::enter();
+        // Relaxed: the store only has to be ordered before the load of
+        // `claimed`, and the barrier does that.
+        self.busy.store(true, Ordering::Relaxed);
+        barrier::light(strategy);
+        // Acquire: pairs with the sweeper's release of its claim, so we see
+        // what it did to the stash.
+        if self.claimed.load(Ordering::Acquire) {
+            self.enter_contended(strategy);
+        }
+        // Clears `busy` even if `f` unwinds (it never should: `f` is the
+        // pool's own code), so a sweeper can never wait forever.
+        let _busy = Unbusy(&self.busy);
+        // SAFETY: we set `busy` and then saw `claimed` clear, with a fence
+        // between (see the module docs), here or in `enter_contended`, so
+        // no sweeper touches `local` until `busy` is cleared; only the owner
+        // calls this, so no other owner does.
+        self.local.with_mut(|local| f(unsafe { &mut *local }))
+    }
+
+    /// `with_owner` when a sweeper holds the stash: steps aside until it is
+    /// done, and returns once this thread has set `busy` again and seen
+    /// `claimed` clear after it. Says it waits (`waiting`), so that the
+    /// next sweeper lets it in first. Out of line, and blind to
+    /// `with_owner`'s closure, so that the closure's captures stay in
+    /// registers on the fast path rather than being stored for this one.
+    #[cold]
+    #[inline(never)]
+    fn enter_contended(&self, strategy: Strategy) {
+        self.waiting.store(true, Ordering::Relaxed);
+        loop {
+            self.busy.store(false, Ordering::Release);
+            let mut step = 0;
+            while self.claimed.load(Ordering::Acquire) {
+                backoff(&mut step);
+            }
+            self.busy.store(true, Ordering::Relaxed);
+            barrier::light(strategy);
+            if !self.claimed.load(Ordering::Acquire) {
+                self.waiting.store(false, Ordering::Relaxed);
+                return;
             }
         }
     }
+
+    /// First step of a sweeper's access: announce it, once an owner that
+    /// waits to enter has entered. Call with the pool's sweep lock held,
+    /// then issue `barrier::heavy` once for all the stashes claimed, then
+    /// `with_claimed` on each.
+    pub(crate) fn claim(&self) {
+        let mut step = 0;
+        while self.waiting.load(Ordering::Relaxed) {
+            backoff(&mut step);
+        }
+        // Relaxed: ordered before the loads of `busy` by the heavy barrier.
+        self.claimed.store(true, Ordering::Relaxed);
+    }
+
+    /// Releases a claim without touching the stash (a sweep that unwinds).
+    pub(crate) fn release(&self) {
+        self.claimed.store(false, Ordering::Release);
+    }
+
+    /// Runs `f` on a stash this thread claimed, then releases the claim.
+    pub(crate) fn with_claimed<R>(&self, f: impl FnOnce(&mut Local<T>) -> R) -> R {
+        let mut step = 0;
+        // Acquire: pairs with the owner's release of `busy`, so we see what
+        // the owner did in its last critical section.
+        while self.busy.load(Ordering::Acquire) {
+            backoff(&mut step);
+        }
+        // Released even if `f` unwinds (it runs only the pool's own code).
+        let _release = Unclaim(&self.claimed);
+        // SAFETY: we claimed the stash and issued the heavy barrier before
+        // this load saw `busy` clear, so the owner is outside its critical
+        // section and will not enter one until we release the claim (module
+        // docs); the sweep lock keeps every other sweeper out.
+        self.local.with_mut(|local| f(unsafe { &mut *local }))
+    }
 }
+
+// === impl StashBox ===
+
+/// A stash in its own cache-line-aligned allocation, owned through a raw
+/// pointer.
+///
+/// The pool's per-thread table holds one of these per thread id, so a
+/// table's buckets stay one word an entry, and each thread's hot stash line
+/// stays apart from its neighbours'. Every access goes through the one
+/// pointer `Box::into_raw` returned, including the one an exit hook keeps
+/// (`exit.rs`), so under the aliasing model no reference made by one thread
+/// invalidates the pointer another holds.
+pub(crate) struct StashBox<T>(NonNull<CachePadded<Stash<T>>>);
+
+// SAFETY: a `StashBox` owns its stash like a `Box` does; `Stash<T>` is
+// `Send` and `Sync` when `T: Send`.
+unsafe impl<T: Send> Send for StashBox<T> {}
+// SAFETY: as above.
+unsafe impl<T: Send> Sync for StashBox<T> {}
+
+impl<T> StashBox<T> {
+    pub(crate) fn new(stash: Stash<T>) -> Self {
+        Self(NonNull::from(Box::leak(Box::new(CachePadded::new(stash)))))
+    }
+}
+
+impl<T> std::ops::Deref for StashBox<T> {
+    type Target = Stash<T>;
+
+    #[inline(always)]
+    fn deref(&self) -> &Stash<T> {
+        // SAFETY: the allocation lives until `drop` and is only ever shared.
+        unsafe { self.0.as_ref() }
+    }
+}
+
+impl<T> Drop for StashBox<T> {
+    fn drop(&mut self) {
+        // SAFETY: made by `Box::leak` in `new`, freed only here.
+        drop(unsafe { Box::from_raw(self.0.as_ptr()) });
+    }
+}
+
+/// Clears the owner's `busy` flag when dropped.
+struct Unbusy<'a>(&'a AtomicBool);
+
+impl Drop for Unbusy<'_> {
+    #[inline(always)]
+    fn drop(&mut self) {
+        // Release: publishes the critical section to the sweeper's acquire.
+        self.0.store(false, Ordering::Release);
+    }
+}
+
+/// Releases a sweeper's claim when dropped.
+struct Unclaim<'a>(&'a AtomicBool);
+
+impl Drop for Unclaim<'_> {
+    fn drop(&mut self) {
+        // Release: publishes the sweeper's changes to the owner's next
+        // acquire load.
+        self.0.store(false, Ordering::Release);
+    }
+}
+
+/// Test-only: how many owner critical sections this thread entered.
+#[cfg(test)]
+pub(crate) mod sections {
+    use std::cell::Cell;
+
+    std::thread_local! {
+        static ENTERED: Cell<usize> = const { Cell::new(0) };
+    }
+
+    pub(super) fn enter() {
+        ENTERED.with(|n| n.set(n.get() + 1));
+    }
+
+    /// The critical sections this thread entered while running `f`.
+    pub(crate) fn count(f: impl FnOnce()) -> usize {
+        let before = ENTERED.with(Cell::get);
+        f();
+        ENTERED.with(Cell::get) - before
+    }
+}
+
+// === impl Returner ===
 
 /// Which stashes the objects this thread gave back for other threads came
 /// from since the last sweep, kept by the owner (and reset by sweeps):
-/// one, or several (`loans.rs`).
+/// one, or several (`implementation`, section 3c).
 pub(crate) struct Returner {
     /// The stash that lent the first object this thread gave back on
     /// another thread's behalf since the last sweep (its address).
@@ -145,210 +323,6 @@ impl Returner {
     }
 }
 
-// SAFETY: a `Stash` is shared between its owner and sweepers. `local` is
-// only accessed inside `with_owner` or `with_claimed`, which exclude each
-// other by the handshake described in the module docs, and sweepers exclude
-// each other with the pool's sweep lock. Every other field is atomic. The
-// objects move between threads, hence `T: Send`.
-unsafe impl<T: Send> Sync for Stash<T> {}
-
-impl<T> Stash<T> {
-    /// A stash for a new thread; `epoch` is the pool's sweep count now,
-    /// `capacity` the most objects it may keep (see `Local::capacity`),
-    /// `books` whether it may keep a loan book (`Loans::new`).
-    pub(crate) fn new(epoch: u64, capacity: usize, books: bool) -> Self {
-        Self {
-            busy: AtomicBool::new(false),
-            claimed: AtomicBool::new(false),
-            local: UnsafeCell::new(Local {
-                items: Vec::new(),
-                victims: 0,
-                epoch,
-                capacity,
-                limit: 0,
-                // As if it had spilled: its owner's first get lets it keep
-                // one object, so a thread that takes and returns keeps what
-                // it uses from the start, and one that only returns never
-                // keeps any.
-                spilled: true,
-                underflowed: false,
-                spares: Vec::new(),
-                held: true,
-                seen: 0,
-                gets_seen: 0,
-                loans: Loans::new(books),
-            }),
-            counters: Counters::default(),
-            hooked_by: AtomicCount::new(0),
-            returns: CachePadded::new(Returns {
-                open: AtomicCount::new(0),
-                advice: AtomicU8::new(Returns::NONE),
-            }),
-            returner: Returner::new(),
-        }
-    }
-
-    /// Runs `f` on the stash as its owner. Only the owning thread may call
-    /// this (the thread whose `PerThread` slot holds this stash).
-    #[inline(always)]
-    pub(crate) fn with_owner<R>(
-        &self,
-        strategy: Strategy,
-        f: impl FnOnce(&mut Local<T>) -> R,
-    ) -> R {
-        // Relaxed: the store only has to be ordered before the load of
-        // `claimed`, and the barrier does that.
-        self.busy.store(true, Ordering::Relaxed);
-        barrier::light(strategy);
-        // Acquire: pairs with the sweeper's release of its claim, so we see
-        // what it did to the stash.
-        if self.claimed.load(Ordering::Acquire) {
-            self.enter_contended(strategy);
-        }
-        // SAFETY: we set `busy` and then saw `claimed` clear, with a fence
-        // between (see the module docs), here or in `enter_contended`, so
-        // no sweeper touches `local` until `busy` is cleared; only the owner
-        // calls this, so no other owner does.
-        unsafe { self.owned(f) }
-    }
-
-    /// `with_owner` when a sweeper holds the stash: steps aside until it is
-    /// done, and returns once this thread has set `busy` again and seen
-    /// `claimed` clear after it. Out of line, and blind to `with_owner`'s
-    /// closure, so that the closure's captures stay in registers on the
-    /// fast path rather than being stored for this one.
-    #[cold]
-    #[inline(never)]
-    fn enter_contended(&self, strategy: Strategy) {
-        loop {
-            self.busy.store(false, Ordering::Release);
-            let mut step = 0;
-            while self.claimed.load(Ordering::Acquire) {
-                backoff(&mut step);
-            }
-            self.busy.store(true, Ordering::Relaxed);
-            barrier::light(strategy);
-            if !self.claimed.load(Ordering::Acquire) {
-                return;
-            }
-        }
-    }
-
-    /// Runs `f` on the stash, then clears `busy`.
-    ///
-    /// # Safety
-    ///
-    /// The caller must have set `busy` and then seen `claimed` clear.
-    #[inline(always)]
-    unsafe fn owned<R>(&self, f: impl FnOnce(&mut Local<T>) -> R) -> R {
-        // Clears `busy` even if `f` unwinds (it never should: `f` is the
-        // pool's own code), so a sweeper can never wait forever.
-        let _busy = Unbusy(&self.busy);
-        // SAFETY: exclusive access by the caller's handshake.
-        self.local.with_mut(|local| f(unsafe { &mut *local }))
-    }
-
-    /// First step of a sweeper's access: announce it. Call with the pool's
-    /// sweep lock held, then issue `barrier::heavy` once for all the stashes
-    /// claimed, then `with_claimed` on each.
-    pub(crate) fn claim(&self) {
-        // Relaxed: ordered before the loads of `busy` by the heavy barrier.
-        self.claimed.store(true, Ordering::Relaxed);
-    }
-
-    /// Releases a claim without touching the stash (a sweep that unwinds).
-    pub(crate) fn release(&self) {
-        self.claimed.store(false, Ordering::Release);
-    }
-
-    /// Runs `f` on a stash this thread claimed, then releases the claim.
-    /// `None` (the claim released, `f` not run) for the stash of a thread
-    /// that was inside its critical section when this process was forked
-    /// from its parent: that thread does not exist here, and its stash may
-    /// be half-changed, so it is left alone (`fork::died_in_fork`).
-    pub(crate) fn with_claimed<R>(&self, f: impl FnOnce(&mut Local<T>) -> R) -> Option<R> {
-        let mut step = 0;
-        // Acquire: pairs with the owner's release of `busy`, so we see what
-        // the owner did in its last critical section.
-        while self.busy.load(Ordering::Acquire) {
-            if crate::pool::fork::died_in_fork(self.hooked_by.load(Ordering::Relaxed)) {
-                self.claimed.store(false, Ordering::Release);
-                return None;
-            }
-            backoff(&mut step);
-        }
-        // SAFETY: we claimed the stash and issued the heavy barrier before
-        // this load saw `busy` clear, so the owner is outside its critical
-        // section and will not enter one until we release the claim (module
-        // docs); the sweep lock keeps every other sweeper out.
-        let result = self.local.with_mut(|local| f(unsafe { &mut *local }));
-        // Release: publishes our changes to the owner's next acquire load.
-        self.claimed.store(false, Ordering::Release);
-        Some(result)
-    }
-}
-
-// === impl StashBox ===
-
-/// A stash in its own cache-line-aligned allocation, owned through a raw
-/// pointer.
-///
-/// The pool's per-thread table holds one of these per thread. Every access
-/// goes through the one pointer `Box::into_raw` returned, including the one
-/// an exiting thread's hook keeps (`exit.rs`), so under the aliasing model
-/// no reference made by one thread invalidates the pointer another holds.
-/// It also keeps each thread's hot stash line apart from its neighbours'.
-pub(crate) struct StashBox<T>(NonNull<CachePadded<Stash<T>>>);
-
-// SAFETY: a `StashBox` owns its stash like a `Box` does; `Stash<T>` is
-// `Send` and `Sync` when `T: Send`.
-unsafe impl<T: Send> Send for StashBox<T> {}
-// SAFETY: as above.
-unsafe impl<T: Send> Sync for StashBox<T> {}
-
-impl<T> StashBox<T> {
-    pub(crate) fn new(stash: Stash<T>) -> Self {
-        Self(NonNull::from(Box::leak(Box::new(CachePadded::new(stash)))))
-    }
-
-    /// The stash's address, valid as long as this box.
-    pub(crate) fn as_ptr(&self) -> *const Stash<T> {
-        // `CachePadded` is `repr(C)`-like with the value at offset 0; go
-        // through `Deref` anyway so no layout is assumed.
-        let padded: *const CachePadded<Stash<T>> = self.0.as_ptr();
-        // SAFETY: the allocation is live while `self` is.
-        unsafe { &**padded as *const Stash<T> }
-    }
-}
-
-impl<T> std::ops::Deref for StashBox<T> {
-    type Target = Stash<T>;
-
-    #[inline(always)]
-    fn deref(&self) -> &Stash<T> {
-        // SAFETY: the allocation lives until `drop` and is only ever shared.
-        unsafe { self.0.as_ref() }
-    }
-}
-
-impl<T> Drop for StashBox<T> {
-    fn drop(&mut self) {
-        // SAFETY: made by `Box::leak` in `new`, freed only here.
-        drop(unsafe { Box::from_raw(self.0.as_ptr()) });
-    }
-}
-
-/// Clears the owner's `busy` flag when dropped.
-struct Unbusy<'a>(&'a AtomicBool);
-
-impl Drop for Unbusy<'_> {
-    #[inline(always)]
-    fn drop(&mut self) {
-        // Release: publishes the critical section to the sweeper's acquire.
-        self.0.store(false, Ordering::Release);
-    }
-}
-
 // === impl Local ===
 
 /// The objects of one stash, with their ages.
@@ -365,10 +339,10 @@ pub(crate) struct Local<T> {
     /// stashes are made and swept under that lock.
     pub(super) epoch: u64,
     /// The most objects this stash keeps: the pool's `max_stashed`, or
-    /// this stash's share of `max_idle` if that is smaller. Set when the
-    /// stash is made and changed only by a sweeper holding its claim (shares
-    /// are rebalanced as stashes are made and at every sweep), so the owner
-    /// reads it from its own cache line, with no shared write.
+    /// this stash's share of `max_idle` if that is smaller, or none without
+    /// a slot. Changed only under the sweep lock (shares are rebalanced as
+    /// stashes are made and at every sweep), so the owner reads it from its
+    /// own cache line, with no shared write.
     pub(super) capacity: usize,
     /// The most objects this stash keeps *now*, at most `capacity`: it
     /// starts at zero and adapts to how the owner uses the pool (see
@@ -382,13 +356,6 @@ pub(crate) struct Local<T> {
     underflowed: bool,
     /// Empty buffers of batches installed here, for the next spills.
     spares: Vec<Vec<Box<Node<T>>>>,
-    /// Whether this stash holds one of its pool's slots (`shared.rs`).
-    /// A stash without one keeps nothing: its capacity is zero, its owner's
-    /// returns go to the overflow one by one, and its owner asks for a slot
-    /// again on its next slow path. Set by the owner under the sweep lock,
-    /// cleared by a sweeper holding the claim (an idle owner's slot taken
-    /// back) or by the owner's exit flush.
-    pub(super) held: bool,
     /// The owner's operation count (`Counters::total`) when a sweep last
     /// looked: a held stash whose count has not moved since is idle, and the
     /// next sweep takes its slot back.
@@ -396,9 +363,24 @@ pub(crate) struct Local<T> {
     /// The owner's gets (`Counters::gets`) when a sweep last aged this
     /// stash: an owner that took nothing since only returns (`age`).
     gets_seen: u64,
-    /// What the owner lent to guards, so that a guard dropped on another
-    /// thread comes back here (`loans.rs`).
-    pub(super) loans: Loans<T>,
+}
+
+/// Why a stash did not keep a returned object (`Local::push`).
+pub(crate) enum Refused<T> {
+    /// Neither the stash nor the overflow has room (`max_idle`): the
+    /// object is to be dropped.
+    NoRoom(Box<Node<T>>),
+    /// The stash holds no slot: the object goes to the overflow unless
+    /// the owner gets a slot back.
+    NoSlot(Box<Node<T>>),
+}
+
+impl<T> Refused<T> {
+    pub(crate) fn into_node(self) -> Box<Node<T>> {
+        match self {
+            Self::NoRoom(node) | Self::NoSlot(node) => node,
+        }
+    }
 }
 
 /// Most batch buffers a stash keeps for reuse: enough for a thread that
@@ -417,146 +399,90 @@ impl<T> Local<T> {
         Some(node)
     }
 
-    /// Takes an object: the most recently returned, this stash's loans
-    /// given back on other threads included (`take_back`); `returns` is
-    /// this stash's, whose advice the slow path heeds.
+    /// Takes an object: the most recently returned, else (`refill`) what
+    /// other threads gave back, else from the overflow. `None`: the caller
+    /// makes one.
     #[inline(always)]
-    pub(crate) fn take(&mut self, returns: &Returns) -> Option<Box<Node<T>>> {
-        if !self.loans.is_coming_back() {
-            if let Some(node) = self.pop() {
-                return Some(node);
-            }
-        }
-        self.take_back(returns)
-    }
-
-    /// `take` for a stash that is empty or finds its loans coming back
-    /// (`Loans::is_coming_back`). It heeds the advice of the threads that
-    /// give its loans back (`Returns::take_advice`). The loans given back
-    /// (`Loans::take_back`) go on top when the stash is empty, and on every
-    /// get while they keep coming back, so that the newest is on top (its
-    /// buffer the likeliest still in a cache); but not while a single
-    /// object waits here: a thread that takes about as fast as its loans
-    /// come back then takes the one it has, rather than load the line that
-    /// the thread giving the next one back is writing.
-    #[cold]
-    #[inline(never)]
-    fn take_back(&mut self, returns: &Returns) -> Option<Box<Node<T>>> {
-        if let Some(on) = returns.take_advice() {
-            self.loans.turn(on);
-        }
-        if self.items.is_empty() || (self.loans.is_coming_back() && self.items.len() > 1) {
-            self.loans.take_back(&mut self.items);
-        }
-        self.pop()
-    }
-
-    /// An object for a guard, as `take` gives it, lent from this stash
-    /// (`lend`).
-    #[inline(always)]
-    pub(crate) fn take_to_lend(
+    pub(crate) fn take(
         &mut self,
-        home: Home,
-        returns: &Returns,
-    ) -> Option<NonNull<Node<T>>> {
-        // One test for a stash whose book is quiet; a stash that keeps a
-        // book enters its loans there, out of line.
-        if self.loans.is_quiet() {
-            if let Some(node) = self.pop() {
-                return Some(Self::lend_untracked(node, home));
-            }
+        remote: &Remote<T>,
+        overflow: &Overflow<T>,
+    ) -> Option<Box<Node<T>>> {
+        match self.pop() {
+            Some(node) => Some(node),
+            None => self.refill(remote, overflow),
         }
-        self.take_to_lend_slow(home, returns)
     }
 
+    /// `take` for an empty stash, in the same critical section: what other
+    /// threads gave back of this stash's loans, the newest on top (its
+    /// buffer the likeliest still in a cache); else (an *underflow*) a
+    /// batch from the overflow, else a single. A stash without a slot takes
+    /// nothing: its owner asks for a slot first (`Shared::take_slot`).
     #[cold]
     #[inline(never)]
-    fn take_to_lend_slow(&mut self, home: Home, returns: &Returns) -> Option<NonNull<Node<T>>> {
-        let node = self.take(returns)?;
-        Some(self.lend(node, home))
-    }
-
-    /// Lends `node` to a guard: records `home` in it and, while this stash
-    /// keeps a loan book, enters it there (`Loans::track`).
-    pub(crate) fn lend(&mut self, node: Box<Node<T>>, home: Home) -> NonNull<Node<T>> {
-        let node = Self::lend_untracked(node, home);
-        if self.loans.is_on() {
-            // SAFETY: a node this thread owns, in no book (pooled nodes are
-            // untracked); a guard holds it until it is given back, which
-            // takes it out of the book (`LocalPool::return_lent`).
-            unsafe { self.loans.track(node.as_ptr(), self.capacity) };
+    fn refill(&mut self, remote: &Remote<T>, overflow: &Overflow<T>) -> Option<Box<Node<T>>> {
+        if !remote.is_open() {
+            return None;
         }
-        node
-    }
-
-    /// Lends `node` to a guard without entering it in the loan book.
-    #[inline(always)]
-    fn lend_untracked(mut node: Box<Node<T>>, home: Home) -> NonNull<Node<T>> {
-        node.home = home;
-        // SAFETY: `Box::into_raw` never returns null.
-        unsafe { NonNull::new_unchecked(Box::into_raw(node)) }
-    }
-
-    /// Takes back a node lent from this stash, on its owner's thread: out
-    /// of the loan book, if it is in it.
-    ///
-    /// # Safety
-    ///
-    /// `node` was lent from this stash (`lend`), and this thread holds it.
-    #[inline(always)]
-    pub(crate) unsafe fn reclaim(&mut self, node: NonNull<Node<T>>) -> Box<Node<T>> {
-        let node = node.as_ptr();
-        // SAFETY: the caller holds the node. Relaxed: this thread wrote the
-        // state when it lent the node, and no other thread writes it while
-        // the node is lent and held here.
-        if unsafe { Node::loan(node) }.load(Ordering::Relaxed) == loan::LENT {
-            // SAFETY: lent from this stash and in its book.
-            unsafe { self.loans.untrack(node) };
+        let back = remote.take();
+        if !back.is_empty() {
+            back.stack_onto(&mut self.items);
+            let node = self.pop();
+            let excess = self.items.len().saturating_sub(self.capacity);
+            if excess > 0 {
+                overflow.put_back(self.take_bottom(excess, self.epoch));
+            }
+            return node;
         }
-        // SAFETY: out of the book, so this thread's alone; from
-        // `Box::into_raw` (`lend`).
-        unsafe { Box::from_raw(node) }
+        self.underflow();
+        match overflow.pop() {
+            Some(batch) => self.install(batch, overflow),
+            None => overflow.pop_one(),
+        }
     }
 
-    /// Keeps `value` if the stash has room, else hands it back.
+    /// Keeps `node` if the stash is below its limit, else spills
+    /// (`spill`).
     #[inline(always)]
     pub(crate) fn push(
         &mut self,
-        value: Box<Node<T>>,
-        capacity: usize,
-    ) -> Result<(), Box<Node<T>>> {
-        if self.items.len() < capacity {
-            self.items.push(value);
-            Ok(())
-        } else {
-            Err(value)
+        node: Box<Node<T>>,
+        remote: &Remote<T>,
+        overflow: &Overflow<T>,
+    ) -> Result<(), Refused<T>> {
+        if self.items.len() < self.limit {
+            self.items.push(node);
+            return Ok(());
         }
+        self.spill(node, remote, overflow)
     }
 
-    /// Keeps `value` in a stash at its limit by moving its oldest objects
+    /// Keeps `node` in a stash at its limit by moving its oldest objects
     /// into the overflow: down to half the limit (all that a steal
     /// installed beyond it, too), in one batch of one age, victims first
     /// since they are the likeliest to go unused. One object goes over as a
     /// single, without a batch's `Vec`: the returned object itself from a
     /// stash that keeps none, or the oldest when only one goes. If the
-    /// overflow has no room (`max_idle`), a stash below its share keeps the
-    /// object after all (its limit rises to hold it): an object is refused
-    /// only when neither has room: `Err` hands it back, for the caller to
-    /// drop outside the critical section (it runs the object's `Drop`).
+    /// overflow has no room (`max_idle`), a stash below its capacity keeps
+    /// the object after all (its limit rises to hold it); an object is
+    /// refused only when neither has room, and handed back for the caller
+    /// to drop outside the critical section (it runs the object's `Drop`).
     ///
     /// The push to the overflow is done here, inside the owner's critical
     /// section: a queue operation that never waits, so the hold on the
     /// stash stays bounded, and a return walks down the files (pool,
     /// shared, stash, overflow) and never comes back up with objects.
     #[cold]
-    pub(crate) fn spill(
+    fn spill(
         &mut self,
-        value: Box<Node<T>>,
+        node: Box<Node<T>>,
+        remote: &Remote<T>,
         overflow: &Overflow<T>,
-    ) -> Result<(), Box<Node<T>>> {
-        let Err(value) = self.push(value, self.limit) else {
-            return Ok(());
-        };
+    ) -> Result<(), Refused<T>> {
+        if !remote.is_open() {
+            return Err(Refused::NoSlot(node));
+        }
         self.spilled = true;
         let (same_age, stamp) = if self.victims > 0 {
             (self.victims, self.epoch - 1)
@@ -570,20 +496,20 @@ impl<T> Local<T> {
             .min(same_age);
         match overflow.reserve(want.max(1)) {
             0 if self.items.len() < self.capacity => {
-                self.items.push(value);
+                self.items.push(node);
                 self.limit = self.items.len();
             }
-            0 => return Err(value),
-            _ if want == 0 => overflow.push_one(value, self.epoch),
+            0 => return Err(Refused::NoRoom(node)),
+            _ if want == 0 => overflow.push_one(node, self.epoch),
             1 => {
                 let oldest = self.items.remove(0);
                 self.victims = self.victims.saturating_sub(1);
-                self.items.push(value);
+                self.items.push(node);
                 overflow.push_one(oldest, stamp);
             }
             granted => {
                 let batch = self.take_bottom(granted, stamp);
-                self.items.push(value);
+                self.items.push(node);
                 overflow.push(batch);
             }
         }
@@ -591,7 +517,7 @@ impl<T> Local<T> {
     }
 
     /// Moves the `n` oldest objects into a batch stamped `stamp`.
-    pub(super) fn take_bottom(&mut self, n: usize, stamp: u64) -> Batch<T> {
+    fn take_bottom(&mut self, n: usize, stamp: u64) -> Batch<T> {
         let mut items = self.spares.pop().unwrap_or_default();
         items.extend(self.items.drain(..n));
         self.victims -= n.min(self.victims);
@@ -599,15 +525,24 @@ impl<T> Local<T> {
     }
 
     /// Fills this (empty) stash with a batch taken from the overflow,
-    /// keeping the batch's age.
-    ///
-    /// The objects are moved into the stash's own buffer and the batch's
-    /// emptied buffer is kept for the next spill: buffers circulate with the
-    /// batches, so spilling and stealing allocate nothing once warm.
-    pub(crate) fn install(&mut self, mut batch: Batch<T>) {
+    /// keeping the batch's age and returning its newest object; what the
+    /// stash has no room for goes back. The objects are moved into the
+    /// stash's own buffer and the batch's emptied buffer is kept for the
+    /// next spill: buffers circulate with the batches, so spilling and
+    /// stealing allocate nothing once warm.
+    fn install(&mut self, mut batch: Batch<T>, overflow: &Overflow<T>) -> Option<Box<Node<T>>> {
         // A get steals only after finding the stash empty, and only the
         // owner adds to it.
         debug_assert!(self.items.is_empty(), "a batch goes into an empty stash");
+        let node = batch.items.pop();
+        let excess = batch.items.len().saturating_sub(self.capacity);
+        if excess > 0 {
+            let rest = batch.items.split_off(excess);
+            overflow.put_back(Batch::new(
+                std::mem::replace(&mut batch.items, rest),
+                batch.stamp,
+            ));
+        }
         self.victims = if batch.stamp < self.epoch {
             batch.items.len()
         } else {
@@ -617,15 +552,7 @@ impl<T> Local<T> {
         if self.spares.len() < MAX_SPARES {
             self.spares.push(batch.items);
         }
-    }
-
-    /// Keeps the emptied buffer of a batch taken from the overflow for the
-    /// next spill.
-    pub(crate) fn keep_spare(&mut self, items: Vec<Box<Node<T>>>) {
-        debug_assert!(items.is_empty());
-        if self.spares.len() < MAX_SPARES {
-            self.spares.push(items);
-        }
+        node
     }
 
     /// Notes that a get found this stash empty. If the stash spilled since
@@ -634,19 +561,12 @@ impl<T> Local<T> {
     /// per-CPU caches by the same rule, so a stash whose owner only returns
     /// (it never underflows) or only takes (it never spills) stays empty,
     /// and one whose owner does both grows to what the owner holds.
-    ///
-    /// `false` (and nothing noted) if the stash holds no slot: it keeps
-    /// nothing until it gets one.
-    pub(crate) fn underflow(&mut self) -> bool {
-        if !self.held {
-            return false;
-        }
+    fn underflow(&mut self) {
         if self.spilled {
             self.spilled = false;
             self.limit = self.limit.saturating_mul(2).max(1).min(self.capacity);
         }
         self.underflowed = true;
-        true
     }
 
     /// Sets `capacity`, and the limit within it.
@@ -657,15 +577,24 @@ impl<T> Local<T> {
 
     /// Frees the allocations of an empty stash, so an idle pool holds no
     /// memory but its bookkeeping.
-    pub(super) fn release_memory(&mut self) {
+    fn release_memory(&mut self) {
         if self.items.is_empty() {
             self.items = Vec::new();
         }
         self.spares = Vec::new();
     }
+
+    /// Objects held now (for tests).
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.items.len()
+    }
 }
 
 // === impl Local: sweeps ===
+//
+// Called by a sweeper holding the stash's claim (or by its owner under the
+// sweep lock, where no sweeper can hold it).
 
 impl<T> Local<T> {
     /// Moves the oldest objects beyond the limit into batches for the
@@ -681,16 +610,22 @@ impl<T> Local<T> {
         }
     }
 
-    /// One sweep (Go's victim rule): drops the victims into `dead` and makes
-    /// every remaining object a victim. A stash that did not underflow
-    /// since the last sweep had all it needed: its limit halves. One whose
-    /// owner took nothing since (`gets`, the owner's count now, has not
-    /// moved) only receives, and has no use for what it keeps: it keeps
-    /// nothing from now on, as a new stash. What a stash holds beyond its
-    /// limit is shed (`shed`).
-    pub(crate) fn age(&mut self, epoch: u64, gets: u64, dead: &mut Vec<Box<Node<T>>>) {
-        // Loans given back since the last sweep are fresh, like returns.
-        self.loans.age(&mut self.items);
+    /// One sweep (Go's victim rule): what other threads gave back joins the
+    /// stash as fresh objects; the victims go to `dead` and every remaining
+    /// object becomes a victim. A stash that did not underflow since the
+    /// last sweep had all it needed: its limit halves. One whose owner took
+    /// nothing since (`gets`, the owner's count now, has not moved) only
+    /// receives, and has no use for what it keeps: it keeps nothing from
+    /// now on, as a new stash. What a stash then holds beyond its limit is
+    /// for the caller to shed (`shed`).
+    pub(crate) fn age(
+        &mut self,
+        epoch: u64,
+        gets: u64,
+        remote: &Remote<T>,
+        dead: &mut Vec<Box<Node<T>>>,
+    ) {
+        remote.take().stack_onto(&mut self.items);
         dead.extend(self.items.drain(..self.victims));
         self.victims = self.items.len();
         self.epoch = epoch;
@@ -705,10 +640,16 @@ impl<T> Local<T> {
         self.release_memory();
     }
 
-    /// Moves every object into batches for the overflow, as far as it has
-    /// room (a thread exiting). What does not fit stays for sweeps to age.
-    pub(crate) fn flush(&mut self, overflow: &Overflow<T>) -> Vec<Batch<T>> {
-        self.loans.collect(&mut self.items);
+    /// Gives this stash's slot back (`shared.rs`): its objects, with what
+    /// other threads gave back, go to the overflow as far as it has room
+    /// (the batches returned, whose room is reserved), and from now on it
+    /// keeps nothing. What does not fit stays for sweeps to age. The
+    /// caller closed `remote`.
+    pub(crate) fn give_up(&mut self, remote: &Remote<T>, overflow: &Overflow<T>) -> Vec<Batch<T>> {
+        self.set_capacity(0);
+        // When it gets a slot again, it starts over as a new stash does.
+        self.spilled = true;
+        remote.take().stack_onto(&mut self.items);
         let mut batches = Vec::new();
         let fresh = self.items.len() - self.victims;
         let groups = [
@@ -728,26 +669,18 @@ impl<T> Local<T> {
         batches
     }
 
-    /// Sets this stash's share of the pool's `max_idle`: `share` if it holds
-    /// a slot, nothing if it does not.
-    pub(crate) fn set_share(&mut self, share: usize) {
-        self.set_capacity(if self.held { share } else { 0 });
+    /// Takes a slot: keeps up to `capacity` from now on, starting over as
+    /// a new stash. Call under the sweep lock; the caller opens the remote
+    /// list.
+    pub(crate) fn take_slot(&mut self, capacity: usize, seen: u64) {
+        self.set_capacity(capacity);
+        self.seen = seen;
     }
 
-    /// Gives this stash's slot back (`shared.rs`): its objects go to the
-    /// overflow as far as it has room (the batches, whose room is
-    /// reserved), and from now on it keeps nothing.
-    pub(crate) fn give_up(&mut self, overflow: &Overflow<T>) -> Vec<Batch<T>> {
-        self.held = false;
-        self.set_capacity(0);
-        // When it gets a slot again, it starts over as a new stash does.
-        self.spilled = true;
-        self.flush(overflow)
-    }
-
-    /// Moves every object into `dead` (the pool is dropping).
-    pub(crate) fn drain(&mut self, dead: &mut Vec<Box<Node<T>>>) {
-        self.loans.collect(dead);
+    /// Moves every object, and what other threads gave back, into `dead`
+    /// (`clear`, the pool's drop).
+    pub(crate) fn drain(&mut self, remote: &Remote<T>, dead: &mut Vec<Box<Node<T>>>) {
+        dead.extend(remote.take());
         dead.append(&mut self.items);
         self.victims = 0;
         self.release_memory();
@@ -826,7 +759,7 @@ mod tests {
     }
 
     fn values(nodes: &[Box<Node<u32>>]) -> Vec<u32> {
-        nodes.iter().map(|node| *node.value()).collect()
+        nodes.iter().map(|node| node.value).collect()
     }
 
     fn local(items: &[u32], victims: usize, epoch: u64) -> Local<u32> {
@@ -839,10 +772,8 @@ mod tests {
             spilled: false,
             underflowed: false,
             spares: Vec::new(),
-            held: true,
             seen: 0,
             gets_seen: 0,
-            loans: Loans::new(true),
         }
     }
 
@@ -854,8 +785,12 @@ mod tests {
         }
     }
 
+    fn open() -> Remote<u32> {
+        Remote::new(true)
+    }
+
     fn pop(local: &mut Local<u32>) -> Option<u32> {
-        local.pop().map(|node| *node.value())
+        local.pop().map(|node| node.value)
     }
 
     /// The batch that a spill just pushed to `overflow`: its objects and
@@ -871,17 +806,18 @@ mod tests {
     fn spilled_one(overflow: &Overflow<u32>) -> (u32, u64) {
         let single = overflow.singles.pop().expect("a single was spilled");
         assert!(overflow.pop().is_none(), "and no batch");
-        (*single.node.value(), single.stamp)
+        (single.node.value, single.stamp)
     }
 
     #[test]
     fn pop_takes_the_newest_and_keeps_victims_in_range() {
+        let (remote, overflow) = (open(), Overflow::new(usize::MAX));
         let mut l = local(&[1, 2, 3], 2, 1);
         assert_eq!(pop(&mut l), Some(3));
         assert_eq!(l.victims, 2);
         assert_eq!(pop(&mut l), Some(2));
         assert_eq!(l.victims, 1, "a popped victim is no longer one");
-        assert!(l.push(Node::boxed(9), 8).is_ok());
+        assert!(l.push(Node::boxed(9), &remote, &overflow).is_ok());
         assert_eq!(l.victims, 1, "a pushed object is fresh");
         assert_eq!(
             (pop(&mut l), pop(&mut l), pop(&mut l)),
@@ -890,57 +826,106 @@ mod tests {
     }
 
     #[test]
-    fn push_refuses_past_capacity() {
-        let mut l = local(&[1, 2], 0, 0);
-        let refused = l.push(Node::boxed(3), 2).unwrap_err();
-        assert_eq!(*refused.value(), 3);
+    fn an_empty_stash_takes_what_came_back_newest_on_top() {
+        let (remote, overflow) = (open(), Overflow::new(usize::MAX));
+        let strategy = crate::pool::barrier::strategy();
+        for value in [1, 2, 3] {
+            assert!(remote.push(Node::boxed(value), strategy).is_none());
+        }
+        let mut l = local(&[], 0, 0);
+        l.capacity = 1;
+        let taken = l.take(&remote, &overflow).map(|node| node.value);
+        assert_eq!(taken, Some(3), "the newest");
+        assert_eq!(values(&l.items), [2], "up to its capacity");
+        assert_eq!(spilled(&overflow), (vec![1], 0), "the oldest past it");
+    }
+
+    #[test]
+    fn a_stash_without_a_slot_takes_and_keeps_nothing() {
+        let (remote, overflow) = (Remote::new(false), Overflow::new(usize::MAX));
+        overflow.push_one(Node::boxed(1), 0);
+        let mut l = limited(&[], 0, 0, 0);
+        assert!(
+            l.take(&remote, &overflow).is_none(),
+            "its owner asks for a slot"
+        );
+        let refused = l.push(Node::boxed(2), &remote, &overflow);
+        assert!(matches!(refused, Err(Refused::NoSlot(_))));
+    }
+
+    #[test]
+    fn push_refuses_past_capacity_when_the_overflow_is_full() {
+        let (remote, overflow) = (open(), Overflow::new(0));
+        let mut l = limited(&[1, 2], 0, 0, 2);
+        l.capacity = 2;
+        let refused = l.push(Node::boxed(3), &remote, &overflow);
+        let Err(Refused::NoRoom(node)) = refused else {
+            panic!("refused for want of room")
+        };
+        assert_eq!(node.value, 3);
         assert_eq!(values(&l.items), [1, 2]);
     }
 
     #[test]
     fn age_drops_victims_and_marks_the_rest() {
+        let remote = open();
         let mut l = local(&[1, 2, 3, 4], 1, 3);
         let mut dead = Vec::new();
-        l.age(4, 1, &mut dead);
+        l.age(4, 1, &remote, &mut dead);
         assert_eq!(values(&dead), [1]);
         assert_eq!(
             (values(&l.items), l.victims, l.epoch),
             (vec![2, 3, 4], 3, 4)
         );
-        l.age(5, 2, &mut dead);
+        l.age(5, 2, &remote, &mut dead);
         assert_eq!(values(&dead), [1, 2, 3, 4]);
         assert!(l.items.is_empty());
         assert_eq!(l.items.capacity(), 0, "an empty stash frees its buffer");
     }
 
     #[test]
+    fn what_came_back_ages_as_a_fresh_return() {
+        let remote = open();
+        let strategy = crate::pool::barrier::strategy();
+        assert!(remote.push(Node::boxed(7), strategy).is_none());
+        let mut l = local(&[1], 1, 3);
+        let mut dead = Vec::new();
+        l.age(4, 1, &remote, &mut dead);
+        assert_eq!((values(&dead), values(&l.items)), (vec![1], vec![7]));
+        l.age(5, 2, &remote, &mut dead);
+        assert_eq!(values(&dead), [1, 7], "the second sweep drops it");
+    }
+
+    #[test]
     fn a_sweep_halves_the_limit_of_a_stash_that_did_not_underflow() {
+        let remote = open();
         let mut l = limited(&[], 0, 0, 8);
         let mut dead = Vec::new();
-        assert!(l.underflow());
-        l.age(1, 1, &mut dead);
+        l.underflow();
+        l.age(1, 1, &remote, &mut dead);
         assert_eq!(l.limit, 8, "it underflowed: it keeps its limit");
-        l.age(2, 2, &mut dead);
+        l.age(2, 2, &remote, &mut dead);
         assert_eq!(l.limit, 4, "it had all it needed: half");
     }
 
     #[test]
     fn a_stash_whose_owner_took_nothing_keeps_nothing() {
+        let (remote, overflow) = (open(), Overflow::new(usize::MAX));
         let mut l = limited(&[], 0, 0, 8);
         let mut dead = Vec::new();
-        l.age(1, 5, &mut dead);
+        l.age(1, 5, &remote, &mut dead);
         assert_eq!(l.limit, 4, "it took, and did not underflow: half");
         for value in 1..=3 {
-            assert!(l.push(Node::boxed(value), l.limit).is_ok());
+            assert!(l.push(Node::boxed(value), &remote, &overflow).is_ok());
         }
-        l.age(2, 5, &mut dead);
+        l.age(2, 5, &remote, &mut dead);
         assert!(dead.is_empty(), "none was a victim yet");
         assert_eq!(l.limit, 0, "no get since the last sweep");
         let mut shed = Vec::new();
         l.shed(&mut shed);
         let shed: Vec<u32> = shed.iter().flat_map(|b| values(&b.items)).collect();
         assert_eq!(shed, [1, 2, 3], "all it held goes to the overflow");
-        assert!(l.underflow());
+        l.underflow();
         assert_eq!(
             l.limit, 1,
             "its owner's next get keeps one, as in a new stash"
@@ -949,48 +934,42 @@ mod tests {
 
     #[test]
     fn spill_moves_victims_first_with_their_stamp() {
-        let overflow = Overflow::new(usize::MAX);
+        let (remote, overflow) = (open(), Overflow::new(usize::MAX));
         let mut l = limited(&[1, 2, 3, 4], 1, 7, 4);
-        assert!(l.spill(Node::boxed(5), &overflow).is_ok());
+        assert!(l.push(Node::boxed(5), &remote, &overflow).is_ok());
         assert_eq!(spilled_one(&overflow), (1, 6), "one victim");
         assert_eq!((values(&l.items), l.victims), (vec![2, 3, 4, 5], 0));
-        assert!(l.spill(Node::boxed(6), &overflow).is_ok());
+        assert!(l.push(Node::boxed(6), &remote, &overflow).is_ok());
         assert_eq!(spilled(&overflow), (vec![2, 3], 7), "half of the fresh");
         assert_eq!(values(&l.items), [4, 5, 6]);
     }
 
     #[test]
-    fn spill_rejects_when_the_overflow_is_full() {
-        let overflow = Overflow::new(0);
+    fn a_stash_below_its_capacity_keeps_what_the_overflow_has_no_room_for() {
+        let (remote, overflow) = (open(), Overflow::new(0));
         let mut l = limited(&[1, 2], 0, 0, 2);
-        l.capacity = 2;
-        let refused = l.spill(Node::boxed(3), &overflow).unwrap_err();
-        assert_eq!(*refused.value(), 3);
-        assert_eq!(values(&l.items), [1, 2]);
-        l.limit = 5;
-        assert!(l.spill(Node::boxed(3), &overflow).is_ok());
-        // Below its share, a stash keeps what the overflow has no room for.
         l.capacity = 8;
-        assert!(l.spill(Node::boxed(4), &overflow).is_ok());
-        assert!(l.spill(Node::boxed(5), &overflow).is_ok());
+        for value in [3, 4, 5] {
+            assert!(l.push(Node::boxed(value), &remote, &overflow).is_ok());
+        }
         assert_eq!((values(&l.items), l.limit), (vec![1, 2, 3, 4, 5], 5));
     }
 
     #[test]
     fn a_stash_past_its_limit_spills_down_to_half_of_it_at_once() {
-        let overflow = Overflow::new(usize::MAX);
+        let (remote, overflow) = (open(), Overflow::new(usize::MAX));
         // A steal installed six; the stash keeps two.
         let mut l = limited(&[1, 2, 3, 4, 5, 6], 0, 3, 2);
-        assert!(l.spill(Node::boxed(7), &overflow).is_ok());
+        assert!(l.push(Node::boxed(7), &remote, &overflow).is_ok());
         assert_eq!(spilled(&overflow), (vec![1, 2, 3, 4, 5], 3));
         assert_eq!(values(&l.items), [6, 7]);
     }
 
     #[test]
-    fn zero_capacity_spills_the_object_itself() {
-        let overflow = Overflow::new(usize::MAX);
+    fn zero_limit_spills_the_object_itself() {
+        let (remote, overflow) = (open(), Overflow::new(usize::MAX));
         let mut l = limited(&[], 0, 2, 0);
-        assert!(l.spill(Node::boxed(8), &overflow).is_ok());
+        assert!(l.push(Node::boxed(8), &remote, &overflow).is_ok());
         assert_eq!(spilled_one(&overflow), (8, 2));
         assert!(l.items.is_empty());
         assert_eq!(l.items.capacity(), 0, "no buffer for a stash with no room");
@@ -998,21 +977,27 @@ mod tests {
     }
 
     #[test]
-    fn install_keeps_the_age_of_a_batch() {
+    fn install_keeps_the_age_of_a_batch_and_no_more_than_the_capacity() {
+        let (remote, overflow) = (open(), Overflow::new(usize::MAX));
         let mut l = local(&[], 0, 5);
-        l.install(Batch::new(nodes(&[1, 2]), 4));
-        assert_eq!(l.victims, 2, "stamped before this stash's last sweep");
-        assert_eq!((pop(&mut l), pop(&mut l), l.victims), (Some(2), Some(1), 0));
-        l.install(Batch::new(nodes(&[3, 4]), 5));
-        assert_eq!((values(&l.items), l.victims), (vec![3, 4], 0), "fresh");
-        assert_eq!(l.spares.len(), 2, "the batches' buffers are kept");
+        l.capacity = 2;
+        overflow.push(Batch::new(nodes(&[1, 2, 3, 4]), 4));
+        let taken = l.take(&remote, &overflow).map(|node| node.value);
+        assert_eq!(taken, Some(4), "the newest of the batch");
+        assert_eq!(
+            (values(&l.items), l.victims),
+            (vec![2, 3], 2),
+            "stamped before"
+        );
+        assert_eq!(spilled(&overflow), (vec![1], 4), "the oldest goes back");
+        assert_eq!(l.spares.len(), 1, "the batch's buffer is kept");
     }
 
     #[test]
-    fn flush_moves_everything_that_fits() {
-        let overflow = Overflow::new(3);
+    fn give_up_moves_everything_that_fits() {
+        let (remote, overflow) = (Remote::new(false), Overflow::new(3));
         let mut l = local(&[1, 2, 3, 4], 2, 2);
-        let batches = l.flush(&overflow);
+        let batches = l.give_up(&remote, &overflow);
         assert_eq!(batches.len(), 2);
         assert_eq!(
             (values(&batches[0].items), batches[0].stamp),
@@ -1020,9 +1005,9 @@ mod tests {
         );
         assert_eq!((values(&batches[1].items), batches[1].stamp), (vec![3], 2));
         assert_eq!(
-            (values(&l.items), l.victims),
-            (vec![4], 0),
-            "what did not fit stays"
+            (values(&l.items), l.victims, l.capacity),
+            (vec![4], 0, 0),
+            "what did not fit stays; it keeps nothing from now on"
         );
     }
 
@@ -1035,8 +1020,8 @@ mod tests {
         // in order. (Miri and TSan see the race on every run; a native run
         // catches it often in release, where the two sides overlap most.)
         // The sweeper registers the process for `membarrier` after its
-        // first round (if no other test has), so the owner may switch
-        // barriers midway.
+        // first round (if no other test has), so both may switch barriers
+        // midway.
         const N: u32 = if cfg!(miri) {
             40
         } else if cfg!(debug_assertions) {
@@ -1044,14 +1029,18 @@ mod tests {
         } else {
             1_000_000
         };
-        let stash = Stash::<u32>::new(0, usize::MAX, true);
+        let stash = Stash::<u32>::new(0, usize::MAX);
+        let overflow = Overflow::new(usize::MAX);
         let strategy = crate::pool::barrier::strategy();
         let done = std::sync::atomic::AtomicBool::new(false);
         let mut seen = Vec::new();
         std::thread::scope(|s| {
             s.spawn(|| {
                 for i in 0..N {
-                    let pushed = stash.with_owner(strategy, |l| l.push(Node::boxed(i), usize::MAX));
+                    let pushed = stash.with_owner(strategy, |l| {
+                        l.limit = usize::MAX;
+                        l.push(Node::boxed(i), &stash.remote, &overflow)
+                    });
                     assert!(pushed.is_ok());
                 }
                 done.store(true, Ordering::Release);
@@ -1061,16 +1050,12 @@ mod tests {
                     crate::pool::barrier::register();
                 }
                 let finished = done.load(Ordering::Acquire);
+                let _gate = crate::pool::barrier::gate(strategy).shared();
                 let heavy = crate::pool::barrier::Heavy::new(strategy);
                 stash.claim();
                 heavy.issue();
-                let taken = stash
-                    .with_claimed(|l| {
-                        let mut taken = Vec::new();
-                        l.drain(&mut taken);
-                        taken
-                    })
-                    .expect("the owner is alive");
+                let mut taken = Vec::new();
+                stash.with_claimed(|l| l.drain(&stash.remote, &mut taken));
                 seen.extend(values(&taken));
                 if finished {
                     break;
@@ -1080,5 +1065,41 @@ mod tests {
         assert_eq!(seen, (0..N).collect::<Vec<_>>());
         // Released: the owner can enter again.
         assert_eq!(stash.with_owner(strategy, |l| l.items.len()), 0);
+    }
+
+    /// A sweeper that claims the stash again the moment it releases it
+    /// cannot keep the owner out: an owner that finds its stash claimed
+    /// says it waits, and the next claim lets it in first. Each round of
+    /// the sweeper here claims twice in a row, with nothing between.
+    #[test]
+    fn back_to_back_claims_cannot_keep_an_owner_out() {
+        const OPS: u32 = if cfg!(miri) { 20 } else { 20_000 };
+        let stash = Stash::<u32>::new(0, usize::MAX);
+        let overflow = Overflow::new(usize::MAX);
+        let strategy = crate::pool::barrier::strategy();
+        let done = std::sync::atomic::AtomicBool::new(false);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                while !done.load(Ordering::Relaxed) {
+                    let _gate = crate::pool::barrier::gate(strategy).shared();
+                    for _ in 0..2 {
+                        let heavy = crate::pool::barrier::Heavy::new(strategy);
+                        stash.claim();
+                        heavy.issue();
+                        stash.with_claimed(|_| ());
+                    }
+                }
+            });
+            for i in 0..OPS {
+                let pushed = stash.with_owner(strategy, |l| {
+                    l.limit = usize::MAX;
+                    l.push(Node::boxed(i), &stash.remote, &overflow)
+                });
+                assert!(pushed.is_ok());
+            }
+            done.store(true, Ordering::Relaxed);
+        });
+        let len = stash.with_owner(strategy, |l| l.items.len());
+        assert_eq!(len, OPS as usize);
     }
 }

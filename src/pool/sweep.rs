@@ -56,14 +56,19 @@ impl<T: Send> Shared<T> {
                     self.with_every_stash(|stash| {
                         stash.returner.reset();
                         stash.with_claimed(|local| {
-                            local.age(epoch, stash.counters.gets(), &mut dead);
+                            local.age(epoch, stash.counters.gets(), &stash.remote, &mut dead);
                             // A slot whose owner has not touched the pool
                             // since the last sweep goes back to the pool,
                             // if a thread found none free meanwhile.
                             let ops = stash.counters.total();
-                            if wanted && local.held && ops == local.seen {
+                            let held = stash.remote.is_open();
+                            if wanted && held && ops == local.seen {
+                                // Closed after the heavy barrier: an object
+                                // given back meanwhile may stay on the list
+                                // until the next sweep (section 3c).
+                                stash.remote.close();
                                 // Room reserved: pushed under the lock.
-                                for batch in local.give_up(&self.overflow) {
+                                for batch in local.give_up(&stash.remote, &self.overflow) {
                                     self.overflow.push(batch);
                                 }
                                 given_up += 1;
@@ -71,7 +76,11 @@ impl<T: Send> Shared<T> {
                             local.seen = ops;
                             if max_idle.is_some() {
                                 // Shares as of now.
-                                local.set_share(capacity);
+                                local.set_capacity(if stash.remote.is_open() {
+                                    capacity
+                                } else {
+                                    0
+                                });
                             }
                             // What a stash holds beyond its limit (a share
                             // cut, or a limit halved by `age`) goes to the
@@ -109,7 +118,7 @@ impl<T: Send> Shared<T> {
                 }
                 Trim::All => {
                     self.with_every_stash(|stash| {
-                        stash.with_claimed(|local| local.drain(&mut dead));
+                        stash.with_claimed(|local| local.drain(&stash.remote, &mut dead));
                     });
                     self.overflow.trim(0, true, &mut dead);
                 }
@@ -134,7 +143,7 @@ impl<T: Send> Shared<T> {
                 return;
             }
             self.with_every_stash(|stash| {
-                stash.with_claimed(|local| local.drain(&mut dead));
+                stash.with_claimed(|local| local.drain(&stash.remote, &mut dead));
             });
             self.overflow.trim(0, true, &mut dead);
             self.closed.store(true, Ordering::Release);

@@ -35,8 +35,8 @@
 use crossbeam_utils::CachePadded;
 
 use super::job::Job;
-use crate::lazy::LazyQueue;
-use crate::sync::{AtomicUsize, Ordering, Ring};
+use crate::lazy::Lazy;
+use crate::sync::{AtomicUsize, Ordering, Queue, Ring};
 
 /// The most slots a ring gets. The ring must hold all that admission lets
 /// queue: a smaller one overflows whenever the submitter runs ahead of the
@@ -72,7 +72,7 @@ pub(crate) struct TaskQueue {
     /// Tasks that found the ring full (or found tasks here already); made
     /// on the first such task, so a pool whose tasks always fit the ring
     /// holds no block of it.
-    overflow: LazyQueue<Job>,
+    overflow: Lazy<Queue<Job>>,
     /// Tasks pushed to `overflow` and not yet popped from it: counted
     /// before the push and after the pop, so never below the tasks there.
     /// Read by every push; written only while tasks overflow, so its line
@@ -97,7 +97,7 @@ impl TaskQueue {
     fn with_slots(slots: usize) -> Self {
         Self {
             ring: Ring::new(slots.clamp(1, MAX_RING_SLOTS)),
-            overflow: LazyQueue::new(),
+            overflow: Lazy::new(),
             overflowed: CachePadded::new(AtomicUsize::new(0)),
         }
     }
@@ -122,7 +122,7 @@ impl TaskQueue {
     #[cold]
     fn push_overflow(&self, job: Job) {
         self.overflowed.fetch_add(1, Ordering::Relaxed);
-        self.overflow.push(job);
+        self.overflow.get_or_make(Queue::new).push(job);
     }
 
     /// Takes a task, the ring's first, if either part holds one.
@@ -135,7 +135,7 @@ impl TaskQueue {
     }
 
     fn pop_overflow(&self) -> Option<Job> {
-        let job = self.overflow.pop()?;
+        let job = self.overflow.get()?.pop()?;
         self.overflowed.fetch_sub(1, Ordering::Relaxed);
         Some(job)
     }
@@ -211,9 +211,9 @@ mod tests {
         let (ran, generations) = (Arc::new(Mutex::new(Vec::new())), Generations::new());
         let queue = TaskQueue::with_slots(1);
         queue.push(job(&ran, &generations, 0));
-        assert!(!queue.overflow.is_made(), "the task fit the ring");
+        assert!(queue.overflow.get().is_none(), "the task fit the ring");
         queue.push(job(&ran, &generations, 1));
-        assert!(queue.overflow.is_made());
+        assert!(queue.overflow.get().is_some());
         run_all(&queue);
         assert_eq!(*ran.lock().unwrap(), [0, 1]);
     }
