@@ -1011,4 +1011,246 @@ mod tests {
         });
         assert!(inherited <= 2, "{inherited}");
     }
+
+    /// Concurrent workouts of the remote lists, sized for Miri: a producer
+    /// whose objects a consumer gives back while it takes them back, with
+    /// sweeps and clears reaching the lists meanwhile; objects out when
+    /// their thread exits; and objects kept, refused or panicked on by the
+    /// thread that gives them back.
+    mod remote {
+        use std::panic::{catch_unwind, AssertUnwindSafe};
+        use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+        use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+        use std::sync::Arc;
+        use std::thread;
+
+        use crate::{LocalPool, Pooled, Recycle};
+
+        /// A pooled object: counts its drops; `payload` is written by
+        /// whoever holds it and by `recycle` on whatever thread gives it
+        /// back, so Miri's race detector checks every hand-off.
+        struct Item {
+            dropped: Arc<AtomicUsize>,
+            tag: usize,
+            payload: Box<[u64; 4]>,
+        }
+
+        impl Drop for Item {
+            fn drop(&mut self) {
+                assert_eq!(self.payload[0], self.payload[3], "torn object");
+                self.dropped.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+
+        /// Makes `Item`s and counts them; refuses every `refuse_every`-th
+        /// recycle (0: none), and panics on the `panic_at`-th (0: none).
+        #[derive(Default)]
+        struct Items {
+            created: AtomicUsize,
+            dropped: Arc<AtomicUsize>,
+            recycles: AtomicUsize,
+            refuse_every: AtomicUsize,
+            panic_at: AtomicUsize,
+        }
+
+        impl Recycle<Item> for Items {
+            fn create(&self) -> Item {
+                self.created.fetch_add(1, Ordering::SeqCst);
+                Item {
+                    dropped: Arc::clone(&self.dropped),
+                    tag: usize::MAX,
+                    payload: Box::new([0; 4]),
+                }
+            }
+
+            fn recycle(&self, item: &mut Item) -> bool {
+                let n = self.recycles.fetch_add(1, Ordering::SeqCst) + 1;
+                item.payload[0] = n as u64;
+                item.payload[3] = n as u64;
+                assert_ne!(n, self.panic_at.load(Ordering::SeqCst), "recycle panics");
+                let every = self.refuse_every.load(Ordering::SeqCst);
+                every == 0 || n % every != 0
+            }
+        }
+
+        type Pool = LocalPool<Item, Items>;
+        type Guard<'a> = Pooled<'a, Item, Items>;
+
+        fn pool() -> Pool {
+            LocalPool::builder(Items::default()).manual_sweep().build()
+        }
+
+        const N: usize = if cfg!(miri) { 300 } else { 4000 };
+
+        /// Writes the guard's object as its holder.
+        fn stamp(guard: &mut Guard<'_>, tag: usize) {
+            guard.tag = tag;
+            let p = guard.payload[0] + 1;
+            guard.payload[0] = p;
+            guard.payload[3] = p;
+        }
+
+        /// Lends `n` objects into `to`, every `keep_every`-th (0: none)
+        /// returned on this thread instead.
+        fn produce<'a>(pool: &'a Pool, to: SyncSender<Guard<'a>>, n: usize, keep_every: usize) {
+            for i in 0..n {
+                let mut guard = pool.get();
+                stamp(&mut guard, i);
+                if keep_every != 0 && i % keep_every == keep_every - 1 {
+                    continue;
+                }
+                to.send(guard).unwrap();
+            }
+        }
+
+        /// Drops what it is sent, writing it first.
+        fn consume(guards: Receiver<Guard<'_>>) -> usize {
+            guards
+                .into_iter()
+                .map(|mut guard| {
+                    let p = guard.payload[3] + 1;
+                    guard.payload[0] = p;
+                    guard.payload[3] = p;
+                })
+                .count()
+        }
+
+        /// Drops the pool: every object made must then have been dropped.
+        fn finish(pool: Pool) -> (usize, crate::Stats) {
+            let stats = pool.stats();
+            let dropped = Arc::clone(&pool.recycler().dropped);
+            let created = pool.recycler().created.load(Ordering::SeqCst);
+            drop(pool);
+            assert_eq!(created, dropped.load(Ordering::SeqCst), "{stats:?}");
+            assert_eq!(created as u64, stats.created);
+            (created, stats)
+        }
+
+        #[test]
+        fn a_producer_takes_back_while_a_consumer_gives_back() {
+            let pool = pool();
+            let consumed = thread::scope(|s| {
+                let (to, guards) = sync_channel(8);
+                let consumer = s.spawn(move || consume(guards));
+                produce(&pool, to, N, 9);
+                consumer.join().unwrap()
+            });
+            assert_eq!(consumed, N - N / 9);
+            let (created, stats) = finish(pool);
+            assert!(created < 40, "objects reused across threads: {stats:?}");
+        }
+
+        /// As above, while one thread sweeps without pause and another
+        /// clears a few times: sweeps and clears take the remote list while
+        /// the consumer pushes, and cannot keep the producer from its stash.
+        #[test]
+        fn sweeps_and_clears_reach_the_list_meanwhile() {
+            let pool = pool();
+            let done = AtomicBool::new(false);
+            let consumed = thread::scope(|s| {
+                let (to, guards) = sync_channel(8);
+                let consumer = s.spawn(move || consume(guards));
+                let (pool, done) = (&pool, &done);
+                let sweeper = s.spawn(move || {
+                    while !done.load(Ordering::SeqCst) {
+                        pool.sweep();
+                    }
+                });
+                let clearer = s.spawn(move || {
+                    for _ in 0..3 {
+                        for _ in 0..40 {
+                            thread::yield_now();
+                        }
+                        pool.clear();
+                    }
+                });
+                produce(pool, to, N, 11);
+                let consumed = consumer.join().unwrap();
+                clearer.join().unwrap();
+                done.store(true, Ordering::SeqCst);
+                sweeper.join().unwrap();
+                consumed
+            });
+            assert_eq!(consumed, N - N / 11);
+            finish(pool);
+        }
+
+        /// The producer exits with 12 objects out, given back after its
+        /// exit (or while it exits); a new thread then finds them all.
+        #[test]
+        fn objects_out_when_their_thread_exits() {
+            const OUT: usize = 12;
+            let pool = pool();
+            for concurrent in [false, true] {
+                let (to_holder, held) = sync_channel::<Guard<'_>>(OUT);
+                let created = thread::scope(|s| {
+                    let pool = &pool;
+                    let holder = s.spawn(move || {
+                        let held: Vec<_> = held.iter().collect();
+                        assert_eq!(held.len(), OUT);
+                        if concurrent {
+                            held.into_iter().for_each(drop);
+                            Vec::new()
+                        } else {
+                            held
+                        }
+                    });
+                    s.spawn(move || {
+                        for i in 0..OUT {
+                            let mut guard = pool.get();
+                            stamp(&mut guard, 1000 + i);
+                            to_holder.send(guard).unwrap();
+                        }
+                    })
+                    .join()
+                    .unwrap();
+                    let rest = holder.join().unwrap();
+                    let created = pool.recycler().created.load(Ordering::SeqCst);
+                    s.spawn(move || drop(rest)).join().unwrap();
+                    created
+                });
+                thread::scope(|s| {
+                    s.spawn(|| {
+                        let got: Vec<_> = (0..OUT).map(|_| pool.get()).collect();
+                        let now = pool.recycler().created.load(Ordering::SeqCst);
+                        assert_eq!(now, created, "none made: {:?}", pool.stats());
+                        assert!(got.iter().all(|item| item.tag >= 1000));
+                    });
+                });
+            }
+            finish(pool);
+        }
+
+        /// Objects leave the pool on the consumer: kept (`into_inner`),
+        /// refused by the recycler, and one panicked on (caught around the
+        /// drop). Nothing is lost or dropped twice.
+        #[test]
+        fn objects_kept_refused_or_panicked_on_elsewhere() {
+            let pool = pool();
+            pool.recycler().refuse_every.store(5, Ordering::SeqCst);
+            pool.recycler().panic_at.store(37, Ordering::SeqCst);
+            let n = if cfg!(miri) { 240 } else { 3000 };
+            let (kept, panics) = thread::scope(|s| {
+                let (to, guards) = sync_channel::<Guard<'_>>(8);
+                let consumer = s.spawn(move || {
+                    let (mut kept, mut panics) = (0, 0);
+                    for (i, mut guard) in guards.into_iter().enumerate() {
+                        guard.tag += 1;
+                        if i % 4 == 3 {
+                            drop(Pooled::into_inner(guard));
+                            kept += 1;
+                        } else if catch_unwind(AssertUnwindSafe(|| drop(guard))).is_err() {
+                            panics += 1;
+                        }
+                    }
+                    (kept, panics)
+                });
+                produce(&pool, to, n, 0);
+                consumer.join().unwrap()
+            });
+            assert_eq!((kept, panics), (n / 4, 1));
+            let (_, stats) = finish(pool);
+            assert!(stats.discarded >= 10, "{stats:?}");
+        }
+    }
 }
