@@ -626,21 +626,24 @@ where
     }
 }
 
-impl<G: DerefMut> AsRef<G::Target> for SizedGuard<G>
+/// What the object is a view of, the guard is, as for [`Pooled`]: a
+/// `BytePools` buffer is an `AsRef<[u8]>`.
+impl<G: DerefMut, U: ?Sized> AsRef<U> for SizedGuard<G>
 where
-    G::Target: Sized,
+    G::Target: Sized + AsRef<U>,
 {
-    fn as_ref(&self) -> &G::Target {
-        self
+    fn as_ref(&self) -> &U {
+        (**self).as_ref()
     }
 }
 
-impl<G: DerefMut> AsMut<G::Target> for SizedGuard<G>
+/// Through `DerefMut`, so the guard records the write.
+impl<G: DerefMut, U: ?Sized> AsMut<U> for SizedGuard<G>
 where
-    G::Target: Sized,
+    G::Target: Sized + AsMut<U>,
 {
-    fn as_mut(&mut self) -> &mut G::Target {
-        self
+    fn as_mut(&mut self) -> &mut U {
+        (**self).as_mut()
     }
 }
 
