@@ -48,8 +48,8 @@ use std::mem;
 use ::bytes::{Bytes, BytesMut};
 
 use crate::resource::fallible;
-use crate::resource::sealed::{Knobs, Resource};
-use crate::resource::{resource_pool, ResourceBuilder};
+use crate::resource::sealed::{Preload, Resource};
+use crate::resource::{const_build, resource_pool, ResourceBuilder};
 use crate::{LocalPool, Recycle};
 
 const BAD_SIZE: &str = "stashpool: a SlabPool slab size must be non-zero and at most isize::MAX";
@@ -143,7 +143,7 @@ impl SlabPool {
     /// let pool = SlabPool::builder(8192).max_stashed(2).build();
     /// assert!(pool.alloc(10).capacity() >= 10);
     /// ```
-    pub fn builder(slab_capacity: usize) -> ResourceBuilder<Self> {
+    pub const fn builder(slab_capacity: usize) -> ResourceBuilder<Self> {
         ResourceBuilder::new(slab_capacity)
     }
 
@@ -229,14 +229,21 @@ impl fmt::Debug for SlabPool {
 impl Resource for SlabPool {
     /// The slab size.
     type Params = usize;
+}
 
-    fn build(slab_capacity: usize, knobs: Knobs) -> Self {
+impl Preload for SlabPool {}
+
+const_build!(
+    [] SlabPool,
+    |slab_capacity, knobs| {
         fallible::check_len(slab_capacity, BAD_SIZE);
-        Self {
+        SlabPool {
             slabs: knobs.pool(SlabRecycler { slab_capacity }),
         }
-    }
-}
+    },
+    "stashpool::slab::SlabPool::builder(8192)",
+    "stashpool::slab::SlabPool"
+);
 
 /// What a thread carves from: the unused end of a slab.
 struct Slab {

@@ -168,8 +168,21 @@ impl<F: Frame> FramePool<F> {
     ///
     /// As the `new` of each kind of frame pool.
     pub(crate) fn with_knobs(width: u32, height: u32, params: F::Params, knobs: Knobs) -> Self {
+        let recycler = F::recycler(width, height, params, knobs.reset, Token);
+        Self::with_recycler(recycler, width, height, knobs)
+    }
+
+    /// A pool with these knobs whose `recycler` makes `width` x `height`
+    /// frames under `knobs.reset`: what a `const` build calls, with the
+    /// recycler of its kind of frame.
+    pub(crate) const fn with_recycler(
+        recycler: F::Recycler,
+        width: u32,
+        height: u32,
+        knobs: Knobs,
+    ) -> Self {
         Self {
-            pool: knobs.pool(F::recycler(width, height, params, knobs.reset, Token)),
+            pool: knobs.pool(recycler),
             width,
             height,
             reset: knobs.reset,
@@ -276,10 +289,15 @@ pub struct FramePools<F: Frame> {
 impl<F: Frame> FramePools<F> {
     /// Pools with the default knobs.
     pub(crate) const fn from_params(params: F::Params) -> Self {
+        Self::with_knobs(params, Knobs::DEFAULT)
+    }
+
+    /// Pools with these knobs.
+    pub(crate) const fn with_knobs(params: F::Params, knobs: Knobs) -> Self {
         Self {
             shapes: Shapes::new(),
             params,
-            knobs: Knobs::DEFAULT,
+            knobs,
         }
     }
 
@@ -486,13 +504,6 @@ impl<F: Frame> Contents for FramePools<F> {}
 
 impl<F: Frame> Resource for FramePools<F> {
     type Params = F::Params;
-
-    fn build(params: F::Params, knobs: Knobs) -> Self {
-        Self {
-            knobs,
-            ..Self::from_params(params)
-        }
-    }
 }
 
 impl<F: Frame> fmt::Debug for FramePools<F> {

@@ -5,8 +5,8 @@ use std::fmt;
 use super::{frame_len, FramePool, FramePools, PooledFrame, PooledFrameOwned, WIPE_IN_PLACE_BELOW};
 use crate::resource::fallible;
 use crate::resource::reset::{self, Wipe};
-use crate::resource::sealed::{Knobs, Resource};
-use crate::resource::ResourceBuilder;
+use crate::resource::sealed::{Preload, Resource};
+use crate::resource::{const_build, ResourceBuilder};
 use crate::{Recycle, Reset};
 
 /// How the chroma planes of a [`YCbCrFrame`] are subsampled (as Go's
@@ -336,7 +336,11 @@ impl FramePool<YCbCrFrame> {
     ///     .build();
     /// assert_eq!(pool.get().cr.len(), 64 * 64);
     /// ```
-    pub fn builder(width: u32, height: u32, subsampling: Subsampling) -> ResourceBuilder<Self> {
+    pub const fn builder(
+        width: u32,
+        height: u32,
+        subsampling: Subsampling,
+    ) -> ResourceBuilder<Self> {
         ResourceBuilder::new((width, height, subsampling))
     }
 
@@ -358,11 +362,20 @@ impl FramePool<YCbCrFrame> {
 impl Resource for FramePool<YCbCrFrame> {
     /// Width, height and subsampling.
     type Params = (u32, u32, Subsampling);
-
-    fn build((width, height, subsampling): (u32, u32, Subsampling), knobs: Knobs) -> Self {
-        Self::with_knobs(width, height, subsampling, knobs)
-    }
 }
+
+impl Preload for FramePool<YCbCrFrame> {}
+
+const_build!(
+    [] YCbCrPool,
+    |(width, height, subsampling), knobs| {
+        let mut recycler = YCbCrRecycler::new(width, height, subsampling);
+        recycler.reset = knobs.reset;
+        YCbCrPool::with_recycler(recycler, width, height, knobs)
+    },
+    "stashpool::image::YCbCrPool::builder(64, 48, stashpool::image::Subsampling::S420)",
+    "stashpool::image::YCbCrPool"
+);
 
 /// Planar Y'CbCr frames of any size with one subsampling, one
 /// [`YCbCrPool`] per size, made on first use (Go's
@@ -418,7 +431,7 @@ impl FramePools<YCbCrFrame> {
     /// let pools = YCbCrPools::builder(Subsampling::S422).max_stashed(2).build();
     /// assert_eq!(pools.get(4, 2).cb.len(), 4);
     /// ```
-    pub fn builder(subsampling: Subsampling) -> ResourceBuilder<Self> {
+    pub const fn builder(subsampling: Subsampling) -> ResourceBuilder<Self> {
         ResourceBuilder::new(subsampling)
     }
 
@@ -435,6 +448,13 @@ impl FramePools<YCbCrFrame> {
         self.params()
     }
 }
+
+const_build!(
+    [] YCbCrPools,
+    |subsampling, knobs| YCbCrPools::with_knobs(subsampling, knobs),
+    "stashpool::image::YCbCrPools::builder(stashpool::image::Subsampling::S420)",
+    "stashpool::image::YCbCrPools"
+);
 
 /// Makes zeroed Y'CbCr frames of one shape, zeroes returned ones and
 /// restores their strides, and drops those whose planes changed length.

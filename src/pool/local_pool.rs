@@ -190,7 +190,7 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
     /// assert_eq!(pool.stats().created, 0);
     /// ```
     pub fn try_get(&self) -> Option<Pooled<'_, T, R>> {
-        let shared = self.shared.get()?;
+        let shared = self.made()?;
         let node = match Shared::stash(shared) {
             Some(stash) => match shared.lend(stash) {
                 Some(node) => node,
@@ -340,7 +340,7 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
         // register when they choose, `loom_register`).
         #[cfg(not(stashpool_loom))]
         crate::pool::barrier::register();
-        if let Some(shared) = self.shared.get() {
+        if let Some(shared) = self.made() {
             shared.sweep();
         }
     }
@@ -374,7 +374,7 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
     /// ```
     pub fn clear(&self) {
         crate::pool::fork::after_fork();
-        if let Some(shared) = self.shared.get() {
+        if let Some(shared) = self.made() {
             shared.clear();
         }
     }
@@ -392,10 +392,10 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
     /// assert_eq!((stats.created, stats.returned, stats.idle), (1, 1, 1));
     /// ```
     pub fn stats(&self) -> Stats {
-        self.shared
-            .get()
-            .map(|shared| shared.stats())
-            .unwrap_or_default()
+        let mut stats = self.made().map(|shared| shared.stats()).unwrap_or_default();
+        // Preloaded objects were made, not handed out.
+        stats.gets = stats.gets.saturating_sub(self.config.preload as u64);
+        stats
     }
 
     /// The recycler this pool makes and resets objects with.
@@ -429,8 +429,30 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
                 if let Some(interval) = config.sweep_every {
                     register(shared.id, shared, interval);
                 }
+                self.preload(shared);
             },
         )
+    }
+
+    /// Fills a pool whose shared state this thread just published with
+    /// `config.preload` idle objects, in the overflow, where any thread's
+    /// get finds them: made and put, so counted created and returned.
+    #[cold]
+    fn preload(&self, shared: &Shared<T>) {
+        for _ in 0..self.config.preload {
+            shared.push_single(&shared.orphans, self.create(&shared.orphans));
+        }
+    }
+
+    /// The shared state, if made; a pool to preload is made and filled by
+    /// its first call, whatever the call (`LocalPoolBuilder::preload`).
+    #[inline]
+    fn made(&self) -> Option<LazyArcRef<'_, Shared<T>>> {
+        if self.config.preload > 0 {
+            Some(self.shared())
+        } else {
+            self.shared.get()
+        }
     }
 
     /// Takes an object out of the pool, or makes one, for a guard: the node

@@ -23,10 +23,11 @@ use std::ops::{Add, AddAssign};
 /// the pool when it is returned and leaves it when a `get` reuses it or a
 /// sweep trims it. Objects dropped on return, whether by the pool's rules
 /// (`discarded`) or for want of room (`rejected`), are not counted as
-/// returned: each object handed out (`gets`, which is `created + reused`)
-/// or given with `put` comes back as one of `returned`, `discarded` or
-/// `rejected`, unless it is still lent out or was kept for good
-/// (`into_inner`).
+/// returned: each object handed out (`gets`, which is `created + reused`
+/// less what a [`preload`](crate::LocalPoolBuilder::preload) made) or given
+/// with `put` comes back as one of `returned`, `discarded` or `rejected`,
+/// unless it is still lent out or was kept for good (`into_inner`); a
+/// preloaded object counts as made and returned.
 ///
 /// # Examples
 ///
@@ -48,9 +49,10 @@ use std::ops::{Add, AddAssign};
 #[non_exhaustive]
 pub struct Stats {
     /// Objects handed out (by `get`, `get_owned`, `with`, or a `try_get`
-    /// that found one): `created + reused`.
+    /// that found one): `created + reused`, less the objects
+    /// [`preload`](crate::LocalPoolBuilder::preload) made.
     pub gets: u64,
-    /// Objects made by `create()` (misses).
+    /// Objects made by `create()`: misses, and preloaded objects.
     pub created: u64,
     /// Gets served from a stash or the overflow (hits).
     pub reused: u64,

@@ -184,7 +184,7 @@ macro_rules! class_pool {
             /// pool.with(10, |object| object.len());
             /// assert_eq!(pool.stats().returned, 1);
             /// ```
-            pub fn builder(min: usize, max: usize) -> $crate::ResourceBuilder<Self> {
+            pub const fn builder(min: usize, max: usize) -> $crate::ResourceBuilder<Self> {
                 $crate::ResourceBuilder::new((min, max))
             }
 
@@ -368,11 +368,14 @@ macro_rules! class_pool {
 
         impl $crate::resource::sealed::Resource for $ty {
             type Params = (usize, usize);
-
-            fn build(params: (usize, usize), knobs: $crate::resource::sealed::Knobs) -> Self {
-                Self::with_knobs(params, knobs)
-            }
         }
+
+        $crate::resource::const_build!(
+            [] $ty,
+            |params, knobs| $ty::with_knobs(params, knobs),
+            concat!($path, "::builder(4096, 1 << 20)"),
+            $path
+        );
 
         impl std::fmt::Debug for $ty {
             fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
