@@ -94,15 +94,28 @@ impl FramePool<RgbaImage> {
         Self::from_recycler(RgbaRecycler::new(width, height), width, height)
     }
 
-    /// A builder, to set the core knobs.
+    /// A builder, to set the core knobs and the reset policy.
+    ///
+    /// Under the default [`Reset::Zero`], a frame of 1 MiB or more that was
+    /// written is dropped on return, not reused (zeroing it would cost what
+    /// a fresh zeroed frame costs): a pool of such frames that are all
+    /// written makes one per `get`, as plain allocation does, and its
+    /// [`Stats`](crate::Stats) display says so. Code that writes every
+    /// pixel it uses sets `.reset(Reset::Keep)`, and then reuses them.
     ///
     /// # Examples
     ///
     /// ```
     /// use stashpool::image::RgbaPool;
+    /// use stashpool::Reset;
     ///
-    /// let pool = RgbaPool::builder(640, 480).max_idle(4).build();
-    /// assert_eq!(pool.get().dimensions(), (640, 480));
+    /// // `bp`'s behaviour, for a renderer that writes every pixel.
+    /// static FRAMES: RgbaPool = RgbaPool::builder(1280, 720).reset(Reset::Keep).build();
+    ///
+    /// FRAMES.with(|frame| frame.fill(0xFF));
+    /// FRAMES.with(|frame| frame.fill(0x80));
+    /// assert_eq!(FRAMES.stats().created, 1); // reused, though written
+    /// assert_eq!(FRAMES.get().dimensions(), (1280, 720));
     /// ```
     pub const fn builder(width: u32, height: u32) -> ResourceBuilder<Self> {
         ResourceBuilder::new((width, height))
@@ -180,6 +193,12 @@ impl FramePools<RgbaImage> {
 
     /// A builder, to set the core knobs and the reset policy (they apply
     /// to every size's pool).
+    ///
+    /// Under the default [`Reset::Zero`], a frame of 1 MiB or more that was
+    /// written is dropped on return, not reused: pools of such frames that
+    /// are all written make one per `get`, and their
+    /// [`Stats`](crate::Stats) display says so. Code that writes every
+    /// pixel it uses sets `.reset(Reset::Keep)`.
     ///
     /// # Examples
     ///

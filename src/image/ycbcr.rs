@@ -324,7 +324,14 @@ impl FramePool<YCbCrFrame> {
         )
     }
 
-    /// A builder, to set the core knobs.
+    /// A builder, to set the core knobs and the reset policy.
+    ///
+    /// Under the default [`Reset::Zero`], a frame of 1 MiB or more that was
+    /// written is dropped on return, not reused (zeroing it would cost what
+    /// a fresh zeroed frame costs): a pool of such frames that are all
+    /// written makes one per `get`, as plain allocation does, and its
+    /// [`Stats`](crate::Stats) display says so. Code that writes every
+    /// pixel it uses sets `.reset(Reset::Keep)`, and then reuses them.
     ///
     /// # Examples
     ///
@@ -335,6 +342,13 @@ impl FramePool<YCbCrFrame> {
     ///     .max_stashed(2)
     ///     .build();
     /// assert_eq!(pool.get().cr.len(), 64 * 64);
+    ///
+    /// // `bp`'s behaviour, for a decoder that writes every sample.
+    /// use stashpool::Reset;
+    /// static FRAMES: YCbCrPool = YCbCrPool::builder(1920, 1080, Subsampling::S420)
+    ///     .reset(Reset::Keep)
+    ///     .build();
+    /// assert_eq!(FRAMES.get().y.len(), 1920 * 1080);
     /// ```
     pub const fn builder(
         width: u32,
@@ -422,6 +436,12 @@ impl FramePools<YCbCrFrame> {
 
     /// A builder, to set the core knobs and the reset policy (they apply
     /// to every size's pool).
+    ///
+    /// Under the default [`Reset::Zero`], a frame of 1 MiB or more that was
+    /// written is dropped on return, not reused: pools of such frames that
+    /// are all written make one per `get`, and their
+    /// [`Stats`](crate::Stats) display says so. Code that writes every
+    /// pixel it uses sets `.reset(Reset::Keep)`.
     ///
     /// # Examples
     ///
