@@ -250,6 +250,6 @@ pub use resource::classes::{Guard, SizedGuard};
 #[cfg(not(stashpool_loom))]
 pub use resource::reset::Reset;
 #[cfg(not(stashpool_loom))]
-pub use resource::sealed::{Contents, Resource};
+pub use resource::sealed::{Contents, Preload, Resource};
 #[cfg(not(stashpool_loom))]
 pub use resource::ResourceBuilder;

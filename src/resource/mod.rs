@@ -205,6 +205,14 @@ impl<P: sealed::Resource + sealed::Preload> ResourceBuilder<P> {
     /// assert_eq!(CHUNKS.stats().created, 4); // the first 4 gets made none
     /// # drop(chunks);
     /// ```
+    ///
+    /// A multi-size pool has nothing to preload before its first request:
+    ///
+    /// ```compile_fail
+    /// use stashpool::bytes::BytePools;
+    ///
+    /// let pools = BytePools::builder(64, 4096).preload(4).build();
+    /// ```
     pub const fn preload(mut self, n: usize) -> Self {
         self.knobs.preload = n;
         self
