@@ -215,7 +215,9 @@ pub type PooledBufferOwned<B = Vec<u8>> = PooledOwned<B, BufferRecycler, BufferP
 ///
 /// A buffer comes out with `len() == 0`, so `Read::read` into it reads
 /// nothing: to read into a pooled buffer, take a full-length chunk from a
-/// [`ChunkPool`](super::ChunkPool).
+/// [`ChunkPool`](super::ChunkPool), or, with the `bytes` feature, read
+/// into its spare capacity through `bytes::BufMut`, as tokio's
+/// `read_buf(&mut guard)` does.
 ///
 /// # Examples
 ///

@@ -50,8 +50,7 @@ pub type PooledChunkOwned = PooledOwned<Box<[u8]>, ChunkRecycler, ChunkPool>;
 /// use stashpool::bytes::ChunkPool;
 /// use stashpool::Reset;
 ///
-/// static CHUNKS: std::sync::LazyLock<ChunkPool> =
-///     std::sync::LazyLock::new(|| ChunkPool::builder(32 * 1024).reset(Reset::Keep).build());
+/// static CHUNKS: ChunkPool = ChunkPool::builder(32 * 1024).reset(Reset::Keep).build();
 ///
 /// fn checksum(mut file: impl Read) -> std::io::Result<u64> {
 ///     let mut sum = 0;
@@ -68,6 +67,11 @@ pub type PooledChunkOwned = PooledOwned<Box<[u8]>, ChunkRecycler, ChunkPool>;
 /// assert_eq!(checksum(&[1u8; 100_000][..]).unwrap(), 100_000);
 /// assert_eq!(CHUNKS.stats().created, 1);
 /// ```
+///
+/// With the `bytes` feature, a chunk read into becomes a `bytes::Bytes`
+/// of what was read, with no copy: `chunk.freeze(n)` on an owned chunk
+/// (or a `static` pool's), which goes back to the pool when the last clone
+/// drops.
 ///
 /// # Contents
 ///
