@@ -190,8 +190,10 @@ impl<P: sealed::Resource + sealed::Preload> ResourceBuilder<P> {
     /// Sweeps trim them as any idle object: preloaded and never taken,
     /// they are gone after two sweeps. Default `0`.
     ///
-    /// The pools of objects of one size have it; the multi-size pools,
-    /// which make their classes on first use, do not.
+    /// The pools of one kind of object of one size have it; the
+    /// multi-size pools, which make their classes on first use, do not,
+    /// nor does `CopyPool`, whose copy buffers and `read_all` vectors are
+    /// two kinds.
     ///
     /// # Examples
     ///
