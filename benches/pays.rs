@@ -1,11 +1,14 @@
 //! Where a pool pays: the two examples' workloads, `frame_pipeline` and
 //! `compress`, with their objects from stashpool, from plain construction
 //! and from the peer pools `lockfree-object-pool` and `opool`, each run in
-//! a fresh process so that its peak resident set is its own.
+//! a fresh process so that its peak resident set is its own; and the two
+//! examples of buffers in flight, `echo_server` and `fan_out`, pooled
+//! against plain.
 //!
 //! ```text
-//! cargo bench --bench pays                   # the table, into benches/results/pays.md
-//! cargo bench --bench pays -- pipeline opool # one run
+//! cargo bench --bench pays                    # both tables, into benches/results/pays.md
+//! cargo bench --bench pays -- buffers         # the second table only
+//! cargo bench --bench pays -- pipeline opool  # one run
 //! ```
 //!
 //! The workloads are the examples' own code (`examples/frame_pipeline/
@@ -35,6 +38,19 @@
 //! shared machine than the wall time), and the median of its peak
 //! resident sets (`VmHWM`, which includes the program's code and the
 //! messages or frames it keeps). Linux only.
+//!
+//! The second table compares two versions of one program, pooled and
+//! plain, whose difference is smaller than what the machine's other work
+//! moves a time by: each round runs both, one process each, in turn
+//! (which goes first alternates), and the table gives the median over the
+//! rounds of plain's time over pooled's in the same round, with the
+//! rounds' lowest and highest, beside each version's median time:
+//!
+//! * `echo server`: `examples/echo_server`, `ECHO_CONNECTIONS` connections
+//!   of `ECHO_LINES` lines each over loopback, a runtime thread per core;
+//! * `fan-out`: `examples/fan_out`, `FAN_OUT_MIB` MiB of generated input
+//!   (written once, read from the page cache by every run) in 64 KiB
+//!   chunks to three consumers, deflate at level 1.
 
 #![cfg_attr(not(target_os = "linux"), allow(dead_code, unused_imports))]
 
@@ -42,6 +58,12 @@
 #[path = "../examples/compress/work.rs"]
 #[allow(dead_code)]
 mod compress;
+#[path = "../examples/echo_server/work.rs"]
+#[allow(dead_code)]
+mod echo;
+#[path = "../examples/fan_out/work.rs"]
+#[allow(dead_code)]
+mod fan_out;
 #[path = "../examples/common/measure.rs"]
 #[allow(dead_code)]
 mod measure;
@@ -85,6 +107,21 @@ const PEERS: [&str; 5] = [
 ];
 
 const WORKLOADS: [&str; 3] = ["pipeline", "compress 1 KiB", "compress mixed"];
+
+/// Rounds of the second table: each runs both versions once.
+const ROUNDS: usize = 9;
+
+/// The second table's workloads, and its versions.
+const BUFFER_WORKLOADS: [&str; 2] = ["echo server", "fan-out"];
+const VERSIONS: [&str; 2] = ["stashpool", "plain"];
+
+/// The echo server's clients and the lines each sends.
+const ECHO_CONNECTIONS: usize = 64;
+const ECHO_LINES: usize = 2_000;
+
+/// The fan-out's input, in MiB, and where the table's runs find it.
+const FAN_OUT_MIB: u64 = 256;
+const FAN_OUT_INPUT: &str = "PAYS_FAN_OUT_INPUT";
 
 /// What `plain, glibc keeping memory` sets: no trimming of the heap's top
 /// below 1 GiB free, and blocks up to 32 MiB (glibc's largest mmap
@@ -308,6 +345,9 @@ mod opool_peer {
 /// Runs `workload` with `peer`'s objects in this process; prints what
 /// the run cost (see `Cost`) and the peak resident set in KiB.
 fn run_one(workload: &str, peer: &str) {
+    if BUFFER_WORKLOADS.contains(&workload) {
+        return run_buffers(workload, peer);
+    }
     let cost = if workload == "pipeline" {
         match peer {
             "stashpool" => frames(leak(pipeline::Pooled::new())),
@@ -363,6 +403,19 @@ fn cpu_millis() -> f64 {
     ms(usage.ru_utime) + ms(usage.ru_stime)
 }
 
+/// System CPU time of this process's threads so far, in ms: the share of
+/// the work spent in the kernel.
+#[cfg(target_os = "linux")]
+fn system_millis() -> f64 {
+    // SAFETY: `getrusage` writes one `rusage` into the zeroed value we own.
+    let usage = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        assert_eq!(libc::getrusage(libc::RUSAGE_SELF, &mut usage), 0);
+        usage
+    };
+    usage.ru_stime.tv_sec as f64 * 1e3 + usage.ru_stime.tv_usec as f64 / 1e3
+}
+
 /// Runs `work`, which returns its wall time and its items, and measures
 /// the rest of its cost.
 fn cost(work: impl FnOnce() -> (std::time::Duration, usize)) -> Cost {
@@ -397,6 +450,255 @@ fn messages_with<D: compress::Deflaters>(deflaters: &D, messages: &[Vec<u8>]) ->
         let report = compress::run(deflaters, messages, threads, MESSAGES / threads);
         (report.elapsed, report.messages as usize)
     })
+}
+
+// === buffers in flight ===
+
+/// One run of a second-table workload: prints its wall and CPU time in
+/// ms, its allocations per item, the objects the pool made (0 when plain),
+/// the share of the run its bound took (system time of CPU time for the
+/// echo server, deflate's busy time of the run for the fan-out), and its
+/// peak resident set in KiB.
+fn run_buffers(workload: &str, version: &str) {
+    let plain = match version {
+        "stashpool" => false,
+        "plain" => true,
+        _ => panic!("unknown version {version:?}"),
+    };
+    let (allocations, cpu, system) = (measure::allocations(), cpu_millis(), system_millis());
+    let (elapsed, items, created, bound) = if workload == "echo server" {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(cores())
+            .enable_io()
+            .build()
+            .expect("a runtime");
+        let report = runtime
+            .block_on(async {
+                if plain {
+                    echo::run(echo::plain, ECHO_CONNECTIONS, ECHO_LINES).await
+                } else {
+                    echo::run(echo::pooled, ECHO_CONNECTIONS, ECHO_LINES).await
+                }
+            })
+            .expect("the echo server runs");
+        drop(runtime);
+        let system = system_millis() - system;
+        let cpu = cpu_millis() - cpu;
+        let created = echo::BUFFERS.stats().created;
+        (report.elapsed, report.lines, created, system / cpu)
+    } else {
+        let path = env::var(FAN_OUT_INPUT).expect("the input's path, from the table");
+        let mut input = std::fs::File::open(path).expect("the fan-out's input");
+        let level = flate2::Compression::fast();
+        let pooled = fan_out::Pooled::new();
+        let report = if plain {
+            fan_out::run(&fan_out::Plain, &mut input, level)
+        } else {
+            fan_out::run(&pooled, &mut input, level)
+        }
+        .expect("the fan-out runs");
+        let created = pooled.chunks.stats().created;
+        let deflate = report.busy[2].as_secs_f64() / report.elapsed.as_secs_f64();
+        (report.elapsed, report.chunks, created, deflate)
+    };
+    let allocations = (measure::allocations() - allocations) as f64 / items as f64;
+    let cpu = cpu_millis() - cpu;
+    let hwm = measure::peak_rss_kib().expect("Linux /proc");
+    println!(
+        "{:.3} {cpu:.3} {allocations:.3} {created} {bound:.4} {hwm}",
+        elapsed.as_secs_f64() * 1e3
+    );
+}
+
+/// A second-table run, as its process printed it.
+struct BufferRun {
+    millis: f64,
+    cpu_millis: f64,
+    allocations: f64,
+    created: u64,
+    bound: f64,
+    hwm: u64,
+}
+
+fn measure_buffers(me: &Path, workload: &str, version: &str, input: &Path) -> BufferRun {
+    let out = Command::new(me)
+        .args([workload, version])
+        .env(FAN_OUT_INPUT, input)
+        .output()
+        .expect("run the bench again for one version");
+    assert!(
+        out.status.success(),
+        "{workload} {version} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).expect("UTF-8 output");
+    let fields: Vec<&str> = text.split_whitespace().collect();
+    BufferRun {
+        millis: fields[0].parse().unwrap(),
+        cpu_millis: fields[1].parse().unwrap(),
+        allocations: fields[2].parse().unwrap(),
+        created: fields[3].parse().unwrap(),
+        bound: fields[4].parse().unwrap(),
+        hwm: fields[5].parse().unwrap(),
+    }
+}
+
+/// A generated input file, deleted when dropped.
+struct Input(std::path::PathBuf);
+
+impl Drop for Input {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+fn buffers_table() {
+    let me = env::current_exe().expect("the bench's own path");
+    let input = Input(env::temp_dir().join(format!("stashpool-pays-{}", std::process::id())));
+    {
+        let file = std::fs::File::create(&input.0).expect("a temporary file");
+        let mut out = std::io::BufWriter::new(file);
+        fan_out::write_input(&mut out, FAN_OUT_MIB << 20).expect("write the input");
+        std::io::Write::flush(&mut out).expect("write the input");
+    }
+    // runs[workload][version][round]
+    let mut runs: Vec<[Vec<BufferRun>; 2]> = BUFFER_WORKLOADS
+        .iter()
+        .map(|_| [Vec::new(), Vec::new()])
+        .collect();
+    for round in 0..ROUNDS {
+        eprintln!("round {} of {ROUNDS}", round + 1);
+        for (workload, runs) in BUFFER_WORKLOADS.iter().zip(&mut runs) {
+            // Which version goes first alternates, so neither always runs
+            // on a machine just warmed, or just disturbed, by the other.
+            let order = if round % 2 == 0 { [0, 1] } else { [1, 0] };
+            for version in order {
+                runs[version].push(measure_buffers(&me, workload, VERSIONS[version], &input.0));
+            }
+        }
+    }
+    drop(input);
+
+    let mut text = String::new();
+    let out = &mut text;
+    writeln!(
+        out,
+        "## Buffers in flight: the tokio echo server and the fan-out, pooled and plain"
+    )
+    .unwrap();
+    writeln!(out).unwrap();
+    writeln!(
+        out,
+        "`cargo bench --bench pays -- buffers`: `echo server` is `examples/echo_server` \
+         ({ECHO_CONNECTIONS} connections x {ECHO_LINES} lines over loopback, {} runtime threads, \
+         `read_buf` into a buffer from a `static` `BytePool` per read, or a `Vec::with_capacity(4096)`); \
+         `fan-out` is `examples/fan_out` ({FAN_OUT_MIB} MiB in 64 KiB chunks, each frozen into `Bytes` \
+         and cloned to a CRC-32, a line counter and a deflate compressor at level 1: chunks from a \
+         `ChunkPool` on its defaults, or `Bytes::from(vec![0; 64 KiB])`). {ROUNDS} rounds, each \
+         running both versions, a fresh process each, the first of them alternating. *plain ÷ \
+         stashpool*: the median over the rounds of plain's time over stashpool's in the same round \
+         (above 1: stashpool is faster), with the lowest and the highest round; times and the rest \
+         are medians. *bound by*: for the echo server, the kernel's share of the CPU time (system \
+         calls and wake-ups); for the fan-out, the share of the run the deflate thread was busy.",
+        cores()
+    )
+    .unwrap();
+    writeln!(out).unwrap();
+    writeln!(
+        out,
+        "| workload | version | median (ms) | plain ÷ stashpool (lowest, highest) | CPU (ms) | bound by | objects made | allocations per item | peak RSS (MiB) |"
+    )
+    .unwrap();
+    writeln!(
+        out,
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+    )
+    .unwrap();
+    for (workload, runs) in BUFFER_WORKLOADS.iter().zip(&runs) {
+        let mut ratios: Vec<f64> = runs[1]
+            .iter()
+            .zip(&runs[0])
+            .map(|(plain, pooled)| plain.millis / pooled.millis)
+            .collect();
+        ratios.sort_by(|a, b| a.partial_cmp(b).unwrap());
+        let bound = if *workload == "echo server" {
+            "system"
+        } else {
+            "deflate"
+        };
+        for (version, runs) in VERSIONS.iter().zip(runs) {
+            let ratio = if *version == "plain" {
+                format!(
+                    "{:.3} ({:.3}, {:.3})",
+                    median(ratios.clone()),
+                    ratios[0],
+                    ratios[ratios.len() - 1]
+                )
+            } else {
+                "1".to_owned()
+            };
+            let made = if *version == "plain" {
+                "-".to_owned()
+            } else {
+                median(runs.iter().map(|r| r.created).collect()).to_string()
+            };
+            writeln!(
+                out,
+                "| {workload} | {version} | {:.1} | {ratio} | {:.1} | {bound} {:.0}% | {made} | {:.2} | {:.1} |",
+                median(runs.iter().map(|r| r.millis).collect()),
+                median(runs.iter().map(|r| r.cpu_millis).collect()),
+                100.0 * median(runs.iter().map(|r| r.bound).collect()),
+                median(runs.iter().map(|r| r.allocations).collect()),
+                median(runs.iter().map(|r| r.hwm).collect()) as f64 / 1024.0,
+            )
+            .unwrap();
+        }
+    }
+    writeln!(out).unwrap();
+    writeln!(
+        out,
+        "_{}; commit `{}`; {}; `cargo bench --bench pays -- buffers`._",
+        sitting::date(),
+        sitting::commit(),
+        sitting::machine(),
+    )
+    .unwrap();
+    print!("{text}");
+    write_section(&text);
+}
+
+/// Writes `section` (a `## ` heading and what follows it) into
+/// benches/results/pays.md, in place of the section of the same heading,
+/// or after the others: each table rewrites its own.
+fn write_section(section: &str) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("results/pays.md");
+    let heading = section.lines().next().expect("a heading");
+    let old = std::fs::read_to_string(&path).unwrap_or_default();
+    let mut sections: Vec<String> = Vec::new();
+    for line in old.lines() {
+        if line.starts_with("## ") || sections.is_empty() {
+            sections.push(String::new());
+        }
+        let last = sections.last_mut().expect("pushed above");
+        last.push_str(line);
+        last.push('\n');
+    }
+    let new = section.trim_end().to_owned() + "\n";
+    match sections
+        .iter_mut()
+        .find(|s| s.lines().next() == Some(heading))
+    {
+        Some(old) => *old = new,
+        None => sections.push(new),
+    }
+    let text = sections
+        .iter()
+        .map(|s| s.trim_end())
+        .collect::<Vec<_>>()
+        .join("\n\n")
+        + "\n";
+    std::fs::write(&path, text).expect("write benches/results/pays.md");
+    eprintln!("written to {}", path.display());
 }
 
 // === the table ===
@@ -508,9 +810,7 @@ fn table() {
     )
     .unwrap();
     print!("{text}");
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("results/pays.md");
-    std::fs::write(&path, text).expect("write benches/results/pays.md");
-    eprintln!("written to {}", path.display());
+    write_section(&text);
 }
 
 #[cfg(not(target_os = "linux"))]
@@ -527,7 +827,14 @@ fn main() {
         .collect();
     match args.as_slice() {
         [workload, peer] => run_one(workload, peer),
-        [] => table(),
-        _ => panic!("usage: pays [WORKLOAD PEER]; workloads {WORKLOADS:?}, peers {PEERS:?}"),
+        [buffers] if buffers == "buffers" => buffers_table(),
+        [] => {
+            table();
+            buffers_table();
+        }
+        _ => panic!(
+            "usage: pays [buffers | WORKLOAD PEER]; workloads {WORKLOADS:?} {BUFFER_WORKLOADS:?}, \
+             peers {PEERS:?} {VERSIONS:?}"
+        ),
     }
 }

@@ -21,7 +21,8 @@
 //! * **Scoped or guarded.** [`LocalPool::with`] lends an object to a closure;
 //!   [`LocalPool::get`] returns a guard that gives it back on drop;
 //!   [`LocalPool::get_owned`] a guard that can cross threads.
-//! * **`static` pools.** [`LocalPool::new`] is a `const fn`.
+//! * **`static` pools.** [`LocalPool::new`] is a `const fn`, and so is every
+//!   builder with its `build`: a configured pool is a plain `static`.
 //! * **Threads too.** `workers::WorkerPool` (feature `workers`, on by
 //!   default) recycles threads the way Go's goroutine pools do.
 //!
@@ -52,9 +53,12 @@
 //! Ready-made pools, each built on `LocalPool` and resetting what it takes
 //! back: [`bytes`] (byte and text buffers, size classes, chunks to read
 //! into), [`io`] (buffered readers and writers, copy buffers), `image`
-//! (RGBA and Y'CbCr frames, feature `image`), `mmap` (anonymous memory
-//! maps, feature `mmap`) and `slab` (slab-carved `BytesMut`, feature
-//! `bytes`).
+//! (RGBA, grayscale and Y'CbCr frames, feature `image`), `mmap` (anonymous
+//! memory maps, feature `mmap`) and `slab` (slab-carved `BytesMut`, feature
+//! `bytes`). With the `bytes` feature, byte guards fit the `bytes` crate and
+//! tokio: a `Vec<u8>` guard is a `bytes::BufMut` (`read_buf(&mut guard)`),
+//! and an owned guard becomes a `bytes::Bytes` with no copy (`freeze`),
+//! whose buffer goes back to its pool with the last clone (see [`bytes`]).
 //!
 //! # One surface
 //!
@@ -63,7 +67,8 @@
 //! `None`, never a new one), `get_owned` on an `Arc` (a `'static` guard),
 //! `with` (scoped use), `put` (Go's `Put`), and [`Pool`]'s `sweep`, `clear`
 //! and `stats`. A multi-size pool (`BytePools`, `MmapPools`, `RgbaPools`,
-//! `YCbCrPools`: the plural of its one-size pool) takes the size first:
+//! `GrayPools`, `YCbCrPools`: the plural of its one-size pool) takes the
+//! size first:
 //! `get(len)`, `with(width, height, f)`. The reader and writer pools lend a
 //! reader or writer over a stream: `get(inner)` and `with(inner, f)`;
 //! `CopyPool` copies (`copy`, `read_all`) and `SlabPool` carves
@@ -83,13 +88,15 @@
 //!
 //! A pool's type names its recycler: `LocalPool<T>` is `LocalPool<T, fn() -> T>`.
 //! A closure that captures nothing coerces to that `fn` pointer where the
-//! type asks for it; a builder's pool is not `const`, so a configured
-//! `static` goes through a `LazyLock`; and a recycler that needs state is a
-//! type of its own:
+//! type asks for it. Every builder and its `build` are `const fn`, so a
+//! configured pool is a plain `static`, as Go's `var pool = sync.Pool{...}`
+//! is (a `LazyLock` is for settings known only at run time, such as a bound
+//! per core); nothing is allocated until the pool's first use. A recycler
+//! that needs state is a type of its own:
 //!
 //! ```
-//! use std::sync::LazyLock;
-//! use stashpool::{LocalPool, Recycle};
+//! use stashpool::bytes::ChunkPool;
+//! use stashpool::{LocalPool, Recycle, Reset};
 //!
 //! fn buffer() -> Vec<u8> {
 //!     Vec::with_capacity(4096)
@@ -97,9 +104,14 @@
 //!
 //! // Default configuration: `new` is `const`.
 //! static PLAIN: LocalPool<Vec<u8>> = LocalPool::new(buffer);
-//! // Configured: made on first use.
-//! static BOUNDED: LazyLock<LocalPool<Vec<u8>>> =
-//!     LazyLock::new(|| LocalPool::builder(buffer as fn() -> Vec<u8>).max_idle(64).build());
+//! // Configured: the builder is `const` too.
+//! static BOUNDED: LocalPool<Vec<u8>> =
+//!     LocalPool::builder(buffer as fn() -> Vec<u8>).max_idle(64).build();
+//! // Go `bp`'s behaviour, contents kept, and 8 chunks ready from the start.
+//! static CHUNKS: ChunkPool = ChunkPool::builder(64 * 1024)
+//!     .reset(Reset::Keep)
+//!     .preload(8)
+//!     .build();
 //!
 //! // A recycler with state, named so that a struct field can name the pool.
 //! struct Sized(usize);
@@ -126,6 +138,7 @@
 //! server.heads.with(|head| head.push(b'G'));
 //! PLAIN.with(|buf| buf.push(1));
 //! BOUNDED.with(|buf| buf.push(1));
+//! assert_eq!(CHUNKS.stats().created, 8);
 //! assert_eq!(server.bodies.stats().returned, 1);
 //! ```
 //!
@@ -236,8 +249,8 @@ pub mod implementation {
     #![doc = include_str!("../IMPLEMENTATION.md")]
 }
 
-// The README's examples run as doctests.
-#[cfg(doctest)]
+// The README's examples run as doctests (one of them needs `bytes`).
+#[cfg(all(doctest, feature = "bytes"))]
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
 
@@ -250,6 +263,6 @@ pub use resource::classes::{Guard, SizedGuard};
 #[cfg(not(stashpool_loom))]
 pub use resource::reset::Reset;
 #[cfg(not(stashpool_loom))]
-pub use resource::sealed::{Contents, Resource};
+pub use resource::sealed::{Contents, Preload, Resource};
 #[cfg(not(stashpool_loom))]
 pub use resource::ResourceBuilder;

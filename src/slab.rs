@@ -48,8 +48,8 @@ use std::mem;
 use ::bytes::{Bytes, BytesMut};
 
 use crate::resource::fallible;
-use crate::resource::sealed::{Knobs, Resource};
-use crate::resource::{resource_pool, ResourceBuilder};
+use crate::resource::sealed::{Preload, Resource};
+use crate::resource::{const_build, resource_pool, ResourceBuilder};
 use crate::{LocalPool, Recycle};
 
 const BAD_SIZE: &str = "stashpool: a SlabPool slab size must be non-zero and at most isize::MAX";
@@ -73,9 +73,60 @@ const ALIGN: usize = 8;
 /// [`BytesMut`]: https://docs.rs/bytes/1/bytes/struct.BytesMut.html
 /// [`Bytes`]: https://docs.rs/bytes/1/bytes/struct.Bytes.html
 ///
-/// [`stats`](crate::Pool::stats) counts slabs: `created` slabs were allocated,
-/// `reused` pieces were cut from a slab already started, `discarded` slabs
-/// were given up, used up while pieces of them were still alive.
+/// [`stats`](crate::Pool::stats) counts slabs and cuts, not pieces alone:
+/// `created` is slabs allocated, `gets` is cuts (each piece, and each time
+/// a slab was found used up), `reused` the cuts from a slab already
+/// started, and `discarded` the slabs given up, used up while pieces of
+/// them were still alive. So `created` against the pieces `alloc` handed
+/// out is slabs per piece, and `discarded` near `created` says that live
+/// pieces pinned nearly every slab (see the sizing rule below).
+///
+/// # Sizing slabs
+///
+/// A slab's memory is freed, or carved again, only once every piece cut
+/// from it has dropped: a slab lives as long as its longest-lived piece.
+/// Slabs pay where the pieces of a slab die at about the same time (the
+/// header fields of a request, a batch of packets sent on): the slab is
+/// reclaimed whole and carved again, and a few slabs serve any number of
+/// pieces. Where one piece of each slab lives on (an entry kept in a
+/// cache, a connection's state kept for its lifetime), that piece pins the
+/// whole slab: at worst the pool holds a slab for every long-lived piece,
+/// `slab_capacity / len` times the bytes the pieces need.
+///
+/// So pick `slab_capacity` from the pieces' lifetimes, not their size
+/// alone:
+///
+/// * pieces dropped before a slab's worth of others is cut (within a
+///   request, a batch, a loop's turn): `slab_capacity` of 16 or more
+///   pieces, 8 KiB for pieces of up to 512 bytes as in Node;
+/// * pieces that outlive most of their neighbours: at most
+///   `slab_capacity / len` times their bytes is the cost; take them from a
+///   pool of their own with a small `slab_capacity` (four pieces keeps the
+///   waste within 4x), copy them out of the slab before keeping them
+///   (`Bytes::copy_from_slice`), or allocate them alone, as
+///   [`alloc`](Self::alloc) does for `len >= slab_capacity / 2`.
+///
+/// ```
+/// use stashpool::slab::SlabPool;
+///
+/// // Eight pieces of 512 bytes a slab, dropped as they are used: the
+/// // slab is reclaimed whole each time, and one serves all 64.
+/// let pool = SlabPool::builder(4096).manual_sweep().build();
+/// for _ in 0..64 {
+///     drop(pool.alloc(512));
+/// }
+/// assert_eq!(pool.stats().created, 1);
+///
+/// // One piece of every eight kept: each pins its slab, 4 KiB held for
+/// // every 512 bytes kept, and every slab but the last was given up.
+/// let pool = SlabPool::builder(4096).manual_sweep().build();
+/// let kept: Vec<_> = (0..64)
+///     .map(|i| (i, pool.alloc(512)))
+///     .filter(|(i, _)| i % 8 == 0)
+///     .collect();
+/// let stats = pool.stats();
+/// assert_eq!((kept.len(), stats.created, stats.discarded), (8, 8, 7));
+/// ```
 ///
 /// What slabs save is allocator calls and per-allocation overhead: one
 /// allocation per slab (and one for its shared reference count) instead of
@@ -143,7 +194,7 @@ impl SlabPool {
     /// let pool = SlabPool::builder(8192).max_stashed(2).build();
     /// assert!(pool.alloc(10).capacity() >= 10);
     /// ```
-    pub fn builder(slab_capacity: usize) -> ResourceBuilder<Self> {
+    pub const fn builder(slab_capacity: usize) -> ResourceBuilder<Self> {
         ResourceBuilder::new(slab_capacity)
     }
 
@@ -229,14 +280,21 @@ impl fmt::Debug for SlabPool {
 impl Resource for SlabPool {
     /// The slab size.
     type Params = usize;
+}
 
-    fn build(slab_capacity: usize, knobs: Knobs) -> Self {
+impl Preload for SlabPool {}
+
+const_build!(
+    [] SlabPool,
+    |slab_capacity, knobs| {
         fallible::check_len(slab_capacity, BAD_SIZE);
-        Self {
+        SlabPool {
             slabs: knobs.pool(SlabRecycler { slab_capacity }),
         }
-    }
-}
+    },
+    "stashpool::slab::SlabPool::builder(8192)",
+    "stashpool::slab::SlabPool"
+);
 
 /// What a thread carves from: the unused end of a slab.
 struct Slab {

@@ -216,3 +216,37 @@ fn owned_guards_of_ready_made_pools_are_named() {
         let _: PooledYCbCrOwned<YCbCrPools> = send_static(ycbcrs.get_owned(4, 4));
     }
 }
+
+/// Byte guards fit the `bytes` crate and tokio: `AsRef<[u8]>` whatever the
+/// features, and with `bytes`, `BufMut` and `freeze` into `Bytes`.
+#[test]
+fn byte_guards_are_byte_slices() {
+    use stashpool::bytes::ChunkPool;
+    fn bytes(guard: &(impl AsRef<[u8]> + AsMut<[u8]>)) -> usize {
+        guard.as_ref().len()
+    }
+    let chunks = Arc::new(ChunkPool::new(16));
+    let buffers = Arc::new(BytePool::new(16));
+    let classes = Arc::new(BytePools::new(16, 64));
+    assert_eq!(bytes(&chunks.get()) + bytes(&chunks.get_owned()), 32);
+    assert_eq!(bytes(&buffers.get()) + bytes(&buffers.get_owned()), 0);
+    assert_eq!(bytes(&classes.get(10)) + bytes(&classes.get_owned(10)), 0);
+    let text = StringPool::new(8);
+    let _: &str = text.get().as_ref();
+    let _: &std::path::Path = text.get().as_ref();
+
+    #[cfg(feature = "bytes")]
+    {
+        use ::bytes::{BufMut, Bytes};
+        fn buf_mut(_: &mut impl BufMut) {}
+        buf_mut(&mut buffers.get());
+        buf_mut(&mut buffers.get_owned());
+        buf_mut(&mut classes.get(10));
+        buf_mut(&mut classes.get_owned(10));
+        let _: Bytes = buffers.get_owned().freeze();
+        let _: Bytes = classes.get_owned(10).freeze();
+        let _: Bytes = chunks.get_owned().freeze(16);
+        let _: Bytes = Bytes::from_owner(chunks.get_owned());
+        let _: Bytes = Bytes::from_owner(buffers.get_owned());
+    }
+}

@@ -1,11 +1,14 @@
-//! `RgbaPool`, `YCbCrPool` and the pools of any shape (`RgbaPools`,
-//! `YCbCrPools`): reuse, reset policies, shape checks, bad input.
+//! `RgbaPool`, `GrayPool`, `YCbCrPool` and the pools of any shape
+//! (`RgbaPools`, `GrayPools`, `YCbCrPools`): reuse, reset policies, shape
+//! checks, bad input, and what `Stats` says of a pool that reuses nothing.
 #![cfg(feature = "image")]
 
 use std::panic::catch_unwind;
 
-use image::{Rgba, RgbaImage};
-use stashpool::image::{RgbaPool, RgbaPools, Subsampling, YCbCrFrame, YCbCrPool, YCbCrPools};
+use image::{GrayImage, Luma, Rgba, RgbaImage};
+use stashpool::image::{
+    GrayPool, GrayPools, RgbaPool, RgbaPools, Subsampling, YCbCrFrame, YCbCrPool, YCbCrPools,
+};
 use stashpool::{Pool, Pooled, Reset};
 
 /// The panic message of `f`, which must panic.
@@ -84,6 +87,117 @@ fn an_unallocatable_rgba_frame_panics_instead_of_aborting() {
     // 2^30 x 2^30 x 4 bytes = 4 EiB: a valid size, but no allocator has it.
     let pool = RgbaPool::new(1 << 30, 1 << 30);
     assert!(catch_unwind(|| drop(pool.get())).is_err());
+}
+
+// === GrayPool ===
+
+#[test]
+fn gray_frames_have_the_pool_size_one_byte_a_pixel_and_start_zeroed() {
+    let pool = GrayPool::builder(7, 5).manual_sweep().build();
+    let frame = pool.get();
+    assert_eq!(frame.dimensions(), (7, 5));
+    assert_eq!(frame.len(), 7 * 5);
+    assert!(frame.iter().all(|&v| v == 0));
+}
+
+#[test]
+fn a_returned_gray_frame_is_reused_and_zeroed() {
+    let pool = GrayPool::builder(16, 16).manual_sweep().build();
+    let mut frame = pool.get();
+    frame.put_pixel(3, 4, Luma([200]));
+    let ptr = frame.as_raw().as_ptr();
+    drop(frame);
+
+    let frame = pool.get();
+    assert_eq!(frame.as_raw().as_ptr(), ptr, "the same frame comes back");
+    assert!(frame.iter().all(|&v| v == 0), "the picture leaked");
+    assert_eq!((pool.stats().created, pool.stats().reused), (1, 1));
+}
+
+#[test]
+fn a_gray_frame_swapped_for_another_size_or_color_space_is_dropped() {
+    use image::metadata::Cicp;
+
+    let pool = GrayPool::builder(8, 8).manual_sweep().build();
+    pool.with(|frame| *frame = GrayImage::new(4, 4));
+    pool.with(|frame| frame.set_color_space(Cicp::SRGB_LINEAR).unwrap());
+    let stats = pool.stats();
+    assert_eq!((stats.discarded, stats.idle), (2, 0));
+    let frame = pool.get();
+    assert_eq!(
+        (frame.dimensions(), frame.color_space()),
+        ((8, 8), Cicp::SRGB)
+    );
+}
+
+#[test]
+fn gray_frames_follow_the_reset_policy() {
+    let keep = GrayPool::builder(4, 4).reset(Reset::Keep).build();
+    assert_eq!(keep.reset(), Reset::Keep);
+    keep.with(|frame| frame.fill(9));
+    assert!(keep.get().iter().all(|&v| v == 9), "kept, as in Go's bp");
+
+    // 1024 x 1024 gray is 1 MiB: written, it is dropped under `Zero`.
+    let zero = GrayPool::builder(1024, 1024).manual_sweep().build();
+    zero.with(|frame| frame.fill(0xEE));
+    assert_eq!((zero.stats().discarded, zero.stats().idle), (1, 0));
+    assert!(zero.get().iter().all(|&v| v == 0));
+    let under = GrayPool::builder(1023, 1024).manual_sweep().build();
+    under.with(|frame| frame.fill(0xEE));
+    assert_eq!((under.stats().discarded, under.stats().idle), (0, 1));
+}
+
+#[test]
+fn bad_gray_sizes_are_refused() {
+    assert!(catch_unwind(|| GrayPool::new(0, 10)).is_err());
+    assert!(catch_unwind(|| drop(GrayPools::new().get(10, 0))).is_err());
+}
+
+#[test]
+fn gray_pools_keep_one_pool_per_shape() {
+    let pools = GrayPools::builder().manual_sweep().build();
+    for (width, height) in [(32, 32), (16, 8), (32, 32)] {
+        pools.with(width, height, |frame| frame.fill(1));
+    }
+    assert_eq!(pools.shapes().collect::<Vec<_>>(), [(32, 32), (16, 8)]);
+    let stats = pools.stats();
+    assert_eq!((stats.created, stats.reused), (2, 1));
+    assert!(pools.get(16, 8).iter().all(|&v| v == 0));
+}
+
+// === Stats of a pool that reuses nothing ===
+
+/// A frame pool under the default `Reset::Zero` whose frames of 1 MiB or
+/// more are all written reuses none of them: its display says so plainly,
+/// where its counters alone would leave it to the reader.
+#[test]
+fn the_stats_of_a_pool_that_dropped_every_written_frame_say_so() {
+    let pool = RgbaPool::builder(LARGE.0, LARGE.1).manual_sweep().build();
+    for shade in 0..4 {
+        pool.with(|frame| frame.fill(shade));
+    }
+    let stats = pool.stats();
+    assert_eq!((stats.created, stats.reused, stats.discarded), (4, 0, 4));
+    let shown = stats.to_string();
+    assert!(
+        shown.starts_with("gets=4 created=4 reused=0 returned=0 discarded=4 rejected=0"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("note: 4 of the 4 objects that came back were discarded"),
+        "{shown}"
+    );
+
+    // The same frames under `Keep`: reused, and no note.
+    let kept = RgbaPool::builder(LARGE.0, LARGE.1)
+        .reset(Reset::Keep)
+        .manual_sweep()
+        .build();
+    for shade in 0..4 {
+        kept.with(|frame| frame.fill(shade));
+    }
+    assert_eq!(kept.stats().created, 1);
+    assert!(!kept.stats().to_string().contains("note"));
 }
 
 // === YCbCrPool ===

@@ -4,8 +4,8 @@
 use std::fmt;
 
 use crate::resource::fallible;
-use crate::resource::sealed::{Knobs, Resource, Token};
-use crate::resource::{object_pool, resource_pool, ResourceBuilder};
+use crate::resource::sealed::{Knobs, Preload, Resource, Token};
+use crate::resource::{const_build, object_pool, resource_pool, ResourceBuilder};
 use crate::{LocalPool, Pooled, PooledOwned, Recycle};
 
 /// By default a buffer may grow to this many times the pool's `capacity`
@@ -215,7 +215,9 @@ pub type PooledBufferOwned<B = Vec<u8>> = PooledOwned<B, BufferRecycler, BufferP
 ///
 /// A buffer comes out with `len() == 0`, so `Read::read` into it reads
 /// nothing: to read into a pooled buffer, take a full-length chunk from a
-/// [`ChunkPool`](super::ChunkPool).
+/// [`ChunkPool`](super::ChunkPool), or, with the `bytes` feature, read
+/// into its spare capacity through `bytes::BufMut`, as tokio's
+/// `read_buf(&mut guard)` does.
 ///
 /// # Examples
 ///
@@ -317,7 +319,7 @@ impl<B: Buffer> BufferPool<B> {
     }
 
     /// A pool with these knobs that makes buffers with `recycler`.
-    pub(crate) fn with_knobs(recycler: BufferRecycler, knobs: Knobs) -> Self {
+    pub(crate) const fn with_knobs(recycler: BufferRecycler, knobs: Knobs) -> Self {
         Self {
             pool: knobs.pool(recycler),
         }
@@ -336,7 +338,7 @@ impl<B: Buffer> BufferPool<B> {
     /// pool.with(|s| s.push_str("grows on first use"));
     /// assert!(pool.get().capacity() >= 18);
     /// ```
-    pub fn builder(capacity: usize) -> ResourceBuilder<Self> {
+    pub const fn builder(capacity: usize) -> ResourceBuilder<Self> {
         ResourceBuilder::new(BufferParams {
             capacity,
             max_capacity: None,
@@ -414,7 +416,7 @@ impl<B: Buffer> ResourceBuilder<BufferPool<B>> {
     /// pool.with(|buf| buf.extend_from_slice(&[0; 65])); // had to grow
     /// assert_eq!(pool.stats().idle, 0);
     /// ```
-    pub fn max_capacity(mut self, n: usize) -> Self {
+    pub const fn max_capacity(mut self, n: usize) -> Self {
         self.params.max_capacity = Some(n);
         self
     }
@@ -422,12 +424,19 @@ impl<B: Buffer> ResourceBuilder<BufferPool<B>> {
 
 impl<B: Buffer> Resource for BufferPool<B> {
     type Params = BufferParams;
+}
 
-    fn build(params: BufferParams, knobs: Knobs) -> Self {
+impl<B: Buffer> Preload for BufferPool<B> {}
+
+const_build!(
+    [B: Buffer] BufferPool<B>,
+    |params, knobs| {
         let recycler = match params.max_capacity {
             Some(max) => BufferRecycler::new(params.capacity, max),
             None => BufferRecycler::with_default_max(params.capacity),
         };
-        Self::with_knobs(recycler, knobs)
-    }
-}
+        BufferPool::with_knobs(recycler, knobs)
+    },
+    "stashpool::bytes::BytePool::builder(4096)",
+    "stashpool::bytes::BytePool"
+);

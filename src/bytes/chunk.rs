@@ -5,8 +5,8 @@ use std::fmt;
 
 use crate::resource::fallible;
 use crate::resource::reset::{self, Wipe};
-use crate::resource::sealed::{Contents, Knobs, Resource};
-use crate::resource::{object_pool, resource_pool, ResourceBuilder};
+use crate::resource::sealed::{Contents, Preload, Resource};
+use crate::resource::{const_build, object_pool, resource_pool, ResourceBuilder};
 use crate::{LocalPool, Pooled, PooledOwned, Recycle, Reset};
 
 const BAD_LEN: &str = "stashpool: a ChunkPool chunk length must be non-zero and at most isize::MAX";
@@ -50,8 +50,7 @@ pub type PooledChunkOwned = PooledOwned<Box<[u8]>, ChunkRecycler, ChunkPool>;
 /// use stashpool::bytes::ChunkPool;
 /// use stashpool::Reset;
 ///
-/// static CHUNKS: std::sync::LazyLock<ChunkPool> =
-///     std::sync::LazyLock::new(|| ChunkPool::builder(32 * 1024).reset(Reset::Keep).build());
+/// static CHUNKS: ChunkPool = ChunkPool::builder(32 * 1024).reset(Reset::Keep).build();
 ///
 /// fn checksum(mut file: impl Read) -> std::io::Result<u64> {
 ///     let mut sum = 0;
@@ -68,6 +67,11 @@ pub type PooledChunkOwned = PooledOwned<Box<[u8]>, ChunkRecycler, ChunkPool>;
 /// assert_eq!(checksum(&[1u8; 100_000][..]).unwrap(), 100_000);
 /// assert_eq!(CHUNKS.stats().created, 1);
 /// ```
+///
+/// With the `bytes` feature, a chunk read into becomes a `bytes::Bytes`
+/// of what was read, with no copy: `chunk.freeze(n)` on an owned chunk
+/// (or a `static` pool's), which goes back to the pool when the last clone
+/// drops.
 ///
 /// # Contents
 ///
@@ -138,7 +142,7 @@ impl ChunkPool {
     /// let pool = ChunkPool::builder(4096).reset(Reset::Keep).max_idle(64).build();
     /// assert_eq!(pool.reset(), Reset::Keep);
     /// ```
-    pub fn builder(len: usize) -> ResourceBuilder<Self> {
+    pub const fn builder(len: usize) -> ResourceBuilder<Self> {
         ResourceBuilder::new(len)
     }
 
@@ -194,16 +198,21 @@ impl fmt::Debug for ChunkPool {
 impl Resource for ChunkPool {
     /// The chunk length.
     type Params = usize;
-
-    fn build(len: usize, knobs: Knobs) -> Self {
-        Self {
-            pool: knobs.pool(ChunkRecycler {
-                reset: knobs.reset,
-                ..ChunkRecycler::new(len)
-            }),
-        }
-    }
 }
+
+impl Preload for ChunkPool {}
+
+const_build!(
+    [] ChunkPool,
+    |len, knobs| ChunkPool {
+        pool: knobs.pool(ChunkRecycler {
+            reset: knobs.reset,
+            ..ChunkRecycler::new(len)
+        }),
+    },
+    "stashpool::bytes::ChunkPool::builder(4096)",
+    "stashpool::bytes::ChunkPool"
+);
 
 /// Makes zeroed chunks of one length, zeroes returned ones that were
 /// written (under [`Reset::Zero`]), and drops those of another length.

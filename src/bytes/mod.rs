@@ -34,6 +34,46 @@
 //! assert_eq!(&buf[..], b"event\n");
 //! ```
 //!
+//! Every byte guard, borrowed and owned, is an `AsRef<[u8]>` and an
+//! `AsMut<[u8]>` (the guards forward `AsRef` and `AsMut` to their
+//! buffer's). With the `bytes` feature, where Rust programs keep their
+//! buffers:
+//!
+//! * a `Vec<u8>` guard ([`BytePool`], [`BytePools`], or a `LocalPool` of
+//!   `Vec<u8>`) is a `bytes::BufMut`, so tokio's `read_buf(&mut guard)`
+//!   reads into its spare capacity and `put_slice` appends to it;
+//! * an owned guard (from `get_owned`, or a `static` pool's guard) becomes
+//!   a `bytes::Bytes` with no copy, `guard.freeze()` (a chunk:
+//!   `chunk.freeze(len)`, its first `len` bytes), and its buffer goes back
+//!   to the pool when the last clone drops; `Bytes::from_owner(guard)` does
+//!   the same.
+//!
+#![cfg_attr(feature = "bytes", doc = "```")]
+#![cfg_attr(not(feature = "bytes"), doc = "```ignore")]
+//! use bytes::{BufMut, Bytes};
+//! use stashpool::bytes::BytePool;
+//! use tokio::io::AsyncReadExt;
+//!
+//! static BUFS: BytePool = BytePool::new(4096);
+//!
+//! #[tokio::main(flavor = "current_thread")]
+//! async fn main() -> std::io::Result<()> {
+//!     let mut socket = &b"twelve bytes"[..]; // stands in for a `TcpStream`
+//!     let mut buf = BUFS.get();
+//!     let n = socket.read_buf(&mut buf).await?; // into the spare capacity
+//!     buf.put_slice(b"\n");
+//!     assert_eq!((n, &buf[..]), (12, &b"twelve bytes\n"[..]));
+//!
+//!     let line: Bytes = buf.freeze(); // no copy
+//!     let for_another_task = line.clone();
+//!     drop(line);
+//!     assert_eq!(BUFS.stats().returned, 0); // a clone still reads the buffer
+//!     drop(for_another_task);
+//!     assert_eq!(BUFS.stats().returned, 1); // back with the last clone
+//!     Ok(())
+//! }
+//! ```
+//!
 //! # Examples
 //!
 //! Encode messages into pooled buffers; after warming up no message
@@ -70,9 +110,13 @@
 //! assert_eq!(pool.stats().reused, 1); // the second 5 000-byte request
 //! ```
 
+#[cfg(feature = "bytes")]
+mod buf_mut;
 mod buffer;
 mod byte_pools;
 mod chunk;
+#[cfg(feature = "bytes")]
+mod freeze;
 
 pub use buffer::{
     Buffer, BufferPool, BufferRecycler, BytePool, PooledBuffer, PooledBufferOwned, StringPool,

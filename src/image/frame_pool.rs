@@ -3,18 +3,19 @@
 
 use std::fmt;
 
-use ::image::RgbaImage;
+use ::image::{GrayImage, RgbaImage};
 
-use super::{RgbaRecycler, Subsampling, YCbCrFrame, YCbCrRecycler};
+use super::{GrayRecycler, RgbaRecycler, Subsampling, YCbCrFrame, YCbCrRecycler};
 use crate::resource::classes::Shapes;
 use crate::resource::sealed::{Contents, Knobs, Resource, Token};
 use crate::resource::{object_pool, resource_pool};
 use crate::{LocalPool, Pooled, PooledOwned, Recycle, Reset};
 
-/// A kind of frame a [`FramePool`] can pool: [`RgbaImage`] or
-/// [`YCbCrFrame`].
+/// A kind of frame a [`FramePool`] can pool: [`RgbaImage`], [`GrayImage`]
+/// or [`YCbCrFrame`].
 ///
 /// [`RgbaImage`]: https://docs.rs/image/0.25/image/type.RgbaImage.html
+/// [`GrayImage`]: https://docs.rs/image/0.25/image/type.GrayImage.html
 ///
 /// Sealed: each kind comes with the recycler that checks and zeroes it.
 pub trait Frame: Sized + Send + 'static {
@@ -46,6 +47,21 @@ impl Frame for RgbaImage {
 
     fn recycler(width: u32, height: u32, (): (), reset: Reset, _: Token) -> RgbaRecycler {
         let mut recycler = RgbaRecycler::new(width, height);
+        recycler.reset = reset;
+        recycler
+    }
+
+    fn shape(&self, _: Token) -> (u32, u32) {
+        self.dimensions()
+    }
+}
+
+impl Frame for GrayImage {
+    type Recycler = GrayRecycler;
+    type Params = ();
+
+    fn recycler(width: u32, height: u32, (): (), reset: Reset, _: Token) -> GrayRecycler {
+        let mut recycler = GrayRecycler::new(width, height);
         recycler.reset = reset;
         recycler
     }
@@ -88,7 +104,8 @@ pub type PooledFrame<'a, F> = Pooled<'a, F, <F as Frame>::Recycler>;
 pub type PooledFrameOwned<F, P = FramePool<F>> = PooledOwned<F, <F as Frame>::Recycler, P>;
 
 /// A pool of frames of one shape: [`RgbaPool`](super::RgbaPool) of
-/// [`RgbaImage`]s, [`YCbCrPool`](super::YCbCrPool) of [`YCbCrFrame`]s.
+/// [`RgbaImage`]s, [`GrayPool`](super::GrayPool) of `GrayImage`s,
+/// [`YCbCrPool`](super::YCbCrPool) of [`YCbCrFrame`]s.
 ///
 /// [`RgbaImage`]: https://docs.rs/image/0.25/image/type.RgbaImage.html
 /// [`RgbaImage::new`]: https://docs.rs/image/0.25/image/struct.ImageBuffer.html#method.new
@@ -168,8 +185,21 @@ impl<F: Frame> FramePool<F> {
     ///
     /// As the `new` of each kind of frame pool.
     pub(crate) fn with_knobs(width: u32, height: u32, params: F::Params, knobs: Knobs) -> Self {
+        let recycler = F::recycler(width, height, params, knobs.reset, Token);
+        Self::with_recycler(recycler, width, height, knobs)
+    }
+
+    /// A pool with these knobs whose `recycler` makes `width` x `height`
+    /// frames under `knobs.reset`: what a `const` build calls, with the
+    /// recycler of its kind of frame.
+    pub(crate) const fn with_recycler(
+        recycler: F::Recycler,
+        width: u32,
+        height: u32,
+        knobs: Knobs,
+    ) -> Self {
         Self {
-            pool: knobs.pool(F::recycler(width, height, params, knobs.reset, Token)),
+            pool: knobs.pool(recycler),
             width,
             height,
             reset: knobs.reset,
@@ -276,10 +306,15 @@ pub struct FramePools<F: Frame> {
 impl<F: Frame> FramePools<F> {
     /// Pools with the default knobs.
     pub(crate) const fn from_params(params: F::Params) -> Self {
+        Self::with_knobs(params, Knobs::DEFAULT)
+    }
+
+    /// Pools with these knobs.
+    pub(crate) const fn with_knobs(params: F::Params, knobs: Knobs) -> Self {
         Self {
             shapes: Shapes::new(),
             params,
-            knobs: Knobs::DEFAULT,
+            knobs,
         }
     }
 
@@ -486,13 +521,6 @@ impl<F: Frame> Contents for FramePools<F> {}
 
 impl<F: Frame> Resource for FramePools<F> {
     type Params = F::Params;
-
-    fn build(params: F::Params, knobs: Knobs) -> Self {
-        Self {
-            knobs,
-            ..Self::from_params(params)
-        }
-    }
 }
 
 impl<F: Frame> fmt::Debug for FramePools<F> {

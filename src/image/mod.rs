@@ -1,11 +1,14 @@
 //! Pools of image frames (feature `image`): [`RgbaPool`] of
 //! [`image::RgbaImage`] frames and [`YCbCrPool`] of planar
 //! [`YCbCrFrame`]s, both [`FramePool`]s, the Rust counterparts of Go's
-//! `bp.ImageRGBAPool` and `bp.ImageYCbCrPool`; and [`RgbaPools`] and
-//! [`YCbCrPools`], frames of any size ([`FramePools`], Go's
-//! `bp.MultiImageRGBAPool` and `bp.MultiImageYCbCrPool`).
+//! `bp.ImageRGBAPool` and `bp.ImageYCbCrPool`, and [`GrayPool`] of
+//! [`image::GrayImage`] frames (masks, thumbnails, luma); and
+//! [`RgbaPools`], [`GrayPools`] and [`YCbCrPools`], frames of any size
+//! ([`FramePools`], Go's `bp.MultiImageRGBAPool` and
+//! `bp.MultiImageYCbCrPool`).
 //!
 //! [`image::RgbaImage`]: https://docs.rs/image/0.25/image/type.RgbaImage.html
+//! [`image::GrayImage`]: https://docs.rs/image/0.25/image/type.GrayImage.html
 //!
 //! A frame is megabytes of memory. A pool keeps a few frames and reuses
 //! them, so a program that handles image after image does not hand that
@@ -19,7 +22,8 @@
 //! (see [`FramePool`] for the details). Code that writes every pixel it
 //! uses can skip the zeroing with [`Reset::Keep`](crate::Reset::Keep), as
 //! Go's `bp` does: a frame then costs a get and a return, whatever its
-//! size.
+//! size. A pool of large frames that are all written, under the default,
+//! reuses none of them: its [`Stats`](crate::Stats) display says so.
 //!
 //! # Examples
 //!
@@ -47,10 +51,12 @@
 //! ```
 
 mod frame_pool;
+mod gray;
 mod rgba;
 mod ycbcr;
 
 pub use frame_pool::{Frame, FramePool, FramePools, PooledFrame, PooledFrameOwned};
+pub use gray::{GrayPool, GrayPools, GrayRecycler, PooledGray, PooledGrayOwned};
 pub use rgba::{PooledRgba, PooledRgbaOwned, RgbaPool, RgbaPools, RgbaRecycler};
 pub use ycbcr::{
     PooledYCbCr, PooledYCbCrOwned, Subsampling, YCbCrFrame, YCbCrPool, YCbCrPools, YCbCrRecycler,

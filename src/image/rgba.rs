@@ -6,8 +6,8 @@ use ::image::RgbaImage;
 use super::{frame_len, FramePool, FramePools, PooledFrame, PooledFrameOwned, WIPE_IN_PLACE_BELOW};
 use crate::resource::fallible;
 use crate::resource::reset::{self, Wipe};
-use crate::resource::sealed::{Knobs, Resource};
-use crate::resource::ResourceBuilder;
+use crate::resource::sealed::{Preload, Resource};
+use crate::resource::{const_build, ResourceBuilder};
 use crate::{Recycle, Reset};
 
 /// A pooled RGBA frame: goes back to its [`RgbaPool`] when dropped (see
@@ -94,17 +94,30 @@ impl FramePool<RgbaImage> {
         Self::from_recycler(RgbaRecycler::new(width, height), width, height)
     }
 
-    /// A builder, to set the core knobs.
+    /// A builder, to set the core knobs and the reset policy.
+    ///
+    /// Under the default [`Reset::Zero`], a frame of 1 MiB or more that was
+    /// written is dropped on return, not reused (zeroing it would cost what
+    /// a fresh zeroed frame costs): a pool of such frames that are all
+    /// written makes one per `get`, as plain allocation does, and its
+    /// [`Stats`](crate::Stats) display says so. Code that writes every
+    /// pixel it uses sets `.reset(Reset::Keep)`, and then reuses them.
     ///
     /// # Examples
     ///
     /// ```
     /// use stashpool::image::RgbaPool;
+    /// use stashpool::Reset;
     ///
-    /// let pool = RgbaPool::builder(640, 480).max_idle(4).build();
-    /// assert_eq!(pool.get().dimensions(), (640, 480));
+    /// // `bp`'s behaviour, for a renderer that writes every pixel.
+    /// static FRAMES: RgbaPool = RgbaPool::builder(1280, 720).reset(Reset::Keep).build();
+    ///
+    /// FRAMES.with(|frame| frame.fill(0xFF));
+    /// FRAMES.with(|frame| frame.fill(0x80));
+    /// assert_eq!(FRAMES.stats().created, 1); // reused, though written
+    /// assert_eq!(FRAMES.get().dimensions(), (1280, 720));
     /// ```
-    pub fn builder(width: u32, height: u32) -> ResourceBuilder<Self> {
+    pub const fn builder(width: u32, height: u32) -> ResourceBuilder<Self> {
         ResourceBuilder::new((width, height))
     }
 }
@@ -112,11 +125,20 @@ impl FramePool<RgbaImage> {
 impl Resource for FramePool<RgbaImage> {
     /// Width and height.
     type Params = (u32, u32);
-
-    fn build((width, height): (u32, u32), knobs: Knobs) -> Self {
-        Self::with_knobs(width, height, (), knobs)
-    }
 }
+
+impl Preload for FramePool<RgbaImage> {}
+
+const_build!(
+    [] RgbaPool,
+    |(width, height), knobs| {
+        let mut recycler = RgbaRecycler::new(width, height);
+        recycler.reset = knobs.reset;
+        RgbaPool::with_recycler(recycler, width, height, knobs)
+    },
+    "stashpool::image::RgbaPool::builder(640, 480)",
+    "stashpool::image::RgbaPool"
+);
 
 /// RGBA frames of any size, one [`RgbaPool`] per size, made on first use
 /// (Go's `bp.MultiImageRGBAPool`): see [`FramePools`].
@@ -172,6 +194,12 @@ impl FramePools<RgbaImage> {
     /// A builder, to set the core knobs and the reset policy (they apply
     /// to every size's pool).
     ///
+    /// Under the default [`Reset::Zero`], a frame of 1 MiB or more that was
+    /// written is dropped on return, not reused: pools of such frames that
+    /// are all written make one per `get`, and their
+    /// [`Stats`](crate::Stats) display says so. Code that writes every
+    /// pixel it uses sets `.reset(Reset::Keep)`.
+    ///
     /// # Examples
     ///
     /// ```
@@ -182,10 +210,17 @@ impl FramePools<RgbaImage> {
     /// pools.with(2, 2, |frame| frame.fill(7));
     /// assert!(pools.get(2, 2).iter().all(|&b| b == 7)); // kept
     /// ```
-    pub fn builder() -> ResourceBuilder<Self> {
+    pub const fn builder() -> ResourceBuilder<Self> {
         ResourceBuilder::new(())
     }
 }
+
+const_build!(
+    [] RgbaPools,
+    |(), knobs| RgbaPools::with_knobs((), knobs),
+    "stashpool::image::RgbaPools::builder()",
+    "stashpool::image::RgbaPools"
+);
 
 impl Default for FramePools<RgbaImage> {
     fn default() -> Self {

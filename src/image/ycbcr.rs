@@ -5,8 +5,8 @@ use std::fmt;
 use super::{frame_len, FramePool, FramePools, PooledFrame, PooledFrameOwned, WIPE_IN_PLACE_BELOW};
 use crate::resource::fallible;
 use crate::resource::reset::{self, Wipe};
-use crate::resource::sealed::{Knobs, Resource};
-use crate::resource::ResourceBuilder;
+use crate::resource::sealed::{Preload, Resource};
+use crate::resource::{const_build, ResourceBuilder};
 use crate::{Recycle, Reset};
 
 /// How the chroma planes of a [`YCbCrFrame`] are subsampled (as Go's
@@ -324,7 +324,14 @@ impl FramePool<YCbCrFrame> {
         )
     }
 
-    /// A builder, to set the core knobs.
+    /// A builder, to set the core knobs and the reset policy.
+    ///
+    /// Under the default [`Reset::Zero`], a frame of 1 MiB or more that was
+    /// written is dropped on return, not reused (zeroing it would cost what
+    /// a fresh zeroed frame costs): a pool of such frames that are all
+    /// written makes one per `get`, as plain allocation does, and its
+    /// [`Stats`](crate::Stats) display says so. Code that writes every
+    /// pixel it uses sets `.reset(Reset::Keep)`, and then reuses them.
     ///
     /// # Examples
     ///
@@ -335,8 +342,19 @@ impl FramePool<YCbCrFrame> {
     ///     .max_stashed(2)
     ///     .build();
     /// assert_eq!(pool.get().cr.len(), 64 * 64);
+    ///
+    /// // `bp`'s behaviour, for a decoder that writes every sample.
+    /// use stashpool::Reset;
+    /// static FRAMES: YCbCrPool = YCbCrPool::builder(1920, 1080, Subsampling::S420)
+    ///     .reset(Reset::Keep)
+    ///     .build();
+    /// assert_eq!(FRAMES.get().y.len(), 1920 * 1080);
     /// ```
-    pub fn builder(width: u32, height: u32, subsampling: Subsampling) -> ResourceBuilder<Self> {
+    pub const fn builder(
+        width: u32,
+        height: u32,
+        subsampling: Subsampling,
+    ) -> ResourceBuilder<Self> {
         ResourceBuilder::new((width, height, subsampling))
     }
 
@@ -358,11 +376,20 @@ impl FramePool<YCbCrFrame> {
 impl Resource for FramePool<YCbCrFrame> {
     /// Width, height and subsampling.
     type Params = (u32, u32, Subsampling);
-
-    fn build((width, height, subsampling): (u32, u32, Subsampling), knobs: Knobs) -> Self {
-        Self::with_knobs(width, height, subsampling, knobs)
-    }
 }
+
+impl Preload for FramePool<YCbCrFrame> {}
+
+const_build!(
+    [] YCbCrPool,
+    |(width, height, subsampling), knobs| {
+        let mut recycler = YCbCrRecycler::new(width, height, subsampling);
+        recycler.reset = knobs.reset;
+        YCbCrPool::with_recycler(recycler, width, height, knobs)
+    },
+    "stashpool::image::YCbCrPool::builder(64, 48, stashpool::image::Subsampling::S420)",
+    "stashpool::image::YCbCrPool"
+);
 
 /// Planar Y'CbCr frames of any size with one subsampling, one
 /// [`YCbCrPool`] per size, made on first use (Go's
@@ -410,6 +437,12 @@ impl FramePools<YCbCrFrame> {
     /// A builder, to set the core knobs and the reset policy (they apply
     /// to every size's pool).
     ///
+    /// Under the default [`Reset::Zero`], a frame of 1 MiB or more that was
+    /// written is dropped on return, not reused: pools of such frames that
+    /// are all written make one per `get`, and their
+    /// [`Stats`](crate::Stats) display says so. Code that writes every
+    /// pixel it uses sets `.reset(Reset::Keep)`.
+    ///
     /// # Examples
     ///
     /// ```
@@ -418,7 +451,7 @@ impl FramePools<YCbCrFrame> {
     /// let pools = YCbCrPools::builder(Subsampling::S422).max_stashed(2).build();
     /// assert_eq!(pools.get(4, 2).cb.len(), 4);
     /// ```
-    pub fn builder(subsampling: Subsampling) -> ResourceBuilder<Self> {
+    pub const fn builder(subsampling: Subsampling) -> ResourceBuilder<Self> {
         ResourceBuilder::new(subsampling)
     }
 
@@ -435,6 +468,13 @@ impl FramePools<YCbCrFrame> {
         self.params()
     }
 }
+
+const_build!(
+    [] YCbCrPools,
+    |subsampling, knobs| YCbCrPools::with_knobs(subsampling, knobs),
+    "stashpool::image::YCbCrPools::builder(stashpool::image::Subsampling::S420)",
+    "stashpool::image::YCbCrPools"
+);
 
 /// Makes zeroed Y'CbCr frames of one shape, zeroes returned ones and
 /// restores their strides, and drops those whose planes changed length.

@@ -6,8 +6,8 @@ use std::io::{self, Read, Write};
 use super::known;
 use super::scratch::ScratchPool;
 use crate::bytes::{BufferPool, BufferRecycler, BytePool, PooledBuffer};
-use crate::resource::sealed::{Contents, Knobs, Resource};
-use crate::resource::{resource_pool, ResourceBuilder};
+use crate::resource::sealed::{Contents, Resource};
+use crate::resource::{const_build, resource_pool, ResourceBuilder};
 use crate::Reset;
 
 /// The size of the buffer `io::copy` keeps on the stack (std's
@@ -129,7 +129,7 @@ impl CopyPool {
     /// let pool = CopyPool::builder(16 * 1024).max_idle(4).build();
     /// assert_eq!(pool.capacity(), 16 * 1024);
     /// ```
-    pub fn builder(capacity: usize) -> ResourceBuilder<Self> {
+    pub const fn builder(capacity: usize) -> ResourceBuilder<Self> {
         ResourceBuilder::new(CopyParams {
             capacity,
             max_capacity: None,
@@ -308,7 +308,7 @@ impl ResourceBuilder<CopyPool> {
     /// drop(pool.read_all(&mut &[1u8; 100_000][..]).unwrap());
     /// assert_eq!(pool.stats().discarded, 0);
     /// ```
-    pub fn max_capacity(mut self, n: usize) -> Self {
+    pub const fn max_capacity(mut self, n: usize) -> Self {
         self.params.max_capacity = Some(n);
         self
     }
@@ -316,8 +316,11 @@ impl ResourceBuilder<CopyPool> {
 
 impl Resource for CopyPool {
     type Params = CopyParams;
+}
 
-    fn build(params: CopyParams, knobs: Knobs) -> Self {
+const_build!(
+    [] CopyPool,
+    |params, knobs| {
         let capacity = params.capacity;
         let scratch = ScratchPool::with_knobs(capacity, BAD_SIZE, knobs);
         let recycler = match params.max_capacity {
@@ -325,9 +328,11 @@ impl Resource for CopyPool {
             None => BufferRecycler::with_default_max(capacity),
         };
         let vecs = BufferPool::with_knobs(recycler, knobs);
-        Self { scratch, vecs }
-    }
-}
+        CopyPool { scratch, vecs }
+    },
+    "stashpool::io::CopyPool::builder(64 * 1024)",
+    "stashpool::io::CopyPool"
+);
 
 impl Contents for CopyPool {}
 

@@ -4,8 +4,8 @@ use std::fmt;
 use std::io::{self, BufRead, Read};
 
 use super::scratch::{Scratch, ScratchPool};
-use crate::resource::sealed::{Contents, Knobs, Resource};
-use crate::resource::{resource_pool, ResourceBuilder};
+use crate::resource::sealed::{Contents, Preload, Resource};
+use crate::resource::{const_build, resource_pool, ResourceBuilder};
 use crate::Reset;
 
 const BAD_SIZE: &str =
@@ -92,7 +92,7 @@ impl BufReaderPool {
     /// let pool = BufReaderPool::builder(4096).max_idle(16).build();
     /// assert_eq!(pool.capacity(), 4096);
     /// ```
-    pub fn builder(capacity: usize) -> ResourceBuilder<Self> {
+    pub const fn builder(capacity: usize) -> ResourceBuilder<Self> {
         ResourceBuilder::new(capacity)
     }
 
@@ -190,13 +190,18 @@ impl fmt::Debug for BufReaderPool {
 impl Resource for BufReaderPool {
     /// The buffer size.
     type Params = usize;
-
-    fn build(capacity: usize, knobs: Knobs) -> Self {
-        Self {
-            bufs: ScratchPool::with_knobs(capacity, BAD_SIZE, knobs),
-        }
-    }
 }
+
+impl Preload for BufReaderPool {}
+
+const_build!(
+    [] BufReaderPool,
+    |capacity, knobs| BufReaderPool {
+        bufs: ScratchPool::with_knobs(capacity, BAD_SIZE, knobs),
+    },
+    "stashpool::io::BufReaderPool::builder(4096)",
+    "stashpool::io::BufReaderPool"
+);
 
 // === impl PooledBufReader ===
 

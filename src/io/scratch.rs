@@ -107,7 +107,7 @@ impl ScratchPool {
     }
 
     /// As `new`, with the core knobs and the reset policy.
-    pub(crate) fn with_knobs(len: usize, message: &str, knobs: Knobs) -> Self {
+    pub(crate) const fn with_knobs(len: usize, message: &str, knobs: Knobs) -> Self {
         fallible::check_len(len, message);
         Self {
             pool: knobs.pool(Fresh { len }),

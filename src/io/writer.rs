@@ -5,8 +5,8 @@ use std::io::{self, Write};
 
 use crate::bytes::{BufferPool, BufferRecycler, BytePool, PooledBuffer};
 use crate::resource::fallible;
-use crate::resource::sealed::{Knobs, Resource};
-use crate::resource::{resource_pool, ResourceBuilder};
+use crate::resource::sealed::{Preload, Resource};
+use crate::resource::{const_build, resource_pool, ResourceBuilder};
 
 const BAD_SIZE: &str =
     "stashpool: a BufWriterPool buffer size must be non-zero and at most isize::MAX";
@@ -84,7 +84,7 @@ impl BufWriterPool {
     /// let pool = BufWriterPool::builder(4096).max_stashed(4).build();
     /// assert_eq!(pool.capacity(), 4096);
     /// ```
-    pub fn builder(capacity: usize) -> ResourceBuilder<Self> {
+    pub const fn builder(capacity: usize) -> ResourceBuilder<Self> {
         ResourceBuilder::new(capacity)
     }
 
@@ -179,13 +179,18 @@ impl fmt::Debug for BufWriterPool {
 impl Resource for BufWriterPool {
     /// The buffer size.
     type Params = usize;
-
-    fn build(capacity: usize, knobs: Knobs) -> Self {
-        Self {
-            bufs: BufferPool::with_knobs(Self::recycler(capacity), knobs),
-        }
-    }
 }
+
+impl Preload for BufWriterPool {}
+
+const_build!(
+    [] BufWriterPool,
+    |capacity, knobs| BufWriterPool {
+        bufs: BufferPool::with_knobs(BufWriterPool::recycler(capacity), knobs),
+    },
+    "stashpool::io::BufWriterPool::builder(4096)",
+    "stashpool::io::BufWriterPool"
+);
 
 // === impl PooledBufWriter ===
 

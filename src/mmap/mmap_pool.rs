@@ -6,8 +6,8 @@ use memmap2::MmapMut;
 
 use crate::resource::fallible;
 use crate::resource::reset::{self, Wipe};
-use crate::resource::sealed::{Contents, Knobs, Resource};
-use crate::resource::{object_pool, resource_pool, ResourceBuilder};
+use crate::resource::sealed::{Contents, Preload, Resource};
+use crate::resource::{const_build, object_pool, resource_pool, ResourceBuilder};
 use crate::{LocalPool, Pooled, PooledOwned, Recycle, Reset};
 
 const BAD_LEN: &str = "stashpool: an MmapPool map length must be non-zero and at most isize::MAX";
@@ -105,7 +105,7 @@ impl MmapPool {
     /// let pool = MmapPool::builder(1 << 20).max_stashed(2).build();
     /// assert_eq!(pool.get().len(), 1 << 20);
     /// ```
-    pub fn builder(len: usize) -> ResourceBuilder<Self> {
+    pub const fn builder(len: usize) -> ResourceBuilder<Self> {
         ResourceBuilder::new(len)
     }
 
@@ -160,16 +160,21 @@ impl fmt::Debug for MmapPool {
 impl Resource for MmapPool {
     /// The map length.
     type Params = usize;
-
-    fn build(len: usize, knobs: Knobs) -> Self {
-        Self {
-            pool: knobs.pool(MmapRecycler {
-                reset: knobs.reset,
-                ..MmapRecycler::new(len)
-            }),
-        }
-    }
 }
+
+impl Preload for MmapPool {}
+
+const_build!(
+    [] MmapPool,
+    |len, knobs| MmapPool {
+        pool: knobs.pool(MmapRecycler {
+            reset: knobs.reset,
+            ..MmapRecycler::new(len)
+        }),
+    },
+    "stashpool::mmap::MmapPool::builder(4096)",
+    "stashpool::mmap::MmapPool"
+);
 
 /// Maps anonymous memory of one length, zeroes returned maps, and drops
 /// (unmaps) those of another length.

@@ -11,6 +11,9 @@ use crate::Recycle;
 
 /// Configures a [`LocalPool`]; made by [`LocalPool::builder`].
 ///
+/// Every method is a `const fn`, `build` too, so a configured pool is a
+/// plain `static`, as Go's `var pool = sync.Pool{...}` is.
+///
 /// # Examples
 ///
 /// ```
@@ -22,6 +25,22 @@ use crate::Recycle;
 ///     .manual_sweep()
 ///     .build();
 /// assert_eq!(pool.stats().idle, 0);
+/// ```
+///
+/// A configured `static` (a closure that captures nothing coerces to the
+/// `fn` pointer the type names):
+///
+/// ```
+/// use std::time::Duration;
+/// use stashpool::LocalPool;
+///
+/// static BUFS: LocalPool<Vec<u8>> = LocalPool::builder((|| Vec::with_capacity(4096)) as fn() -> _)
+///     .max_idle(64)
+///     .sweep_every(Duration::from_secs(2))
+///     .build();
+///
+/// BUFS.with(|buf| buf.extend_from_slice(b"configured"));
+/// assert_eq!(BUFS.stats().idle, 1);
 /// ```
 #[must_use = "a builder does nothing until `build` is called"]
 pub struct LocalPoolBuilder<T, R> {
@@ -66,7 +85,7 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPoolBuilder<T, R> {
     /// one while another thread waits; threads beyond those share their
     /// objects through the overflow, as with `max_stashed(0)`. Why this
     /// bound: [`implementation`](crate::implementation), section 3a.
-    pub fn max_stashed(mut self, n: usize) -> Self {
+    pub const fn max_stashed(mut self, n: usize) -> Self {
         self.config.max_stashed = n;
         self
     }
@@ -124,7 +143,7 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPoolBuilder<T, R> {
     /// // Objects in use are not bounded: 5 out at once, so 5 made.
     /// assert_eq!(pool.stats().created, 5);
     /// ```
-    pub fn max_idle(mut self, n: usize) -> Self {
+    pub const fn max_idle(mut self, n: usize) -> Self {
         self.config.max_idle = n;
         self
     }
@@ -137,7 +156,7 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPoolBuilder<T, R> {
     ///
     /// If `interval` is zero: a pool swept continuously could never keep an
     /// object. Use [`manual_sweep`](Self::manual_sweep) to control sweeps.
-    pub fn sweep_every(mut self, interval: Duration) -> Self {
+    pub const fn sweep_every(mut self, interval: Duration) -> Self {
         self.config.sweep_every = Some(sweep_interval(interval));
         self
     }
@@ -146,18 +165,94 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPoolBuilder<T, R> {
     /// threads without one.
     #[cfg(stashpool_loom)]
     #[doc(hidden)]
-    pub fn loom_max_stashes(mut self, n: usize) -> Self {
+    pub const fn loom_max_stashes(mut self, n: usize) -> Self {
         self.config.max_stashes = Some(n);
         self
     }
 
     /// No automatic sweeping: only [`LocalPool::sweep`] calls trim.
-    pub fn manual_sweep(mut self) -> Self {
+    pub const fn manual_sweep(mut self) -> Self {
         self.config.sweep_every = None;
         self
     }
 
+    /// `n` objects made and pooled idle when the pool is first used, by
+    /// any call, [`stats`](LocalPool::stats) included (Go `bp`'s
+    /// `Preload`): the first `n` gets, on any thread, find an object
+    /// waiting. Default `0`.
+    ///
+    /// They are idle objects like any other: counted in
+    /// [`created`](crate::Stats::created) and
+    /// [`returned`](crate::Stats::returned) (not in
+    /// [`gets`](crate::Stats::gets)), kept up to
+    /// [`max_idle`](Self::max_idle) (the rest counted
+    /// [`rejected`](crate::Stats::rejected)), and trimmed by sweeps: an
+    /// object preloaded and never taken is dropped by the second sweep, as
+    /// with Go's `sync.Pool`, rather than kept for good as `bp` keeps it.
+    ///
+    /// # Panics
+    ///
+    /// The first call on the pool panics if `create` does (the objects made
+    /// before stay pooled).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use stashpool::LocalPool;
+    ///
+    /// let pool = LocalPool::builder(|| vec![0u8; 4096]).preload(4).manual_sweep().build();
+    /// let stats = pool.stats(); // the first call: the pool is filled
+    /// assert_eq!((stats.created, stats.idle, stats.gets), (4, 4, 0));
+    ///
+    /// drop(pool.get());
+    /// assert_eq!(pool.stats().created, 4); // found one waiting
+    ///
+    /// pool.sweep();
+    /// pool.sweep(); // idle since the first sweep: dropped
+    /// assert_eq!(pool.stats().idle, 0);
+    /// ```
+    pub const fn preload(mut self, n: usize) -> Self {
+        self.config.preload = n;
+        self
+    }
+
     /// Makes the pool.
+    ///
+    /// `const`, so a configured pool can be a `static` (see the type's
+    /// docs); nothing is allocated until the pool is first used.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use stashpool::LocalPool;
+    ///
+    /// static IDS: LocalPool<String> = LocalPool::builder(String::new as fn() -> String)
+    ///     .max_stashed(4)
+    ///     .build();
+    ///
+    /// IDS.with(|id| id.push_str("abc"));
+    /// assert_eq!(IDS.stats().created, 1);
+    /// ```
+    #[cfg(not(stashpool_loom))]
+    pub const fn build(self) -> LocalPool<T, R> {
+        // A `const fn` cannot move the recycler out of `self` (the builder
+        // would be left for a destructor it cannot run): it is read out,
+        // and the builder forgotten.
+        // SAFETY: `recycler` is read once, and `self` is forgotten right
+        // after, so it is neither used nor dropped again: a move, done by
+        // hand. Nothing between the two can unwind.
+        let recycler = unsafe { std::ptr::read(&self.recycler) };
+        let config = self.config;
+        std::mem::forget(self);
+        LocalPool {
+            recycler,
+            config,
+            shared: LazyArc::new(),
+        }
+    }
+
+    /// Makes the pool (under loom, not `const`: loom's atomics are not).
+    #[cfg(stashpool_loom)]
     pub fn build(self) -> LocalPool<T, R> {
         LocalPool {
             recycler: self.recycler,
@@ -183,7 +278,7 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
     ///     .build();
     /// pool.with(|buf| buf[0] = 1);
     /// ```
-    pub fn builder(recycler: R) -> LocalPoolBuilder<T, R> {
+    pub const fn builder(recycler: R) -> LocalPoolBuilder<T, R> {
         LocalPoolBuilder {
             recycler,
             config: Config::DEFAULT,
@@ -198,6 +293,7 @@ impl<T, R> fmt::Debug for LocalPoolBuilder<T, R> {
             .field("max_stashed", &self.config.max_stashed)
             .field("max_idle", &self.config.max_idle)
             .field("sweep_every", &self.config.sweep_every)
+            .field("preload", &self.config.preload)
             .finish_non_exhaustive()
     }
 }

@@ -68,6 +68,8 @@ pub(crate) struct Config {
     pub(crate) sweep_every: Option<Duration>,
     /// `None`: [`default_max_stashes`].
     pub(crate) max_stashes: Option<usize>,
+    /// Objects made and pooled idle when the pool is first used.
+    pub(crate) preload: usize,
 }
 
 impl Config {
@@ -76,6 +78,7 @@ impl Config {
         max_idle: usize::MAX,
         sweep_every: Some(DEFAULT_SWEEP_INTERVAL),
         max_stashes: None,
+        preload: 0,
     };
 }
 
@@ -85,10 +88,45 @@ impl Config {
 /// # Panics
 ///
 /// If `interval` is zero.
-pub(crate) fn sweep_interval(interval: Duration) -> Duration {
+pub(crate) const fn sweep_interval(interval: Duration) -> Duration {
     assert!(
         !interval.is_zero(),
         "stashpool: the sweep interval must be non-zero (use `manual_sweep` to sweep only on demand)"
     );
-    interval.max(MIN_SWEEP_INTERVAL)
+    // `const`, for builders of `static` pools, where `Ord::max` cannot be
+    // called: seconds first, then nanoseconds.
+    let (secs, min_secs) = (interval.as_secs(), MIN_SWEEP_INTERVAL.as_secs());
+    if secs < min_secs
+        || (secs == min_secs && interval.subsec_nanos() < MIN_SWEEP_INTERVAL.subsec_nanos())
+    {
+        MIN_SWEEP_INTERVAL
+    } else {
+        interval
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sweep_intervals_below_the_minimum_are_raised_to_it() {
+        // In a `const` context too, as a `static` pool's builder calls it.
+        const RAISED: Duration = sweep_interval(Duration::from_nanos(1));
+        assert_eq!(RAISED, MIN_SWEEP_INTERVAL);
+        assert_eq!(
+            sweep_interval(Duration::from_micros(999)),
+            MIN_SWEEP_INTERVAL
+        );
+        assert_eq!(sweep_interval(MIN_SWEEP_INTERVAL), MIN_SWEEP_INTERVAL);
+        let above = Duration::new(0, 1_000_001);
+        assert_eq!(sweep_interval(above), above);
+        assert_eq!(sweep_interval(Duration::new(1, 0)), Duration::new(1, 0));
+    }
+
+    #[test]
+    #[should_panic(expected = "stashpool: the sweep interval must be non-zero")]
+    fn a_zero_sweep_interval_is_refused() {
+        sweep_interval(Duration::ZERO);
+    }
 }

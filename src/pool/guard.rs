@@ -345,23 +345,27 @@ macro_rules! guard_impls {
             }
         }
 
-        impl<$($gen)*> AsRef<T> for $guard
+        /// What the object is a view of, the guard is: a pooled
+        /// `Vec<u8>` or `Box<[u8]>` is an `AsRef<[u8]>`, a pooled `String`
+        /// an `AsRef<str>` (and `AsRef<Path>`).
+        impl<$($gen)*, U: ?Sized> AsRef<U> for $guard
         where
-            T: Send + 'static,
+            T: Send + 'static + AsRef<U>,
             R: Recycle<T>,
         {
-            fn as_ref(&self) -> &T {
-                self
+            fn as_ref(&self) -> &U {
+                self.value().as_ref()
             }
         }
 
-        impl<$($gen)*> AsMut<T> for $guard
+        /// Through `DerefMut`, so the guard records the write.
+        impl<$($gen)*, U: ?Sized> AsMut<U> for $guard
         where
-            T: Send + 'static,
+            T: Send + 'static + AsMut<U>,
             R: Recycle<T>,
         {
-            fn as_mut(&mut self) -> &mut T {
-                self
+            fn as_mut(&mut self) -> &mut U {
+                self.value_mut().as_mut()
             }
         }
 

@@ -191,7 +191,7 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
     /// assert_eq!(pool.stats().created, 0);
     /// ```
     pub fn try_get(&self) -> Option<Pooled<'_, T, R>> {
-        self.shared.get()?;
+        self.made()?;
         let (shared, stash) = self.local();
         let mut node = match stash {
             Some(stash) => shared.take(stash)?,
@@ -393,7 +393,10 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
     /// assert_eq!((stats.created, stats.returned, stats.idle), (1, 1, 1));
     /// ```
     pub fn stats(&self) -> Stats {
-        self.made().map(|shared| shared.stats()).unwrap_or_default()
+        let mut stats = self.made().map(|shared| shared.stats()).unwrap_or_default();
+        // Preloaded objects were made, not handed out.
+        stats.gets = stats.gets.saturating_sub(self.config.preload as u64);
+        stats
     }
 
     /// The recycler this pool makes and resets objects with.
@@ -411,11 +414,6 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
             Some(shared) => shared,
             None => self.init(),
         }
-    }
-
-    /// The shared state if it was made, this process's (`current`).
-    fn made(&self) -> Option<LazyArcRef<'_, Shared<T>>> {
-        self.shared.get().map(|shared| self.current(shared))
     }
 
     /// `shared` itself, or, in a forked child, the child's own state that
@@ -440,11 +438,13 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
         Arc::new(Shared::new(&self.config, next_id()))
     }
 
-    /// Registers a newly published shared state with the sweeper.
+    /// Registers a newly published shared state with the sweeper, and
+    /// preloads it.
     fn announce(&self, shared: &Arc<Shared<T>>) {
         if let Some(interval) = self.config.sweep_every {
             register(shared.id, shared, interval);
         }
+        self.preload(shared);
     }
 
     /// The shared state and this thread's stash in it, if it has one: from
@@ -475,6 +475,27 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
         stash.map_or(Home::NONE, |stash| {
             Home::here(std::ptr::from_ref(stash).cast())
         })
+    }
+
+    /// Fills a pool whose shared state this thread just published with
+    /// `config.preload` idle objects, in the overflow, where any thread's
+    /// get finds them: made and put, so counted created and returned.
+    #[cold]
+    fn preload(&self, shared: &Shared<T>) {
+        for _ in 0..self.config.preload {
+            shared.push_single(&shared.orphans, self.create(&shared.orphans));
+        }
+    }
+
+    /// The shared state if it was made, this process's (`current`); a pool
+    /// to preload is made and filled by its first call, whatever the call
+    /// (`LocalPoolBuilder::preload`).
+    fn made(&self) -> Option<LazyArcRef<'_, Shared<T>>> {
+        let shared = match self.config.preload {
+            0 => self.shared.get()?,
+            _ => self.shared(),
+        };
+        Some(self.current(shared))
     }
 
     /// Takes an object out of the pool, or makes one, for a guard: the node

@@ -23,10 +23,11 @@ use std::ops::{Add, AddAssign};
 /// the pool when it is returned and leaves it when a `get` reuses it or a
 /// sweep trims it. Objects dropped on return, whether by the pool's rules
 /// (`discarded`) or for want of room (`rejected`), are not counted as
-/// returned: each object handed out (`gets`, which is `created + reused`)
-/// or given with `put` comes back as one of `returned`, `discarded` or
-/// `rejected`, unless it is still lent out or was kept for good
-/// (`into_inner`).
+/// returned: each object handed out (`gets`, which is `created + reused`
+/// less what a [`preload`](crate::LocalPoolBuilder::preload) made) or given
+/// with `put` comes back as one of `returned`, `discarded` or `rejected`,
+/// unless it is still lent out or was kept for good (`into_inner`); a
+/// preloaded object counts as made and returned.
 ///
 /// # Examples
 ///
@@ -48,9 +49,10 @@ use std::ops::{Add, AddAssign};
 #[non_exhaustive]
 pub struct Stats {
     /// Objects handed out (by `get`, `get_owned`, `with`, or a `try_get`
-    /// that found one): `created + reused`.
+    /// that found one): `created + reused`, less the objects
+    /// [`preload`](crate::LocalPoolBuilder::preload) made.
     pub gets: u64,
-    /// Objects made by `create()` (misses).
+    /// Objects made by `create()`: misses, and preloaded objects.
     pub created: u64,
     /// Gets served from a stash or the overflow (hits).
     pub reused: u64,
@@ -125,6 +127,13 @@ impl Stats {
 /// The counters as `key=value` pairs on one line, in the order of the
 /// fields: for logs, and easy to parse back.
 ///
+/// When the pool discarded most of what came back (more than it kept and
+/// rejected together), a note after a `;` says so: such a pool makes
+/// nearly every object anew, as plain allocation would, which the
+/// counters alone leave to the reader to see. A frame pool under
+/// [`Reset::Zero`](crate::Reset::Zero) does this with written frames of
+/// 1 MiB or more; `Reset::Keep` keeps them.
+///
 /// # Examples
 ///
 /// ```
@@ -136,6 +145,26 @@ impl Stats {
 /// assert_eq!(
 ///     format!("buffers: {}", pool.stats()),
 ///     "buffers: gets=2 created=1 reused=1 returned=2 discarded=0 rejected=0 trimmed=0 idle=1"
+/// );
+///
+/// // A recycler that refuses every object: nothing is reused.
+/// struct Refuse;
+/// impl stashpool::Recycle<Vec<u8>> for Refuse {
+///     fn create(&self) -> Vec<u8> {
+///         Vec::new()
+///     }
+///     fn recycle(&self, _: &mut Vec<u8>) -> bool {
+///         false
+///     }
+/// }
+/// let refusing = LocalPool::new(Refuse);
+/// refusing.with(|_| ());
+/// refusing.with(|_| ());
+/// assert_eq!(
+///     refusing.stats().to_string(),
+///     "gets=2 created=2 reused=0 returned=0 discarded=2 rejected=0 trimmed=0 idle=0; \
+///      note: 2 of the 2 objects that came back were discarded (by the pool's recycler \
+///      or Reset policy), so it reuses little of what it makes"
 /// );
 /// ```
 impl fmt::Display for Stats {
@@ -154,7 +183,18 @@ impl fmt::Display for Stats {
             f,
             "gets={gets} created={created} reused={reused} returned={returned} \
              discarded={discarded} rejected={rejected} trimmed={trimmed} idle={idle}"
-        )
+        )?;
+        if *discarded > returned.saturating_add(*rejected) {
+            let came_back = discarded
+                .saturating_add(*returned)
+                .saturating_add(*rejected);
+            write!(
+                f,
+                "; note: {discarded} of the {came_back} objects that came back were discarded \
+                 (by the pool's recycler or Reset policy), so it reuses little of what it makes"
+            )?;
+        }
+        Ok(())
     }
 }
 

@@ -184,7 +184,7 @@ macro_rules! class_pool {
             /// pool.with(10, |object| object.len());
             /// assert_eq!(pool.stats().returned, 1);
             /// ```
-            pub fn builder(min: usize, max: usize) -> $crate::ResourceBuilder<Self> {
+            pub const fn builder(min: usize, max: usize) -> $crate::ResourceBuilder<Self> {
                 $crate::ResourceBuilder::new((min, max))
             }
 
@@ -368,11 +368,14 @@ macro_rules! class_pool {
 
         impl $crate::resource::sealed::Resource for $ty {
             type Params = (usize, usize);
-
-            fn build(params: (usize, usize), knobs: $crate::resource::sealed::Knobs) -> Self {
-                Self::with_knobs(params, knobs)
-            }
         }
+
+        $crate::resource::const_build!(
+            [] $ty,
+            |params, knobs| $ty::with_knobs(params, knobs),
+            concat!($path, "::builder(4096, 1 << 20)"),
+            $path
+        );
 
         impl std::fmt::Debug for $ty {
             fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -626,21 +629,24 @@ where
     }
 }
 
-impl<G: DerefMut> AsRef<G::Target> for SizedGuard<G>
+/// What the object is a view of, the guard is, as for [`Pooled`]: a
+/// `BytePools` buffer is an `AsRef<[u8]>`.
+impl<G: DerefMut, U: ?Sized> AsRef<U> for SizedGuard<G>
 where
-    G::Target: Sized,
+    G::Target: Sized + AsRef<U>,
 {
-    fn as_ref(&self) -> &G::Target {
-        self
+    fn as_ref(&self) -> &U {
+        (**self).as_ref()
     }
 }
 
-impl<G: DerefMut> AsMut<G::Target> for SizedGuard<G>
+/// Through `DerefMut`, so the guard records the write.
+impl<G: DerefMut, U: ?Sized> AsMut<U> for SizedGuard<G>
 where
-    G::Target: Sized,
+    G::Target: Sized + AsMut<U>,
 {
-    fn as_mut(&mut self) -> &mut G::Target {
-        self
+    fn as_mut(&mut self) -> &mut U {
+        (**self).as_mut()
     }
 }
 

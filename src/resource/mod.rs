@@ -10,7 +10,8 @@
 //! parameters may still change; it records the core knobs instead and
 //! applies them to each `LocalPool` when it builds. One generic builder
 //! serves every resource pool, so the knobs are written and documented
-//! once.
+//! once; each pool adds its own `const fn build` (`const_build!`), since
+//! a `const fn` cannot call a trait's method to make the pool.
 //!
 //! Every resource pool answers `new` and `builder` with the pool's
 //! parameters and an accessor for each of them. A pool of objects answers
@@ -37,6 +38,9 @@ use crate::{LocalPool, LocalPoolBuilder, Recycle, Reset};
 /// the resource pool is made of) and, for some pools, knobs of their own
 /// such as [`max_capacity`](ResourceBuilder::max_capacity).
 ///
+/// Every method is a `const fn`, `build` too, so a configured pool is a
+/// plain `static`.
+///
 /// [`BytePool::builder`]: crate::bytes::BufferPool::builder
 /// [`LocalPool`]: crate::LocalPool
 ///
@@ -54,17 +58,29 @@ use crate::{LocalPool, LocalPoolBuilder, Recycle, Reset};
 ///     .build();
 /// assert!(pool.get().capacity() >= 4096);
 /// ```
+///
+/// A configured `static`:
+///
+/// ```
+/// use stashpool::bytes::ChunkPool;
+/// use stashpool::Reset;
+///
+/// static CHUNKS: ChunkPool = ChunkPool::builder(64 * 1024).reset(Reset::Keep).build();
+///
+/// assert_eq!(CHUNKS.get().len(), 64 * 1024);
+/// assert_eq!(CHUNKS.reset(), Reset::Keep);
+/// ```
 #[must_use = "a builder does nothing until `build` is called"]
 pub struct ResourceBuilder<P: sealed::Resource> {
     pub(crate) params: P::Params,
-    knobs: sealed::Knobs,
+    pub(crate) knobs: sealed::Knobs,
 }
 
 impl<P: sealed::Resource> ResourceBuilder<P> {
-    pub(crate) fn new(params: P::Params) -> Self {
+    pub(crate) const fn new(params: P::Params) -> Self {
         Self {
             params,
-            knobs: sealed::Knobs::default(),
+            knobs: sealed::Knobs::DEFAULT,
         }
     }
 
@@ -79,7 +95,7 @@ impl<P: sealed::Resource> ResourceBuilder<P> {
     /// let pool = StringPool::builder(256).max_stashed(4).build();
     /// pool.with(|s| s.push_str("hi"));
     /// ```
-    pub fn max_stashed(mut self, n: usize) -> Self {
+    pub const fn max_stashed(mut self, n: usize) -> Self {
         self.knobs.max_stashed = Some(n);
         self
     }
@@ -98,7 +114,7 @@ impl<P: sealed::Resource> ResourceBuilder<P> {
     /// let pool = BytePool::builder(1024).max_idle(8).build();
     /// pool.with(|buf| buf.push(1));
     /// ```
-    pub fn max_idle(mut self, n: usize) -> Self {
+    pub const fn max_idle(mut self, n: usize) -> Self {
         self.knobs.max_idle = Some(n);
         self
     }
@@ -121,7 +137,7 @@ impl<P: sealed::Resource> ResourceBuilder<P> {
     ///     .build();
     /// pool.with(|buf| buf.push(1));
     /// ```
-    pub fn sweep_every(mut self, interval: Duration) -> Self {
+    pub const fn sweep_every(mut self, interval: Duration) -> Self {
         self.knobs.sweep = sealed::Sweep::Every(crate::pool::sweep_interval(interval));
         self
     }
@@ -141,28 +157,9 @@ impl<P: sealed::Resource> ResourceBuilder<P> {
     /// pool.sweep();
     /// assert_eq!(pool.stats().idle, 0); // dropped by the second
     /// ```
-    pub fn manual_sweep(mut self) -> Self {
+    pub const fn manual_sweep(mut self) -> Self {
         self.knobs.sweep = sealed::Sweep::Manual;
         self
-    }
-
-    /// Makes the pool.
-    ///
-    /// # Panics
-    ///
-    /// If the pool's parameters are invalid: the `new` function of each
-    /// pool lists what it refuses.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use stashpool::bytes::BytePool;
-    ///
-    /// let pool = BytePool::builder(512).build();
-    /// assert_eq!(pool.capacity(), 512);
-    /// ```
-    pub fn build(self) -> P {
-        P::build(self.params, self.knobs)
     }
 }
 
@@ -180,8 +177,46 @@ impl<P: sealed::Resource + sealed::Contents> ResourceBuilder<P> {
     /// let pool = CopyPool::builder(64 * 1024).reset(Reset::Keep).build();
     /// assert_eq!(pool.reset(), Reset::Keep);
     /// ```
-    pub fn reset(mut self, reset: Reset) -> Self {
+    pub const fn reset(mut self, reset: Reset) -> Self {
         self.knobs.reset = reset;
+        self
+    }
+}
+
+impl<P: sealed::Resource + sealed::Preload> ResourceBuilder<P> {
+    /// `n` objects made and pooled idle when the pool is first used, by
+    /// any call, `stats()` included (Go `bp`'s `Preload`; see
+    /// [`LocalPoolBuilder::preload`](crate::LocalPoolBuilder::preload)).
+    /// Sweeps trim them as any idle object: preloaded and never taken,
+    /// they are gone after two sweeps. Default `0`.
+    ///
+    /// The pools of one kind of object of one size have it; the
+    /// multi-size pools, which make their classes on first use, do not,
+    /// nor does `CopyPool`, whose copy buffers and `read_all` vectors are
+    /// two kinds.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use stashpool::bytes::ChunkPool;
+    ///
+    /// static CHUNKS: ChunkPool = ChunkPool::builder(16 * 1024).preload(4).build();
+    ///
+    /// assert_eq!(CHUNKS.stats().created, 4); // made on this first call
+    /// let chunks: Vec<_> = (0..4).map(|_| CHUNKS.get()).collect();
+    /// assert_eq!(CHUNKS.stats().created, 4); // the first 4 gets made none
+    /// # drop(chunks);
+    /// ```
+    ///
+    /// A multi-size pool has nothing to preload before its first request:
+    ///
+    /// ```compile_fail
+    /// use stashpool::bytes::BytePools;
+    ///
+    /// let pools = BytePools::builder(64, 4096).preload(4).build();
+    /// ```
+    pub const fn preload(mut self, n: usize) -> Self {
+        self.knobs.preload = n;
         self
     }
 }
@@ -208,7 +243,8 @@ pub(crate) mod sealed {
     #[derive(Clone, Copy, Debug)]
     pub struct Token;
 
-    /// A ready-made pool: what a [`ResourceBuilder`] builds.
+    /// A ready-made pool: what a [`ResourceBuilder`] builds, with the
+    /// `build` of that pool's builder.
     ///
     /// Sealed: implemented by the crate's ready-made pools only, whose
     /// `builder` functions make their builders.
@@ -216,10 +252,6 @@ pub(crate) mod sealed {
         /// The pool's own parameters.
         #[doc(hidden)]
         type Params: fmt::Debug;
-
-        /// Makes the pool from its parameters and the core knobs.
-        #[doc(hidden)]
-        fn build(params: Self::Params, knobs: Knobs) -> Self;
     }
 
     /// A ready-made pool whose objects hold contents a user can read: its
@@ -228,6 +260,12 @@ pub(crate) mod sealed {
     ///
     /// Sealed: implemented by the crate's pools only.
     pub trait Contents {}
+
+    /// A ready-made pool of objects of one size, made with the pool: its
+    /// builder has [`preload`](ResourceBuilder::preload).
+    ///
+    /// Sealed: implemented by the crate's pools only.
+    pub trait Preload {}
 
     /// How the pool sweeps.
     #[derive(Clone, Copy, Debug, Default)]
@@ -240,13 +278,15 @@ pub(crate) mod sealed {
     }
 
     /// The knobs set so far: the core builder's (`None`: the core
-    /// default, which this layer does not repeat) and the reset policy.
+    /// default, which this layer does not repeat), the reset policy and
+    /// the preload.
     #[derive(Clone, Copy, Debug, Default)]
     pub struct Knobs {
         pub(crate) max_stashed: Option<usize>,
         pub(crate) max_idle: Option<usize>,
         pub(crate) sweep: Sweep,
         pub(crate) reset: Reset,
+        pub(crate) preload: usize,
     }
 
     impl Knobs {
@@ -256,12 +296,13 @@ pub(crate) mod sealed {
             max_idle: None,
             sweep: Sweep::Default,
             reset: Reset::Zero,
+            preload: 0,
         };
     }
 
     impl Knobs {
         /// Applies the knobs that were set to a core builder.
-        pub(crate) fn apply<T: Send + 'static, R: Recycle<T>>(
+        pub(crate) const fn apply<T: Send + 'static, R: Recycle<T>>(
             self,
             mut builder: LocalPoolBuilder<T, R>,
         ) -> LocalPoolBuilder<T, R> {
@@ -276,11 +317,14 @@ pub(crate) mod sealed {
                 Sweep::Manual => builder.manual_sweep(),
                 Sweep::Default => builder,
             };
-            builder
+            builder.preload(self.preload)
         }
 
         /// A `LocalPool` of `recycler`'s objects with these knobs.
-        pub(crate) fn pool<T: Send + 'static, R: Recycle<T>>(self, recycler: R) -> LocalPool<T, R> {
+        pub(crate) const fn pool<T: Send + 'static, R: Recycle<T>>(
+            self,
+            recycler: R,
+        ) -> LocalPool<T, R> {
             self.apply(LocalPool::builder(recycler)).build()
         }
     }
@@ -462,3 +506,44 @@ macro_rules! object_pool {
 }
 
 pub(crate) use object_pool;
+
+/// The `build` of one ready-made pool's builder: `[generics] Pool`, then
+/// `|params, knobs| pool`, a `const` expression that makes the pool from
+/// the builder's parameters and knobs, then a builder call for the
+/// doctest (`"stashpool::bytes::ChunkPool::builder(4096)"`) and the
+/// pool's path.
+macro_rules! const_build {
+    (
+        [$($generics:tt)*] $ty:ty,
+        |$params:pat_param, $knobs:ident| $make:expr,
+        $builder:expr,
+        $path:expr
+    ) => {
+        impl<$($generics)*> $crate::ResourceBuilder<$ty> {
+            /// Makes the pool.
+            ///
+            /// `const`, so a configured pool is a plain `static`: nothing
+            /// is allocated until its first use.
+            ///
+            /// # Panics
+            ///
+            /// If the pool's parameters are invalid (its `new` lists what
+            /// it refuses); in a `static`, at compile time.
+            ///
+            /// # Examples
+            ///
+            /// ```
+            #[doc = concat!("static POOL: ", $path, " = ", $builder, ".max_idle(8).build();")]
+            ///
+            /// assert_eq!(POOL.stats().created, 0); // nothing made yet
+            /// ```
+            pub const fn build(self) -> $ty {
+                let $params = self.params;
+                let $knobs = self.knobs;
+                $make
+            }
+        }
+    };
+}
+
+pub(crate) use const_build;
