@@ -55,14 +55,14 @@ use std::hint::black_box;
 use std::ops::{Deref, DerefMut};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::thread;
 use std::time::Instant;
 
-use stashpool::bytes::BytePool;
 use stashpool::LocalPool;
+use stashpool::bytes::BytePool;
 
 /// Processes per peer and workload: the objects a pipe makes are its peak
 /// in flight, which the scheduler sets (a consumer preempted while the
@@ -328,18 +328,20 @@ fn sftp<B: Buffers>(pool: &'static B) -> f64 {
         thread::scope(|s| {
             for _ in 0..READERS {
                 let (send, file, next) = (send.clone(), &file, &next);
-                s.spawn(move || loop {
-                    let chunk = next.fetch_add(1, Ordering::Relaxed) as usize;
-                    if chunk >= chunks {
-                        break;
+                s.spawn(move || {
+                    loop {
+                        let chunk = next.fetch_add(1, Ordering::Relaxed) as usize;
+                        if chunk >= chunks {
+                            break;
+                        }
+                        let mut buf = pool.get();
+                        if buf.len() != CHUNK {
+                            buf.resize(CHUNK, 0);
+                        }
+                        file.read_exact_at(&mut buf, (chunk * CHUNK) as u64)
+                            .expect("read a chunk");
+                        send.send((chunk, buf)).expect("the writer lives");
                     }
-                    let mut buf = pool.get();
-                    if buf.len() != CHUNK {
-                        buf.resize(CHUNK, 0);
-                    }
-                    file.read_exact_at(&mut buf, (chunk * CHUNK) as u64)
-                        .expect("read a chunk");
-                    send.send((chunk, buf)).expect("the writer lives");
                 });
             }
             drop(send);

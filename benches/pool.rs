@@ -200,7 +200,7 @@ struct LockedBuf<'a>(&'a Locked, Vec<u8>);
 impl Drop for LockedBuf<'_> {
     fn drop(&mut self) {
         let buf = std::mem::take(&mut self.1);
-        self.0 .0.lock().unwrap().push(buf);
+        self.0.0.lock().unwrap().push(buf);
     }
 }
 impl std::ops::Deref for LockedBuf<'_> {
@@ -262,7 +262,7 @@ impl Drop for SlabBuf<'_> {
         if let Some(guard) = self.0.take() {
             let key = guard.key();
             drop(guard);
-            self.1 .0.clear(key);
+            self.1.0.clear(key);
         }
     }
 }

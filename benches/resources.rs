@@ -18,15 +18,15 @@ use std::io::{self, BufRead, BufReader, BufWriter, Cursor, Read, Seek, SeekFrom,
 use std::time::Duration;
 
 use bytes::{BufMut, BytesMut};
-use criterion::{criterion_group, Criterion};
+use criterion::{Criterion, criterion_group};
 use image::RgbaImage;
 use memmap2::MmapMut;
+use stashpool::Reset;
 use stashpool::bytes::{BytePool, BytePools, ChunkPool, StringPool};
 use stashpool::image::{RgbaPool, RgbaPools, Subsampling, YCbCrFrame, YCbCrPool, YCbCrPools};
 use stashpool::io::{BufReaderPool, BufWriterPool, CopyPool};
 use stashpool::mmap::{MmapPool, MmapPools};
 use stashpool::slab::SlabPool;
-use stashpool::Reset;
 
 /// The message written into byte and text buffers.
 const MESSAGE: &[u8; 64] =

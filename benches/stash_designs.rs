@@ -49,8 +49,8 @@ mod sitting;
 mod linux {
     use std::cell::{RefCell, UnsafeCell};
     use std::hint::{self, black_box};
-    use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
     use std::sync::Mutex;
+    use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
     use std::thread;
     use std::time::{Duration, Instant};
 

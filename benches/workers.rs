@@ -34,8 +34,8 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use criterion::{criterion_group, criterion_main, Criterion, SamplingMode};
-use peers::{Peer, NAMES, TINY_NAMES};
+use criterion::{Criterion, SamplingMode, criterion_group, criterion_main};
+use peers::{NAMES, Peer, TINY_NAMES};
 use stashpool::workers::WorkerPool;
 
 fn tiny(c: &mut Criterion) {

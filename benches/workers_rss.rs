@@ -85,12 +85,12 @@ use median::median;
 use std::env;
 use std::path::Path;
 use std::process::Command;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use peers::{Peer, NAMES};
+use peers::{NAMES, Peer};
 
 /// Processes per peer and workload, of each kind (cold and warm).
 const RUNS: usize = 7;

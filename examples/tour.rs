@@ -193,7 +193,9 @@ fn main() {
     let threads = thread::available_parallelism()
         .map_or(2, |n| n.get())
         .clamp(2, 8);
-    println!("stashpool tour: {threads} worker threads, {REQUESTS} requests each, {RESPONSE} B responses");
+    println!(
+        "stashpool tour: {threads} worker threads, {REQUESTS} requests each, {RESPONSE} B responses"
+    );
     println!(
         "the pool is swept every {} ms; an idle buffer survives one sweep\n",
         SWEEP.as_millis()

@@ -26,8 +26,8 @@ use stashpool::LocalPool;
 
 /// The primitives `ledger.rs` is written against: loom's here.
 mod sync {
-    pub use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     pub use loom::sync::Arc;
+    pub use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 }
 
 #[path = "../tests/common/ledger.rs"]

@@ -154,7 +154,7 @@
 //! executor's threads): its object then goes to that thread's stash, or to
 //! the overflow, and nothing is lost.
 //!
-//! ```
+//! ```standalone_crate
 //! use std::sync::Arc;
 //! use stashpool::{LocalPool, Pooled, PooledOwned};
 //!
@@ -179,7 +179,7 @@
 //! `mmap::PooledMmapOwned`, `image::PooledRgbaOwned`, ...): the type that a
 //! channel, a queue or a struct field of guards names.
 //!
-//! ```
+//! ```standalone_crate
 //! use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 //! use std::sync::{Arc, LazyLock, Mutex};
 //! use stashpool::bytes::{BytePool, PooledBufferOwned};
@@ -255,14 +255,14 @@ pub mod implementation {
 struct ReadmeDoctests;
 
 pub use pool::{
-    LocalPool, LocalPoolBuilder, Pool, Pooled, PooledOwned, Recycle, Stats, DEFAULT_MAX_STASHED,
-    DEFAULT_SWEEP_INTERVAL, MIN_SWEEP_INTERVAL,
+    DEFAULT_MAX_STASHED, DEFAULT_SWEEP_INTERVAL, LocalPool, LocalPoolBuilder, MIN_SWEEP_INTERVAL,
+    Pool, Pooled, PooledOwned, Recycle, Stats,
 };
+#[cfg(not(stashpool_loom))]
+pub use resource::ResourceBuilder;
 #[cfg(not(stashpool_loom))]
 pub use resource::classes::{Guard, SizedGuard};
 #[cfg(not(stashpool_loom))]
 pub use resource::reset::Reset;
 #[cfg(not(stashpool_loom))]
 pub use resource::sealed::{Contents, Preload, Resource};
-#[cfg(not(stashpool_loom))]
-pub use resource::ResourceBuilder;

@@ -283,7 +283,7 @@ unsafe fn deallocate<T>(first: *mut Entry<T>, len: usize) {
 
 #[cfg(test)]
 mod tests {
-    use super::thread_id::tests::{released_by, TAG};
+    use super::thread_id::tests::{TAG, released_by};
     use super::*;
     use std::cell::Cell;
     use std::sync::atomic::AtomicUsize;

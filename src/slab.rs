@@ -49,7 +49,7 @@ use ::bytes::{Bytes, BytesMut};
 
 use crate::resource::fallible;
 use crate::resource::sealed::{Preload, Resource};
-use crate::resource::{const_build, resource_pool, ResourceBuilder};
+use crate::resource::{ResourceBuilder, const_build, resource_pool};
 use crate::{LocalPool, Recycle};
 
 const BAD_SIZE: &str = "stashpool: a SlabPool slab size must be non-zero and at most isize::MAX";

@@ -22,7 +22,7 @@ pub(crate) use std::sync::atomic::Ordering;
 #[cfg(all(target_os = "linux", not(stashpool_loom), not(miri)))]
 pub(crate) use std::sync::atomic::compiler_fence;
 #[cfg(not(stashpool_loom))]
-pub(crate) use std::sync::atomic::{fence, AtomicBool, AtomicPtr, AtomicUsize};
+pub(crate) use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, fence};
 #[cfg(not(stashpool_loom))]
 pub(crate) use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 #[cfg(not(stashpool_loom))]
@@ -31,15 +31,15 @@ pub(crate) use std::thread_local;
 #[cfg(stashpool_loom)]
 pub(crate) use self::loom_impl::AtomicBool;
 #[cfg(stashpool_loom)]
-pub(crate) use loom::sync::atomic::{fence, AtomicPtr, AtomicU64, AtomicUsize};
+pub(crate) use loom::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, fence};
 #[cfg(stashpool_loom)]
 pub(crate) use loom::sync::{Arc, Condvar, Mutex, MutexGuard};
 #[cfg(stashpool_loom)]
 pub(crate) use loom::thread_local;
 
+pub(crate) use self::imp::{PerThread, Queue, UnsafeCell, thread_index, token};
 #[cfg(stashpool_loom)]
-pub(crate) use self::imp::{end_thread_id, ThreadSlot};
-pub(crate) use self::imp::{thread_index, token, PerThread, Queue, UnsafeCell};
+pub(crate) use self::imp::{ThreadSlot, end_thread_id};
 
 /// The atomic behind [`AtomicCount`]: 64 bits where the target has 64-bit
 /// atomics, else pointer-sized (32-bit targets such as `powerpc` and `mips`
@@ -92,6 +92,7 @@ impl AtomicCount {
 /// has one, else a lock around a `u64` (these numbers are taken once per
 /// pool or per thread, never on a hot path). Plain std even under loom: it
 /// is not part of any protocol loom checks, only a counter.
+#[cfg(not(stashpool_loom))]
 #[derive(Debug)]
 pub(crate) struct UniqueIds {
     #[cfg(target_has_atomic = "64")]
@@ -100,6 +101,7 @@ pub(crate) struct UniqueIds {
     next: std::sync::Mutex<u64>,
 }
 
+#[cfg(not(stashpool_loom))]
 impl UniqueIds {
     /// Numbers from 1 up (0 is left for "none").
     pub(crate) const fn new() -> Self {
@@ -232,10 +234,10 @@ pub(crate) fn wait_timeout<'a, T>(
 /// Threads: spawning, joining and identity, from std or from loom's model.
 pub(crate) mod thread {
     #[cfg(not(stashpool_loom))]
-    pub(crate) use std::thread::{current, Builder, JoinHandle};
+    pub(crate) use std::thread::{Builder, JoinHandle, current};
 
     #[cfg(stashpool_loom)]
-    pub(crate) use loom::thread::{current, Builder, JoinHandle};
+    pub(crate) use loom::thread::{Builder, JoinHandle, current};
 
     /// Whether `handle`'s thread has finished running. loom's handles cannot
     /// tell; there the answer is always no, which only means the handle is
@@ -285,7 +287,7 @@ pub(crate) fn backoff(step: &mut u32) {
 mod imp {
     use crossbeam_deque::{Injector, Steal};
 
-    pub(crate) use crate::per_thread::{thread_index, token, PerThread};
+    pub(crate) use crate::per_thread::{PerThread, thread_index, token};
 
     /// `std::cell::UnsafeCell` with loom's closure-based access API.
     #[derive(Debug, Default)]

@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::alloc::{allocations, Counting};
+use common::alloc::{Counting, allocations};
 use stashpool::LocalPool;
 
 #[global_allocator]

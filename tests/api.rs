@@ -55,7 +55,9 @@ fn core() {
         ..
     } = stats;
     assert_eq!(
-        (gets, created, reused, returned, discarded, rejected, trimmed, idle),
+        (
+            gets, created, reused, returned, discarded, rejected, trimmed, idle
+        ),
         (2, 1, 1, 2, 0, 0, 0, 1)
     );
 

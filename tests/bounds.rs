@@ -6,7 +6,7 @@ use std::sync::{Arc, Barrier, Mutex, MutexGuard};
 use std::thread;
 use std::time::Duration;
 
-use common::{run_with_deadline, Ledger, Tracked};
+use common::{Ledger, Tracked, run_with_deadline};
 use stashpool::{LocalPool, Pool};
 
 type Maker = Box<dyn Fn() -> Tracked + Send + Sync>;

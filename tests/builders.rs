@@ -291,10 +291,12 @@ fn a_const_build_refuses_what_new_refuses() {
     };
     assert!(message.starts_with("stashpool:"), "{message}");
     assert!(std::panic::catch_unwind(|| BytePool::builder(64).max_capacity(32).build()).is_err());
-    assert!(std::panic::catch_unwind(|| {
-        LocalPool::builder(buffer as fn() -> Vec<u8>).sweep_every(Duration::ZERO)
-    })
-    .is_err());
+    assert!(
+        std::panic::catch_unwind(|| {
+            LocalPool::builder(buffer as fn() -> Vec<u8>).sweep_every(Duration::ZERO)
+        })
+        .is_err()
+    );
 }
 
 // === preload ===

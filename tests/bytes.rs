@@ -7,7 +7,7 @@ use std::panic::catch_unwind;
 use std::thread;
 
 use stashpool::bytes::{
-    BytePool, BytePools, ChunkPool, StringPool, DEFAULT_MAX_CAPACITY_FACTOR, MAX_CLASS,
+    BytePool, BytePools, ChunkPool, DEFAULT_MAX_CAPACITY_FACTOR, MAX_CLASS, StringPool,
 };
 use stashpool::{Reset, SizedGuard};
 
@@ -452,13 +452,15 @@ fn owned_chunks_carry_reads_to_another_thread() {
     let reader = {
         let pool = std::sync::Arc::clone(&pool);
         let mut file = std::fs::File::open(&file.0).unwrap();
-        thread::spawn(move || loop {
-            let mut chunk = pool.get_owned();
-            let n = file.read(&mut chunk).unwrap();
-            if n == 0 {
-                return;
+        thread::spawn(move || {
+            loop {
+                let mut chunk = pool.get_owned();
+                let n = file.read(&mut chunk).unwrap();
+                if n == 0 {
+                    return;
+                }
+                send.send((chunk, n)).unwrap();
             }
-            send.send((chunk, n)).unwrap();
         })
     };
     let mut out = Vec::new();

@@ -11,8 +11,8 @@ use std::panic::catch_unwind;
 mod common;
 
 use common::io::{Trickle, ZeroSource};
-use stashpool::io::CopyPool;
 use stashpool::Reset;
+use stashpool::io::CopyPool;
 
 /// The size of `io::copy`'s stack buffer: pools whose buffers are no
 /// larger never lend them to `copy`.

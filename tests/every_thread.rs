@@ -13,7 +13,7 @@ mod common;
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{mpsc, Barrier};
+use std::sync::{Barrier, mpsc};
 use std::thread;
 use std::time::Duration;
 

@@ -3,8 +3,8 @@
 //! again while a clone lives (Miri runs these, `.ci/nightly`).
 #![cfg(feature = "bytes")]
 
-use std::sync::mpsc::{sync_channel, Receiver};
 use std::sync::Arc;
+use std::sync::mpsc::{Receiver, sync_channel};
 use std::thread;
 
 use bytes::Bytes;

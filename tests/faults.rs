@@ -4,12 +4,12 @@
 
 mod common;
 
-use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use common::{eventually, Ledger, Tracked};
+use common::{Ledger, Tracked, eventually};
 use stashpool::{LocalPool, Pooled, Recycle};
 
 fn quiet<R>(f: impl FnOnce() -> R) -> std::thread::Result<R> {
@@ -210,7 +210,9 @@ impl Drop for Bomb {
 }
 
 /// A pool of bombs that do not explode, counting drops in `drops`.
-fn bomb_pool(drops: &Arc<AtomicUsize>) -> stashpool::LocalPoolBuilder<Bomb, impl Fn() -> Bomb> {
+fn bomb_pool(
+    drops: &Arc<AtomicUsize>,
+) -> stashpool::LocalPoolBuilder<Bomb, impl Fn() -> Bomb + use<>> {
     let drops = Arc::clone(drops);
     LocalPool::builder(move || Bomb {
         explode: false,
@@ -326,23 +328,27 @@ fn no_return_path_keeps_an_arc_of_its_pool_when_it_panics() {
     );
     assert!(quiet(|| pool.with(|_| ())).is_err());
     assert!(quiet(|| pool.put(ledger.make())).is_err());
-    assert!(quiet(|| {
-        let _guard = pool.get_owned();
-        panic!("the user's code failed");
-    })
-    .is_err());
+    assert!(
+        quiet(|| {
+            let _guard = pool.get_owned();
+            panic!("the user's code failed");
+        })
+        .is_err()
+    );
     assert_eq!(Arc::strong_count(&pool), 1);
     assert_eq!(pool.stats().discarded, 3);
     assert_eq!(ledger.live(), 0);
 
     let bytes = Arc::new(BytePool::builder(64).manual_sweep().build());
     let classes = Arc::new(BytePools::builder(64, 1024).manual_sweep().build());
-    assert!(quiet(|| {
-        let _guard = bytes.get_owned();
-        let _sized = classes.get_owned(100);
-        panic!("the user's code failed");
-    })
-    .is_err());
+    assert!(
+        quiet(|| {
+            let _guard = bytes.get_owned();
+            let _sized = classes.get_owned(100);
+            panic!("the user's code failed");
+        })
+        .is_err()
+    );
     assert_eq!(Arc::strong_count(&bytes), 1);
     assert_eq!(Arc::strong_count(&classes), 1);
     assert_eq!((bytes.stats().discarded, classes.stats().discarded), (1, 1));

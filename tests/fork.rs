@@ -16,13 +16,13 @@
 //! their threads hold at the fork.
 #![cfg(all(target_os = "linux", feature = "workers", not(miri)))]
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use stashpool::workers::WorkerPool;
 use stashpool::LocalPool;
+use stashpool::workers::WorkerPool;
 
 type Pool = LocalPool<Vec<u8>, fn() -> Vec<u8>>;
 

@@ -241,12 +241,14 @@ fn a_returned_ycbcr_frame_is_reused_zeroed_with_its_strides_restored() {
 
     let frame = pool.get();
     assert_eq!(frame.y.as_ptr(), ptr);
-    assert!(frame
-        .y
-        .iter()
-        .chain(&frame.cb)
-        .chain(&frame.cr)
-        .all(|&b| b == 0));
+    assert!(
+        frame
+            .y
+            .iter()
+            .chain(&frame.cb)
+            .chain(&frame.cr)
+            .all(|&b| b == 0)
+    );
     assert_eq!((frame.y_stride, frame.c_stride), (8, 4));
     assert_eq!(pool.stats().reused, 1);
 }

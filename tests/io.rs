@@ -4,7 +4,7 @@
 
 use std::cell::Cell;
 use std::io::{self, BufRead, Read, Write};
-use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::panic::{AssertUnwindSafe, catch_unwind};
 
 mod common;
 

@@ -6,7 +6,7 @@ mod common;
 
 use std::sync::Barrier;
 
-use common::alloc::{heap, Counting};
+use common::alloc::{Counting, heap};
 use common::rss;
 use stashpool::LocalPool;
 

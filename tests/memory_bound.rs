@@ -7,7 +7,7 @@ mod common;
 
 use std::sync::Barrier;
 
-use common::alloc::{heap, Counting};
+use common::alloc::{Counting, heap};
 use stashpool::LocalPool;
 
 #[global_allocator]
@@ -65,5 +65,7 @@ fn max_idle_bounds_the_memory_many_threads_keep() {
     assert!(idle <= 256, "{idle} idle");
     // The buffers, plus a little bookkeeping (stashes, batch buffers).
     assert!(bytes <= 256 * SIZE + (1 << 20), "{bytes} bytes held");
-    eprintln!("64 threads x 50 buffers of 64 KiB, max_idle(256): {idle} idle, {bytes} bytes held after one sweep");
+    eprintln!(
+        "64 threads x 50 buffers of 64 KiB, max_idle(256): {idle} idle, {bytes} bytes held after one sweep"
+    );
 }

@@ -3,9 +3,9 @@
 
 mod common;
 
-use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use common::Ledger;
 use stashpool::{LocalPool, Pooled, PooledOwned, Recycle, Stats};
@@ -677,8 +677,8 @@ fn a_pool_without_stashes_shrinks_under_light_traffic() {
 
 #[test]
 fn a_ready_made_pool_in_an_arc_lends_owned_guards_that_keep_it_alive() {
-    use stashpool::bytes::{BytePool, BytePools};
     use stashpool::SizedGuard;
+    use stashpool::bytes::{BytePool, BytePools};
 
     let pool = Arc::new(BytePool::builder(64).manual_sweep().build());
     let mut guard = pool.get_owned();

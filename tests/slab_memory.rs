@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::alloc::{heap, Counting};
+use common::alloc::{Counting, heap};
 use stashpool::slab::SlabPool;
 
 #[global_allocator]

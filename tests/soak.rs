@@ -14,12 +14,12 @@
 
 mod common;
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::{rss, Ledger, Tracked};
+use common::{Ledger, Tracked, rss};
 use stashpool::{LocalPool, Pooled};
 
 const THREADS: usize = 4;

@@ -7,17 +7,17 @@ mod common;
 use std::cell::RefCell;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{mpsc, Arc, Barrier};
+use std::sync::{Arc, Barrier, mpsc};
 use std::thread;
 use std::time::Duration;
 
-use common::{eventually, Ledger, Tracked};
+use common::{Ledger, Tracked, eventually};
 
 /// How long a threaded test may take before it counts as a deadlock.
 const DEADLINE: Duration = Duration::from_secs(120);
 use stashpool::{LocalPool, Pooled, PooledOwned};
 
-fn tracked_pool(ledger: &Arc<Ledger>) -> LocalPool<Tracked, impl Fn() -> Tracked> {
+fn tracked_pool(ledger: &Arc<Ledger>) -> LocalPool<Tracked, impl Fn() -> Tracked + use<>> {
     let l = Arc::clone(ledger);
     LocalPool::builder(move || l.make()).manual_sweep().build()
 }
@@ -149,7 +149,7 @@ fn sweeps_reach_blocked_threads() {
                 drop(held); // 10 objects in this thread's private stash
                 stashed_tx.send(()).unwrap();
                 go_rx.recv().unwrap(); // blocked while main sweeps
-                                       // Its stash was emptied: a get now makes a new object.
+                // Its stash was emptied: a get now makes a new object.
                 let fresh = pool.get();
                 fresh.id
             });

@@ -6,14 +6,14 @@
 use std::cell::Cell;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{mpsc, Arc};
+use std::sync::{Arc, mpsc};
 use std::thread;
 use std::time::Duration;
 
 mod common;
 
 use common::eventually;
-use stashpool::workers::{TaskDropped, WorkerPool, MAX_QUEUE_CAPACITY, MAX_WORKERS};
+use stashpool::workers::{MAX_QUEUE_CAPACITY, MAX_WORKERS, TaskDropped, WorkerPool};
 
 /// How long a test waits for something that must happen before it calls it
 /// a failure (instead of hanging). Never an expectation of speed: under
@@ -48,7 +48,7 @@ impl Gate {
     }
 
     /// A task that reports its start, then blocks until `release_all`.
-    fn task(&mut self) -> impl FnOnce() + Send + 'static {
+    fn task(&mut self) -> impl FnOnce() + Send + 'static + use<> {
         let started = self.started_tx.clone();
         let (release_tx, release) = mpsc::channel::<()>();
         self.release_tx.push(release_tx);
@@ -81,7 +81,7 @@ impl Gate {
     }
 }
 
-fn counter_task(counter: &Arc<AtomicUsize>) -> impl FnOnce() + Send + 'static {
+fn counter_task(counter: &Arc<AtomicUsize>) -> impl FnOnce() + Send + 'static + use<> {
     let counter = Arc::clone(counter);
     move || {
         counter.fetch_add(1, Ordering::Relaxed);

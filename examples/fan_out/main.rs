@@ -32,7 +32,7 @@ use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 
 use flate2::Compression;
-use work::{Plain, Pooled, CHUNK, IN_FLIGHT};
+use work::{CHUNK, IN_FLIGHT, Plain, Pooled};
 
 #[global_allocator]
 static ALLOCATOR: measure::Counting = measure::Counting;

@@ -4,8 +4,8 @@
 //! deflate compressor), which drop their clones when done with them.
 
 use std::io::{self, Read, Write};
-use std::sync::mpsc::{sync_channel, Receiver};
 use std::sync::Arc;
+use std::sync::mpsc::{Receiver, sync_channel};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -132,8 +132,11 @@ pub fn run(chunks: &impl Chunks, input: &mut impl Read, level: Compression) -> i
         }
     }
     drop((to_crc, to_counter, to_deflate));
-    let [(crc, crc_busy), (lines, lines_busy), (deflated, deflate_busy)] =
-        [crc, counter, deflate].map(|consumer| consumer.join().expect("a consumer panicked"));
+    let [
+        (crc, crc_busy),
+        (lines, lines_busy),
+        (deflated, deflate_busy),
+    ] = [crc, counter, deflate].map(|consumer| consumer.join().expect("a consumer panicked"));
     Ok(Report {
         elapsed: start.elapsed(),
         chunks: count,

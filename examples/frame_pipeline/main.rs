@@ -39,7 +39,7 @@ use std::env;
 use std::panic;
 use std::thread;
 
-use pipeline::{Config, Plain, Pooled, INJECTED_PANIC};
+use pipeline::{Config, INJECTED_PANIC, Plain, Pooled};
 use stashpool::Pool;
 
 #[global_allocator]

@@ -13,10 +13,10 @@ use std::time::{Duration, Instant};
 
 use image::codecs::png::PngEncoder;
 use image::{ExtendedColorType, ImageEncoder, RgbaImage};
+use stashpool::Reset;
 use stashpool::bytes::{BytePool, PooledBuffer};
 use stashpool::image::{PooledRgba, RgbaPool, RgbaPools};
 use stashpool::workers::WorkerPool;
-use stashpool::Reset;
 
 /// The two streams' frame sizes, 720p and 1080p; frames alternate.
 pub const SHAPES: [(u32, u32); 2] = [(1280, 720), (1920, 1080)];

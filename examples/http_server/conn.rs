@@ -22,14 +22,14 @@
 use std::io::{self, BufRead, BufReader, BufWriter, Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::ops::{Deref, DerefMut};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::LazyLock;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use stashpool::Pool;
 use stashpool::bytes::BytePool;
 use stashpool::io::{BufReaderPool, BufWriterPool, PooledBufReader};
-use stashpool::Pool;
 
 use crate::counters::{self, ERRORS, REQUESTS, TIMEOUTS, WRITE_TIMEOUTS};
 use crate::http::{self, HeadError, Reject, Request, Status};
@@ -582,13 +582,13 @@ impl<'s, B: Buffers<'s>> Connection<'s, B> {
         match read {
             Ok(()) => {}
             Err(HeadError::Closed | HeadError::Truncated | HeadError::Aborted) => {
-                return Outcome::Close
+                return Outcome::Close;
             }
             Err(HeadError::TooLarge) => {
                 return Outcome::Refuse(Reject {
                     status: Status::HEADERS_TOO_LARGE,
                     reason: "the request head is over the server's limit",
-                })
+                });
             }
             Err(HeadError::Io { error, partial }) => {
                 if !is_timeout(&error) {

@@ -94,7 +94,7 @@ pub fn read_head<R: BufRead>(
                 return Err(HeadError::Io {
                     error,
                     partial: seen > 0,
-                })
+                });
             }
         };
         if available.is_empty() {

@@ -412,11 +412,11 @@ fn monitor(config: &Config, started: Instant, workers: Option<&WorkerPool>) -> !
             report("final", started, config.plain, workers);
             process::exit(0);
         }
-        if let (Some(at), Some(every)) = (next, config.stats_every) {
-            if Instant::now() >= at {
-                report("stats", started, config.plain, workers);
-                next = Some(at + every);
-            }
+        if let (Some(at), Some(every)) = (next, config.stats_every)
+            && Instant::now() >= at
+        {
+            report("stats", started, config.plain, workers);
+            next = Some(at + every);
         }
     }
 }

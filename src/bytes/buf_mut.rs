@@ -86,8 +86,8 @@ buf_mut!([G] SizedGuard<G> where G: DerefMut<Target = Vec<u8>>);
 mod tests {
     use ::bytes::BufMut;
 
-    use crate::bytes::{BytePool, BytePools};
     use crate::Pooled;
+    use crate::bytes::{BytePool, BytePools};
 
     #[test]
     fn what_a_buf_mut_writes_lands_in_the_vector_and_marks_it_written() {

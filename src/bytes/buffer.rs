@@ -5,7 +5,7 @@ use std::fmt;
 
 use crate::resource::fallible;
 use crate::resource::sealed::{Knobs, Preload, Resource, Token};
-use crate::resource::{const_build, object_pool, resource_pool, ResourceBuilder};
+use crate::resource::{ResourceBuilder, const_build, object_pool, resource_pool};
 use crate::{LocalPool, Pooled, PooledOwned, Recycle};
 
 /// By default a buffer may grow to this many times the pool's `capacity`
@@ -199,7 +199,7 @@ pub type PooledBuffer<'a, B = Vec<u8>> = Pooled<'a, B, BufferRecycler>;
 ///
 /// # Examples
 ///
-/// ```
+/// ```standalone_crate
 /// use std::sync::Arc;
 /// use stashpool::bytes::{BytePool, PooledBufferOwned};
 ///

@@ -2,9 +2,9 @@
 //! class, for callers whose buffer sizes vary.
 
 use super::BufferRecycler;
-use crate::resource::classes::{class_pool, SizeClasses};
-use crate::resource::fallible;
 use crate::Reset;
+use crate::resource::classes::{SizeClasses, class_pool};
+use crate::resource::fallible;
 
 /// The largest class a [`BytePools`] may have: the largest power of two
 /// a `Vec<u8>` can hold (2<sup>62</sup> bytes on 64-bit targets).
@@ -89,7 +89,7 @@ pub type SizedBuffer<'a> = crate::SizedGuard<super::PooledBuffer<'a>>;
 ///
 /// # Examples
 ///
-/// ```
+/// ```standalone_crate
 /// use std::sync::Arc;
 /// use stashpool::bytes::{BytePools, SizedBufferOwned};
 ///

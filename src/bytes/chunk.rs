@@ -6,7 +6,7 @@ use std::fmt;
 use crate::resource::fallible;
 use crate::resource::reset::{self, Wipe};
 use crate::resource::sealed::{Contents, Preload, Resource};
-use crate::resource::{const_build, object_pool, resource_pool, ResourceBuilder};
+use crate::resource::{ResourceBuilder, const_build, object_pool, resource_pool};
 use crate::{LocalPool, Pooled, PooledOwned, Recycle, Reset};
 
 const BAD_LEN: &str = "stashpool: a ChunkPool chunk length must be non-zero and at most isize::MAX";
@@ -22,7 +22,7 @@ pub type PooledChunk<'a> = Pooled<'a, Box<[u8]>, ChunkRecycler>;
 ///
 /// # Examples
 ///
-/// ```
+/// ```standalone_crate
 /// use std::sync::Arc;
 /// use stashpool::bytes::{ChunkPool, PooledChunkOwned};
 ///

@@ -32,7 +32,7 @@ where
     ///
     /// # Examples
     ///
-    /// ```
+    /// ```standalone_crate
     /// use std::sync::Arc;
     /// use stashpool::bytes::BytePool;
     ///

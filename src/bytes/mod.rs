@@ -119,8 +119,8 @@ mod chunk;
 mod freeze;
 
 pub use buffer::{
-    Buffer, BufferPool, BufferRecycler, BytePool, PooledBuffer, PooledBufferOwned, StringPool,
-    DEFAULT_MAX_CAPACITY_FACTOR,
+    Buffer, BufferPool, BufferRecycler, BytePool, DEFAULT_MAX_CAPACITY_FACTOR, PooledBuffer,
+    PooledBufferOwned, StringPool,
 };
-pub use byte_pools::{BytePools, SizedBuffer, SizedBufferOwned, MAX_CLASS};
+pub use byte_pools::{BytePools, MAX_CLASS, SizedBuffer, SizedBufferOwned};
 pub use chunk::{ChunkPool, ChunkRecycler, PooledChunk, PooledChunkOwned};

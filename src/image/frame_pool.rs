@@ -419,7 +419,7 @@ impl<F: Frame> FramePools<F> {
     ///
     /// # Examples
     ///
-    /// ```
+    /// ```standalone_crate
     /// use std::sync::Arc;
     /// use stashpool::image::RgbaPools;
     ///

@@ -1,13 +1,13 @@
 //! `GrayPool`: `image::GrayImage` frames of one size.
 
-use ::image::metadata::Cicp;
 use ::image::GrayImage;
+use ::image::metadata::Cicp;
 
-use super::{frame_len, FramePool, FramePools, PooledFrame, PooledFrameOwned, WIPE_IN_PLACE_BELOW};
+use super::{FramePool, FramePools, PooledFrame, PooledFrameOwned, WIPE_IN_PLACE_BELOW, frame_len};
 use crate::resource::fallible;
 use crate::resource::reset::{self, Wipe};
 use crate::resource::sealed::{Preload, Resource};
-use crate::resource::{const_build, ResourceBuilder};
+use crate::resource::{ResourceBuilder, const_build};
 use crate::{Recycle, Reset};
 
 /// A pooled grayscale frame: goes back to its [`GrayPool`] when dropped
@@ -21,7 +21,7 @@ pub type PooledGray<'a> = PooledFrame<'a, GrayImage>;
 ///
 /// # Examples
 ///
-/// ```
+/// ```standalone_crate
 /// use std::sync::Arc;
 /// use stashpool::image::{GrayPool, GrayPools, PooledGrayOwned};
 ///

@@ -1,13 +1,13 @@
 //! `RgbaPool`: `image::RgbaImage` frames of one size.
 
-use ::image::metadata::Cicp;
 use ::image::RgbaImage;
+use ::image::metadata::Cicp;
 
-use super::{frame_len, FramePool, FramePools, PooledFrame, PooledFrameOwned, WIPE_IN_PLACE_BELOW};
+use super::{FramePool, FramePools, PooledFrame, PooledFrameOwned, WIPE_IN_PLACE_BELOW, frame_len};
 use crate::resource::fallible;
 use crate::resource::reset::{self, Wipe};
 use crate::resource::sealed::{Preload, Resource};
-use crate::resource::{const_build, ResourceBuilder};
+use crate::resource::{ResourceBuilder, const_build};
 use crate::{Recycle, Reset};
 
 /// A pooled RGBA frame: goes back to its [`RgbaPool`] when dropped (see
@@ -20,7 +20,7 @@ pub type PooledRgba<'a> = PooledFrame<'a, RgbaImage>;
 ///
 /// # Examples
 ///
-/// ```
+/// ```standalone_crate
 /// use std::sync::Arc;
 /// use stashpool::image::{PooledRgbaOwned, RgbaPool, RgbaPools};
 ///

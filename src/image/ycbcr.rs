@@ -2,11 +2,11 @@
 
 use std::fmt;
 
-use super::{frame_len, FramePool, FramePools, PooledFrame, PooledFrameOwned, WIPE_IN_PLACE_BELOW};
+use super::{FramePool, FramePools, PooledFrame, PooledFrameOwned, WIPE_IN_PLACE_BELOW, frame_len};
 use crate::resource::fallible;
 use crate::resource::reset::{self, Wipe};
 use crate::resource::sealed::{Preload, Resource};
-use crate::resource::{const_build, ResourceBuilder};
+use crate::resource::{ResourceBuilder, const_build};
 use crate::{Recycle, Reset};
 
 /// How the chroma planes of a [`YCbCrFrame`] are subsampled (as Go's
@@ -251,7 +251,7 @@ pub type PooledYCbCr<'a> = PooledFrame<'a, YCbCrFrame>;
 ///
 /// # Examples
 ///
-/// ```
+/// ```standalone_crate
 /// use std::sync::Arc;
 /// use stashpool::image::{PooledYCbCrOwned, Subsampling, YCbCrPool};
 ///

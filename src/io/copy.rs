@@ -5,10 +5,10 @@ use std::io::{self, Read, Write};
 
 use super::known;
 use super::scratch::ScratchPool;
+use crate::Reset;
 use crate::bytes::{BufferPool, BufferRecycler, BytePool, PooledBuffer};
 use crate::resource::sealed::{Contents, Resource};
-use crate::resource::{const_build, resource_pool, ResourceBuilder};
-use crate::Reset;
+use crate::resource::{ResourceBuilder, const_build, resource_pool};
 
 /// The size of the buffer `io::copy` keeps on the stack (std's
 /// `DEFAULT_BUF_SIZE`): a pooled buffer no larger than that cannot save

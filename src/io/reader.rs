@@ -4,9 +4,9 @@ use std::fmt;
 use std::io::{self, BufRead, Read};
 
 use super::scratch::{Scratch, ScratchPool};
-use crate::resource::sealed::{Contents, Preload, Resource};
-use crate::resource::{const_build, resource_pool, ResourceBuilder};
 use crate::Reset;
+use crate::resource::sealed::{Contents, Preload, Resource};
+use crate::resource::{ResourceBuilder, const_build, resource_pool};
 
 const BAD_SIZE: &str =
     "stashpool: a BufReaderPool buffer size must be non-zero and at most isize::MAX";

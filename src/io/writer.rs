@@ -6,7 +6,7 @@ use std::io::{self, Write};
 use crate::bytes::{BufferPool, BufferRecycler, BytePool, PooledBuffer};
 use crate::resource::fallible;
 use crate::resource::sealed::{Preload, Resource};
-use crate::resource::{const_build, resource_pool, ResourceBuilder};
+use crate::resource::{ResourceBuilder, const_build, resource_pool};
 
 const BAD_SIZE: &str =
     "stashpool: a BufWriterPool buffer size must be non-zero and at most isize::MAX";

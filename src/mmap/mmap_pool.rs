@@ -7,7 +7,7 @@ use memmap2::MmapMut;
 use crate::resource::fallible;
 use crate::resource::reset::{self, Wipe};
 use crate::resource::sealed::{Contents, Preload, Resource};
-use crate::resource::{const_build, object_pool, resource_pool, ResourceBuilder};
+use crate::resource::{ResourceBuilder, const_build, object_pool, resource_pool};
 use crate::{LocalPool, Pooled, PooledOwned, Recycle, Reset};
 
 const BAD_LEN: &str = "stashpool: an MmapPool map length must be non-zero and at most isize::MAX";
@@ -23,7 +23,7 @@ pub type PooledMmap<'a> = Pooled<'a, MmapMut, MmapRecycler>;
 ///
 /// # Examples
 ///
-/// ```
+/// ```standalone_crate
 /// use std::sync::Arc;
 /// use stashpool::mmap::{MmapPool, PooledMmapOwned};
 ///

@@ -3,10 +3,10 @@
 
 use memmap2::MmapMut;
 
-use super::mmap_pool::{map_anon, MmapRecycler, PooledMmap};
-use crate::resource::classes::{class_pool, SizeClasses};
-use crate::resource::sealed::Contents;
+use super::mmap_pool::{MmapRecycler, PooledMmap, map_anon};
 use crate::Reset;
+use crate::resource::classes::{SizeClasses, class_pool};
+use crate::resource::sealed::Contents;
 
 const BAD_CLASSES: &str = "stashpool: MmapPools: the smallest class must be non-zero, \
      at most the largest, and the largest at most 2^(usize::BITS - 2) bytes";
@@ -25,7 +25,7 @@ pub type SizedMmap<'a> = crate::SizedGuard<PooledMmap<'a>>;
 ///
 /// # Examples
 ///
-/// ```
+/// ```standalone_crate
 /// use std::sync::Arc;
 /// use stashpool::mmap::{MmapPools, SizedMmapOwned};
 ///

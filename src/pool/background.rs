@@ -8,12 +8,12 @@
 //! so one bad object cannot stop the sweeping of every pool:
 //! [`implementation`](crate::implementation), section 7.
 
-use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::sync::{lock, wait, wait_timeout, UniqueIds, NEVER};
+use crate::sync::{NEVER, UniqueIds, lock, wait, wait_timeout};
 
 /// Something the sweeper can sweep: a pool's shared state.
 pub(crate) trait Sweep: Send + Sync {

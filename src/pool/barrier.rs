@@ -16,7 +16,7 @@
 //! serve, and why it is exclusive, also through the switch:
 //! [`implementation`](crate::implementation), section 4.
 
-use crate::sync::{fence, Gate, Ordering};
+use crate::sync::{Gate, Ordering, fence};
 
 #[cfg(all(target_os = "linux", not(stashpool_loom), not(miri)))]
 use std::sync::atomic::AtomicU8;
@@ -294,7 +294,7 @@ mod tests {
     /// without, both stay on fences.
     #[test]
     fn registration_switches_both_sides_at_once() {
-        use linux::{call, MEMBARRIER_CMD_PRIVATE_EXPEDITED, MEMBARRIER_CMD_QUERY};
+        use linux::{MEMBARRIER_CMD_PRIVATE_EXPEDITED, MEMBARRIER_CMD_QUERY, call};
         let supported = call(MEMBARRIER_CMD_QUERY);
         let expedited = supported >= 0 && supported & MEMBARRIER_CMD_PRIVATE_EXPEDITED != 0;
         register();

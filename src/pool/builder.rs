@@ -4,10 +4,10 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::time::Duration;
 
-use crate::lazy::LazyArc;
-use crate::pool::config::{sweep_interval, Config};
-use crate::pool::local_pool::LocalPool;
 use crate::Recycle;
+use crate::lazy::LazyArc;
+use crate::pool::config::{Config, sweep_interval};
+use crate::pool::local_pool::LocalPool;
 
 /// Configures a [`LocalPool`]; made by [`LocalPool::builder`].
 ///

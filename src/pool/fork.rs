@@ -177,8 +177,8 @@ mod linux {
 
 #[cfg(all(test, target_os = "linux", not(stashpool_loom)))]
 mod tests {
-    use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Barrier;
+    use std::sync::atomic::{AtomicBool, Ordering};
 
     use super::linux::Install;
 

@@ -157,7 +157,7 @@ impl<T: Send + 'static, R: Recycle<T>> Drop for Pooled<'_, T, R> {
 ///
 /// # Examples
 ///
-/// ```
+/// ```standalone_crate
 /// use std::sync::Arc;
 /// use stashpool::{LocalPool, PooledOwned};
 ///

@@ -19,18 +19,18 @@
 //! None of them runs user code while holding it: the objects they drop are
 //! dropped after it is released.
 
+use crate::Stats;
 use crate::lazy::LazyArcRef;
 use crate::pool::barrier::{self, Strategy};
-use crate::pool::config::{default_max_stashes, Config, STASHES_PER_CORE};
+use crate::pool::config::{Config, STASHES_PER_CORE, default_max_stashes};
 use crate::pool::exit::{self, Flush};
 use crate::pool::node::Node;
 use crate::pool::overflow::{Batch, Overflow};
 use crate::pool::stash::{Counters, Local, Refused, Stash, StashBox};
 use crate::sync::{
-    lock, thread_index, token, Arc, AtomicBool, AtomicCount, AtomicUsize, Mutex, MutexGuard,
-    Ordering, PerThread,
+    Arc, AtomicBool, AtomicCount, AtomicUsize, Mutex, MutexGuard, Ordering, PerThread, lock,
+    thread_index, token,
 };
-use crate::Stats;
 
 /// What the sweep lock protects.
 pub(super) struct Sweeping {
@@ -565,7 +565,7 @@ impl<T: Send> Flush for Hook<T> {
 
 #[cfg(all(test, not(stashpool_loom)))]
 mod tests {
-    use std::sync::{mpsc, Barrier, Mutex};
+    use std::sync::{Barrier, Mutex, mpsc};
     use std::time::Duration;
 
     use super::*;

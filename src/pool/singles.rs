@@ -20,7 +20,7 @@
 
 use crate::lazy::Lazy;
 use crate::pool::node::Node;
-use crate::sync::{backoff, AtomicBool, Ordering, Ring, UnsafeCell};
+use crate::sync::{AtomicBool, Ordering, Ring, UnsafeCell, backoff};
 
 /// Slots in the stack and in the ring, at most: enough for the singles in
 /// flight between the stashless threads of a busy pool, few enough that

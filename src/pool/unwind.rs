@@ -5,7 +5,7 @@
 //! panics must neither abort the process (a second panic while the first
 //! unwinds) nor keep the others from being dropped, nor end the sweeper.
 
-use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 
 use crate::pool::node::Node;
 

@@ -262,7 +262,7 @@ macro_rules! class_pool {
             ///
             /// # Examples
             ///
-            /// ```
+            /// ```standalone_crate
             #[doc = concat!("let pool = std::sync::Arc::new(", $path, "::new(4096, 1 << 20));")]
             /// let object = pool.get_owned(100);
             /// std::thread::spawn(move || drop(object)).join().unwrap();

@@ -454,7 +454,7 @@ macro_rules! object_pool {
             ///
             /// # Examples
             ///
-            /// ```
+            /// ```standalone_crate
             #[doc = concat!("let pool = std::sync::Arc::new(", $example, ");")]
             /// let object = pool.get_owned();
             /// std::thread::spawn(move || drop(object)).join().unwrap();

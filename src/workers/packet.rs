@@ -21,7 +21,7 @@ use std::thread::Result;
 
 use super::task::Outcome;
 use super::worker;
-use crate::sync::{lock, wait, Arc, AtomicBool, AtomicUsize, Condvar, Mutex, Ordering};
+use crate::sync::{Arc, AtomicBool, AtomicUsize, Condvar, Mutex, Ordering, lock, wait};
 
 /// Where a task's result waits for its handle.
 pub(crate) struct Packet<T> {

@@ -16,11 +16,11 @@ use super::idle::IdleStack;
 use super::job::Job;
 use super::queue::TaskQueue;
 use super::spin::Spin;
-use super::state::{AtomicState, State, MAX_QUEUED, QUEUED_LIMIT};
+use super::state::{AtomicState, MAX_QUEUED, QUEUED_LIMIT, State};
 use super::word::AtomicWord;
 use super::worker_stats::WorkerStats;
 use crate::sync::thread::JoinHandle;
-use crate::sync::{lock, AtomicUsize, Condvar, Mutex, Ordering};
+use crate::sync::{AtomicUsize, Condvar, Mutex, Ordering, lock};
 
 /// The most tasks counted in `Inner::uncounted`, past the `queued` field:
 /// so many that their queue alone takes tens of GiB (a few dozen in unit

@@ -11,13 +11,13 @@ use std::time::Instant;
 
 use super::idle::Sleeper;
 use super::job::Job;
-use super::shared::{Shared, MAX_UNCOUNTED};
+use super::shared::{MAX_UNCOUNTED, Shared};
 use super::spin::Spin;
-use super::state::{invariant, State, QUEUED_LIMIT};
+use super::state::{QUEUED_LIMIT, State, invariant};
 use super::task::Task;
 use super::worker;
 use crate::sync::thread::{self, JoinHandle};
-use crate::sync::{lock, wait, wait_timeout, Arc, Mutex, Ordering, NEVER};
+use crate::sync::{Arc, Mutex, NEVER, Ordering, lock, wait, wait_timeout};
 
 /// How long a submitter that finds the pool full spins, re-trying, before it
 /// parks (in `Spin` rounds). A busy worker frees a slot within one task, so
@@ -664,12 +664,12 @@ mod tests {
     //! submitter's wake at the low-water mark, and without it.
 
     use std::sync::atomic::{AtomicUsize, Ordering};
-    use std::sync::{mpsc, Arc};
+    use std::sync::{Arc, mpsc};
     use std::time::Duration;
 
     use super::*;
-    use crate::workers::config::Config;
     use crate::workers::WorkerPool;
+    use crate::workers::config::Config;
 
     const DEADLINE: Duration = Duration::from_secs(60);
 

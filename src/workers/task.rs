@@ -167,8 +167,8 @@ impl<F: FnOnce() -> Outcome> Boxed<F> {
 #[cfg(all(test, not(stashpool_loom)))]
 mod tests {
     use std::panic::{self, AssertUnwindSafe};
-    use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
 
     use super::*;
 

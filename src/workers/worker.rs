@@ -15,7 +15,7 @@ use super::shared::Shared;
 use super::spin::{self, Spin};
 use super::state::State;
 use super::task::Outcome;
-use crate::sync::{lock, thread_local, wait, wait_timeout, Arc, Mutex, Ordering};
+use crate::sync::{Arc, Mutex, Ordering, lock, thread_local, wait, wait_timeout};
 
 /// How long a worker that found the queue empty keeps looking before it
 /// parks, in `Spin` rounds (the later rounds the longest): long enough to
@@ -224,15 +224,17 @@ impl Shared {
         });
         self.grant_if_cleared(before, after);
         finished.add(self, generation);
-        if before.running() <= max && before.queued() > 0 {
-            if let Some(next) = self.take_claimed_within_bound(before) {
-                if next.generation != generation || finished.count >= FINISH_BATCH {
-                    finished.flush(self);
-                }
-                return Some(next);
+        if before.running() <= max
+            && before.queued() > 0
+            && let Some(next) = self.take_claimed_within_bound(before)
+        {
+            if next.generation != generation || finished.count >= FINISH_BATCH {
+                finished.flush(self);
             }
-            // It gave the task back and left: count its finishes, then exit.
+            return Some(next);
         }
+        // None, or it gave the task back and left: count its finishes, then
+        // exit.
         // Only now, so that when `wait` returns, the workers that ran the
         // tasks it waited for already count as free (or gone).
         finished.flush(self);

@@ -11,7 +11,7 @@ use super::scope::{self, Scope};
 use super::shared::Shared;
 use super::task::{Outcome, Task};
 use super::worker_stats::WorkerStats;
-use crate::sync::{thread, Arc, NEVER};
+use crate::sync::{Arc, NEVER, thread};
 
 /// A bounded pool of worker threads that recycles them: Go's goroutine pools
 /// (`ants`, `itogami`) for Rust threads.
@@ -64,7 +64,7 @@ use crate::sync::{thread, Arc, NEVER};
 ///
 /// # Examples
 ///
-/// ```
+/// ```standalone_crate
 /// use std::sync::atomic::{AtomicU64, Ordering};
 /// use std::sync::Arc;
 /// use stashpool::workers::WorkerPool;
@@ -393,7 +393,7 @@ impl WorkerPool {
     ///
     /// # Examples
     ///
-    /// ```
+    /// ```standalone_crate
     /// use stashpool::workers::WorkerPool;
     ///
     /// let pool = WorkerPool::new(8);
@@ -685,7 +685,7 @@ impl WorkerPoolBuilder {
     ///
     /// # Examples
     ///
-    /// ```
+    /// ```standalone_crate
     /// use std::sync::atomic::{AtomicUsize, Ordering};
     /// use std::sync::Arc;
     /// use stashpool::workers::WorkerPool;

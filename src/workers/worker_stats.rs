@@ -14,7 +14,7 @@
 ///
 /// # Examples
 ///
-/// ```
+/// ```standalone_crate
 /// use stashpool::workers::WorkerPool;
 ///
 /// let pool = WorkerPool::new(2);

@@ -123,8 +123,8 @@ pub fn rss() -> Option<usize> {
 /// The primitives `ledger.rs` is written against: std's here, loom's in
 /// `loom-tests`.
 mod sync {
-    pub use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     pub use std::sync::Arc;
+    pub use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 }
 
 mod ledger;
