@@ -72,7 +72,7 @@ use crate::{Recycle, Stats};
 /// Buffers filled on one thread and dropped on another: the consumer keeps
 /// none, and a handful serve every message.
 ///
-/// ```
+/// ```standalone_crate
 /// use std::sync::mpsc;
 /// use std::thread;
 /// use stashpool::LocalPool;
@@ -207,7 +207,7 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
     ///
     /// # Examples
     ///
-    /// ```
+    /// ```standalone_crate
     /// use std::sync::Arc;
     /// use stashpool::LocalPool;
     ///
@@ -834,7 +834,7 @@ impl<T: Send + 'static + Default> Default for LocalPool<T> {
 
 #[cfg(all(test, not(stashpool_loom)))]
 mod tests {
-    use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+    use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
     use std::thread;
 
     use crate::pool::stash::sections;
@@ -1039,10 +1039,10 @@ mod tests {
     /// their thread exits; and objects kept, refused or panicked on by the
     /// thread that gives them back.
     mod remote {
-        use std::panic::{catch_unwind, AssertUnwindSafe};
-        use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-        use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+        use std::panic::{AssertUnwindSafe, catch_unwind};
         use std::sync::Arc;
+        use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+        use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
         use std::thread;
 
         use crate::{LocalPool, Pooled, Recycle};
@@ -1090,7 +1090,7 @@ mod tests {
                 item.payload[3] = n as u64;
                 assert_ne!(n, self.panic_at.load(Ordering::SeqCst), "recycle panics");
                 let every = self.refuse_every.load(Ordering::SeqCst);
-                every == 0 || n % every != 0
+                every == 0 || !n.is_multiple_of(every)
             }
         }
 
@@ -1166,6 +1166,14 @@ mod tests {
         /// the consumer pushes, and cannot keep the producer from its stash.
         #[test]
         fn sweeps_and_clears_reach_the_list_meanwhile() {
+            /// Stops the sweeper when dropped, so that a panic on this
+            /// thread fails the test rather than leave the scope waiting.
+            struct Done<'a>(&'a AtomicBool);
+            impl Drop for Done<'_> {
+                fn drop(&mut self) {
+                    self.0.store(true, Ordering::SeqCst);
+                }
+            }
             let pool = pool();
             let done = AtomicBool::new(false);
             let consumed = thread::scope(|s| {
@@ -1177,6 +1185,7 @@ mod tests {
                         pool.sweep();
                     }
                 });
+                let stop = Done(done);
                 let clearer = s.spawn(move || {
                     for _ in 0..3 {
                         for _ in 0..40 {
@@ -1188,7 +1197,7 @@ mod tests {
                 produce(pool, to, N, 11);
                 let consumed = consumer.join().unwrap();
                 clearer.join().unwrap();
-                done.store(true, Ordering::SeqCst);
+                drop(stop);
                 sweeper.join().unwrap();
                 consumed
             });

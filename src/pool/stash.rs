@@ -22,7 +22,7 @@ use crate::pool::barrier::{self, Strategy};
 use crate::pool::node::Node;
 use crate::pool::overflow::{Batch, Overflow};
 use crate::pool::remote::Remote;
-use crate::sync::{backoff, AtomicBool, AtomicCount, AtomicUsize, Ordering, UnsafeCell};
+use crate::sync::{AtomicBool, AtomicCount, AtomicUsize, Ordering, UnsafeCell, backoff};
 
 /// One thread's objects and counters.
 ///
@@ -34,10 +34,6 @@ pub(crate) struct Stash<T> {
     busy: AtomicBool,
     /// Set by a sweeper that wants `local`; cleared when it is done.
     claimed: AtomicBool,
-    /// Set by an owner that found `claimed` set, until it has entered: the
-    /// next sweeper waits for it before claiming, so back-to-back sweeps
-    /// cannot keep an owner out for ever.
-    waiting: AtomicBool,
     /// The objects. Accessed only inside the handshake.
     local: UnsafeCell<Local<T>>,
     /// Operation counters, written by the owner alone.
@@ -72,7 +68,6 @@ impl<T> Stash<T> {
         Self {
             busy: AtomicBool::new(false),
             claimed: AtomicBool::new(false),
-            waiting: AtomicBool::new(false),
             local: UnsafeCell::new(Local {
                 items: Vec::new(),
                 victims: 0,
@@ -127,14 +122,12 @@ impl<T> Stash<T> {
 
     /// `with_owner` when a sweeper holds the stash: steps aside until it is
     /// done, and returns once this thread has set `busy` again and seen
-    /// `claimed` clear after it. Says it waits (`waiting`), so that the
-    /// next sweeper lets it in first. Out of line, and blind to
-    /// `with_owner`'s closure, so that the closure's captures stay in
-    /// registers on the fast path rather than being stored for this one.
+    /// `claimed` clear after it. Out of line, and blind to `with_owner`'s
+    /// closure, so that the closure's captures stay in registers on the
+    /// fast path rather than being stored for this one.
     #[cold]
     #[inline(never)]
     fn enter_contended(&self, strategy: Strategy) {
-        self.waiting.store(true, Ordering::Relaxed);
         loop {
             self.busy.store(false, Ordering::Release);
             let mut step = 0;
@@ -144,21 +137,15 @@ impl<T> Stash<T> {
             self.busy.store(true, Ordering::Relaxed);
             barrier::light(strategy);
             if !self.claimed.load(Ordering::Acquire) {
-                self.waiting.store(false, Ordering::Relaxed);
                 return;
             }
         }
     }
 
-    /// First step of a sweeper's access: announce it, once an owner that
-    /// waits to enter has entered. Call with the pool's sweep lock held,
-    /// then issue `barrier::heavy` once for all the stashes claimed, then
-    /// `with_claimed` on each.
+    /// First step of a sweeper's access: announce it. Call with the pool's
+    /// sweep lock held, then issue `barrier::heavy` once for all the
+    /// stashes claimed, then `with_claimed` on each.
     pub(crate) fn claim(&self) {
-        let mut step = 0;
-        while self.waiting.load(Ordering::Relaxed) {
-            backoff(&mut step);
-        }
         // Relaxed: ordered before the loads of `busy` by the heavy barrier.
         self.claimed.store(true, Ordering::Relaxed);
     }
@@ -1067,10 +1054,10 @@ mod tests {
         assert_eq!(stash.with_owner(strategy, |l| l.items.len()), 0);
     }
 
-    /// A sweeper that claims the stash again the moment it releases it
-    /// cannot keep the owner out: an owner that finds its stash claimed
-    /// says it waits, and the next claim lets it in first. Each round of
-    /// the sweeper here claims twice in a row, with nothing between.
+    /// A sweeper that claims the stash again the moment it releases it, two
+    /// claims a round with nothing between, does not keep the owner out:
+    /// every release leaves the owner a window, and an owner that sets
+    /// `busy` in it is waited for by the next claim.
     #[test]
     fn back_to_back_claims_cannot_keep_an_owner_out() {
         const OPS: u32 = if cfg!(miri) { 20 } else { 20_000 };
