@@ -883,31 +883,32 @@ fn registration_races_a_sweep() {
     });
 }
 
-// === remote lists ===
+// === loan books ===
 
-/// A pool and one object its calling thread made and lent: a guard to give
-/// back on another thread, which sends it to this thread's remote list.
-fn lent(
+/// A pool whose calling thread keeps a loan book, and one object it made
+/// and lent, entered there: a guard to give back on another thread.
+fn lent_from_a_book(
     ledger: &Arc<Ledger>,
 ) -> (
     std::sync::Arc<LocalPool<Obj, Maker>>,
     stashpool::PooledOwned<Obj, Maker>,
 ) {
     let pool = std::sync::Arc::new(pool(ledger, 2));
+    pool.loom_keep_book();
     let lent = pool.get_owned();
     (pool, lent)
 }
 
-/// An object given back on another thread (pushed onto its taker's remote
-/// list) races its taker's next get, which takes the list, and a sweep,
-/// which takes it too: the object has one holder at a time, is neither
-/// lost nor dropped by one sweep, and the taker finds it afterwards without
-/// making one.
+/// A loan given back on another thread (marked back in its node) races its
+/// taker's next get, which looks at the book, and a sweep, which collects
+/// the book: the object has one holder at a time, is neither lost nor
+/// dropped by one sweep, and the taker finds it afterwards without making
+/// one.
 #[test]
-fn given_back_races_its_takers_get_and_a_sweep() {
+fn loan_given_back_races_its_takers_get_and_a_sweep() {
     loom::model(|| {
         let ledger = Ledger::new();
-        let (pool, lent) = lent(&ledger);
+        let (pool, lent) = lent_from_a_book(&ledger);
         let returner = thread::spawn(move || {
             lent.hold(|_| ());
             drop(lent);
@@ -935,14 +936,15 @@ fn given_back_races_its_takers_get_and_a_sweep() {
     });
 }
 
-/// An object given back on another thread while its taker exits: the exit
-/// closes the list, and either takes the object or the returning thread
-/// finds the list closed and passes it on to the overflow; a get then
-/// finds it, on a thread with an id of its own, without making one. (Were
-/// neither to happen, the object would wait on a closed list for the next
-/// sweep, and `wait_for_one` would spin until loom gave up on the model.)
+/// A loan given back on another thread while its taker exits: the exit
+/// closes the book, and either collects the object or the returning
+/// thread finds the book closed and collects it itself, into the overflow;
+/// a get then finds it, on a thread with an id of its own, without making
+/// one. (Were neither to happen, the object would wait in a closed book for
+/// the next sweep, and `wait_for_one` would spin until loom gave up on the
+/// model.)
 #[test]
-fn given_back_races_its_takers_exit() {
+fn loan_given_back_races_its_takers_exit() {
     loom::model(|| {
         hold_thread_id();
         let ledger = Ledger::new();
@@ -950,14 +952,17 @@ fn given_back_races_its_takers_exit() {
         let (send, receive) = loom::sync::mpsc::channel();
         let taker = {
             let pool = std::sync::Arc::clone(&pool);
-            thread::spawn(move || send.send(pool.get_owned()).unwrap())
+            thread::spawn(move || {
+                pool.loom_keep_book();
+                send.send(pool.get_owned()).unwrap();
+            })
         };
         let lent = receive.recv().unwrap();
         lent.hold(|_| ());
         drop(lent);
         taker.join().unwrap();
         // loom's `join` returns before the thread's exit hooks have run:
-        // until the flush lands, the object may wait on the open list.
+        // until the flush lands, the object may wait in the open book.
         let got = wait_for_one(&pool);
         got.hold(|_| ());
         assert_eq!(ledger.made(), 1, "found, not made");
@@ -967,32 +972,25 @@ fn given_back_races_its_takers_exit() {
     });
 }
 
-/// Two threads give objects back to one list while its taker takes it:
-/// each object is taken once, whichever push the take sees.
+/// A loan kept on another thread (`into_inner`: its object leaves the
+/// pool, its node stays in the book as an empty shell) races a sweep that
+/// collects the book: the object is dropped once, by its keeper, and the
+/// shell is freed once, by the sweep or by the taker's next get.
 #[test]
-fn given_back_by_two_threads_while_taken() {
+fn loan_kept_elsewhere_races_a_sweep() {
     loom::model(|| {
         let ledger = Ledger::new();
-        let pool = std::sync::Arc::new(pool(&ledger, 2));
-        let returners: Vec<_> = (0..2)
-            .map(|_| {
-                let lent = pool.get_owned();
-                thread::spawn(move || {
-                    lent.hold(|_| ());
-                    drop(lent);
-                })
-            })
-            .collect();
+        let (pool, lent) = lent_from_a_book(&ledger);
+        let keeper = thread::spawn(move || {
+            let kept = stashpool::PooledOwned::into_inner(lent);
+            kept.hold(|_| ());
+        });
+        pool.sweep();
+        keeper.join().unwrap();
+        assert_eq!(ledger.live(), 0, "kept, then dropped by its keeper");
         let got = pool.get();
         got.hold(|_| ());
         drop(got);
-        returners.into_iter().for_each(|r| r.join().unwrap());
-        let made = ledger.made();
-        let found: Vec<_> = (0..made).map(|_| pool.get()).collect();
-        found.iter().for_each(|obj| obj.acquire());
-        assert_eq!(ledger.made(), made, "all found, none made");
-        found.iter().for_each(|obj| obj.release());
-        drop(found);
         let pool = std::sync::Arc::try_unwrap(pool).ok().unwrap();
         drop_and_check(pool, &ledger);
     });

@@ -116,33 +116,6 @@ impl<T: Send> PerThread<T> {
         }
     }
 
-    /// This thread's value, if it is the one this thread found last in any
-    /// table (see [`remember`](Self::remember)): the hot path, a
-    /// thread-local read and a compare.
-    #[inline(always)]
-    pub(crate) fn cached(&self) -> Option<&T> {
-        let value = thread_id::cached(self.id)?;
-        // SAFETY: `remember` stored this thread's own entry of this table
-        // (table ids are never reused), whose value never moves while the
-        // table lives, and `&self` keeps it alive; the id guard empties
-        // the cache before it gives the id, and with it the entry, away.
-        Some(unsafe { &*value.cast::<T>() })
-    }
-
-    /// `cached` after a miss in the cache's first entry: its other entries.
-    #[inline(never)]
-    pub(crate) fn cached_later(&self) -> Option<&T> {
-        let value = thread_id::cached_later(self.id)?;
-        // SAFETY: as in `cached`.
-        Some(unsafe { &*value.cast::<T>() })
-    }
-
-    /// Makes `value`, this thread's own value in this table (from `get` or
-    /// `get_or`), the one `cached` finds next.
-    pub(crate) fn remember(&self, value: &T) {
-        thread_id::remember(self.id, ptr::from_ref(value).cast());
-    }
-
     /// This thread's value, if it has one. Never takes a thread id.
     #[inline]
     pub(crate) fn get(&self) -> Option<&T> {
@@ -229,6 +202,40 @@ impl<T: Send> PerThread<T> {
         let value = unsafe { (*entry.value.get()).write(value) };
         entry.present.store(true, Ordering::Release);
         value
+    }
+}
+
+/// The thread's cache (`thread_id`) in front of a table of boxes: it keeps
+/// what a value points to, one load from the thread-local instead of three
+/// through the table, and the value itself one more.
+impl<T: Send + std::ops::Deref<Target: Sized>> PerThread<T> {
+    /// What this thread's value points to, if it is the one this thread
+    /// found last in any table (see [`remember`](Self::remember)): the hot
+    /// path, a thread-local read and a compare.
+    #[inline(always)]
+    pub(crate) fn cached(&self) -> Option<&T::Target> {
+        let target = thread_id::cached(self.id)?;
+        // SAFETY: `remember` stored the target of this thread's own value
+        // in this table (table ids are never reused): a box's, which never
+        // moves while the value lives, and the value lives as long as the
+        // table, which `&self` keeps alive. The id guard empties the cache
+        // before it gives the id, and with it the entry, away.
+        Some(unsafe { &*target.cast::<T::Target>() })
+    }
+
+    /// `cached` after a miss in the cache's first entry: its other entries.
+    #[inline(never)]
+    pub(crate) fn cached_later(&self) -> Option<&T::Target> {
+        let target = thread_id::cached_later(self.id)?;
+        // SAFETY: as in `cached`.
+        Some(unsafe { &*target.cast::<T::Target>() })
+    }
+
+    /// Makes `value`, this thread's own value in this table (from `get` or
+    /// `get_or`), the one whose target `cached` finds next. The table's
+    /// values must be boxes: their targets never move.
+    pub(crate) fn remember(&self, value: &T) {
+        thread_id::remember(self.id, ptr::from_ref(&**value).cast());
     }
 }
 

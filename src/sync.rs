@@ -18,11 +18,8 @@
 #[cfg(all(not(stashpool_loom), target_has_atomic = "64"))]
 pub(crate) use std::sync::atomic::AtomicU64;
 pub(crate) use std::sync::atomic::Ordering;
-// The owners' barrier once sweepers use `membarrier` (`pool::barrier`).
-#[cfg(all(target_os = "linux", not(stashpool_loom), not(miri)))]
-pub(crate) use std::sync::atomic::compiler_fence;
 #[cfg(not(stashpool_loom))]
-pub(crate) use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, fence};
+pub(crate) use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, AtomicUsize, fence};
 #[cfg(not(stashpool_loom))]
 pub(crate) use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 #[cfg(not(stashpool_loom))]
@@ -31,7 +28,7 @@ pub(crate) use std::thread_local;
 #[cfg(stashpool_loom)]
 pub(crate) use self::loom_impl::AtomicBool;
 #[cfg(stashpool_loom)]
-pub(crate) use loom::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, fence};
+pub(crate) use loom::sync::atomic::{AtomicPtr, AtomicU8, AtomicU64, AtomicUsize, fence};
 #[cfg(stashpool_loom)]
 pub(crate) use loom::sync::{Arc, Condvar, Mutex, MutexGuard};
 #[cfg(stashpool_loom)]
@@ -498,14 +495,16 @@ mod imp {
         pub(crate) fn get(&self) -> Option<&T> {
             self.lookup(thread_slot()?)
         }
+    }
 
-        /// The real table's per-thread cache is not modelled: every lookup
-        /// goes to the registry.
-        pub(crate) fn cached(&self) -> Option<&T> {
+    /// The real table's per-thread cache is not modelled: every lookup goes
+    /// to the registry.
+    impl<T: Send + std::ops::Deref<Target: Sized>> PerThread<T> {
+        pub(crate) fn cached(&self) -> Option<&T::Target> {
             None
         }
 
-        pub(crate) fn cached_later(&self) -> Option<&T> {
+        pub(crate) fn cached_later(&self) -> Option<&T::Target> {
             None
         }
 

@@ -16,19 +16,14 @@
 //! serve, and why it is exclusive, also through the switch:
 //! [`implementation`](crate::implementation), section 4.
 
-use crate::sync::{Gate, Ordering, fence};
-
-#[cfg(all(target_os = "linux", not(stashpool_loom), not(miri)))]
-use std::sync::atomic::AtomicU8;
-
-#[cfg(stashpool_loom)]
-use loom::sync::atomic::{AtomicU8, AtomicUsize};
+use crate::sync::{AtomicU8, Gate, Ordering, fence};
 
 /// Both sides use `SeqCst` fences.
 const FENCE: u8 = 0;
 /// Owners use compiler fences, sweepers `membarrier`.
 const MEMBARRIER: u8 = 1;
-/// The kernel refused the registration: fences for good.
+/// The kernel refused the registration, or has no `membarrier`: fences
+/// for good.
 const REFUSED: u8 = 2;
 
 /// A pool's handle on the process's barriers. Nothing in a real build (the
@@ -49,7 +44,7 @@ pub(crate) struct Strategy {
 struct Model {
     word: AtomicU8,
     gate: Gate,
-    fence_sweeps: AtomicUsize,
+    fence_sweeps: loom::sync::atomic::AtomicUsize,
 }
 
 #[cfg(stashpool_loom)]
@@ -57,13 +52,13 @@ loom::lazy_static! {
     static ref MODEL: &'static Model = Box::leak(Box::new(Model {
         word: AtomicU8::new(FENCE),
         gate: Gate::new(),
-        fence_sweeps: AtomicUsize::new(0),
+        fence_sweeps: loom::sync::atomic::AtomicUsize::new(0),
     }));
 }
 
-/// `FENCE` until the switch, then `MEMBARRIER` (or `REFUSED`) for good.
-/// Read by every owner-side barrier, written once: on a line of its own.
-#[cfg(all(target_os = "linux", not(stashpool_loom), not(miri)))]
+/// `FENCE` until the switch, then `MEMBARRIER` or `REFUSED` for good. Read
+/// by every owner-side barrier, written once: on a line of its own.
+#[cfg(not(stashpool_loom))]
 static WORD: crossbeam_utils::CachePadded<AtomicU8> =
     crossbeam_utils::CachePadded::new(AtomicU8::new(FENCE));
 
@@ -75,13 +70,10 @@ pub(crate) fn strategy() -> Strategy {
     }
 }
 
-/// The process's barrier word, where owners can switch.
-#[cfg(any(stashpool_loom, all(target_os = "linux", not(miri))))]
+/// The process's barrier word.
 fn word(strategy: Strategy) -> &'static AtomicU8 {
     #[cfg(stashpool_loom)]
-    {
-        &strategy.state.word
-    }
+    return &strategy.state.word;
     #[cfg(not(stashpool_loom))]
     {
         let _ = strategy;
@@ -93,9 +85,7 @@ fn word(strategy: Strategy) -> &'static AtomicU8 {
 /// pool's sweep lock holds shared; under loom, the model's.
 pub(crate) fn gate(strategy: Strategy) -> &'static Gate {
     #[cfg(stashpool_loom)]
-    {
-        &strategy.state.gate
-    }
+    return &strategy.state.gate;
     #[cfg(not(stashpool_loom))]
     {
         let _ = strategy;
@@ -106,13 +96,6 @@ pub(crate) fn gate(strategy: Strategy) -> &'static Gate {
 /// The owner's side: orders a preceding store before a following load.
 #[inline(always)]
 pub(crate) fn light(strategy: Strategy) {
-    #[cfg(all(target_os = "linux", not(stashpool_loom), not(miri)))]
-    if word(strategy).load(Ordering::Relaxed) == MEMBARRIER {
-        // Every sweep in flight issues `membarrier`, which supplies the
-        // hardware fence; we only stop the compiler from reordering.
-        crate::sync::compiler_fence(Ordering::SeqCst);
-        return;
-    }
     // Under loom both sides are fences; what an owner on a compiler fence
     // relies on is checked instead. The acquire load stands for the
     // switch's `membarrier`, which loom cannot model (`implementation`,
@@ -125,7 +108,13 @@ pub(crate) fn light(strategy: Strategy) {
             "an owner on compiler fences while a sweep uses a fence"
         );
     }
-    let _ = strategy;
+    #[cfg(not(stashpool_loom))]
+    if word(strategy).load(Ordering::Relaxed) == MEMBARRIER {
+        // Every sweep in flight issues `membarrier`, which supplies the
+        // hardware fence; we only stop the compiler from reordering.
+        std::sync::atomic::compiler_fence(Ordering::SeqCst);
+        return;
+    }
     fence(Ordering::SeqCst);
 }
 
@@ -152,15 +141,11 @@ impl Heavy {
     /// else a fence. Call with the fork gate held (the sweep lock's
     /// section), and drop after every claim is released.
     pub(crate) fn new(strategy: Strategy) -> Self {
-        #[cfg(any(stashpool_loom, all(target_os = "linux", not(miri))))]
         let fence = word(strategy).load(Ordering::Relaxed) != MEMBARRIER;
-        #[cfg(not(any(stashpool_loom, all(target_os = "linux", not(miri)))))]
-        let fence = true;
         #[cfg(stashpool_loom)]
         if fence {
             strategy.state.fence_sweeps.fetch_add(1, Ordering::Relaxed);
         }
-        let _ = strategy;
         Self {
             #[cfg(stashpool_loom)]
             strategy,
@@ -201,28 +186,23 @@ impl Drop for Heavy {
 /// orders those sweeps before whatever an owner does after it reads the
 /// word with its relaxed load (section 4).
 pub(crate) fn register() {
-    #[cfg(any(stashpool_loom, all(target_os = "linux", not(miri))))]
-    {
-        let strategy = strategy();
-        let word = word(strategy);
-        if word.load(Ordering::Relaxed) != FENCE {
-            return;
-        }
-        // Under loom: a kernel that has it.
-        #[cfg(stashpool_loom)]
-        let bound = true;
-        #[cfg(not(stashpool_loom))]
-        let bound = linux::register();
-        let _gate = gate(strategy).exclusive();
-        if word.load(Ordering::Relaxed) != FENCE {
-            return;
-        }
-        if bound {
-            membarrier();
-            word.store(MEMBARRIER, Ordering::Release);
-        } else {
-            word.store(REFUSED, Ordering::Relaxed);
-        }
+    let strategy = strategy();
+    let word = word(strategy);
+    if word.load(Ordering::Relaxed) != FENCE {
+        return;
+    }
+    // Under loom: a kernel that has it; elsewhere than Linux (and under
+    // Miri), none.
+    let bound = cfg!(stashpool_loom) || linux::register();
+    let _gate = gate(strategy).exclusive();
+    if word.load(Ordering::Relaxed) != FENCE {
+        return;
+    }
+    if bound {
+        membarrier();
+        word.store(MEMBARRIER, Ordering::Release);
+    } else {
+        word.store(REFUSED, Ordering::Relaxed);
     }
 }
 
@@ -282,6 +262,14 @@ mod linux {
             "stashpool: membarrier(PRIVATE_EXPEDITED) keeps failing after registration: {}",
             std::io::Error::last_os_error()
         );
+    }
+}
+
+/// No `membarrier` here.
+#[cfg(not(all(target_os = "linux", not(stashpool_loom), not(miri))))]
+mod linux {
+    pub(super) fn register() -> bool {
+        false
     }
 }
 

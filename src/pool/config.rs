@@ -95,10 +95,7 @@ pub(crate) const fn sweep_interval(interval: Duration) -> Duration {
     );
     // `const`, for builders of `static` pools, where `Ord::max` cannot be
     // called: seconds first, then nanoseconds.
-    let (secs, min_secs) = (interval.as_secs(), MIN_SWEEP_INTERVAL.as_secs());
-    if secs < min_secs
-        || (secs == min_secs && interval.subsec_nanos() < MIN_SWEEP_INTERVAL.subsec_nanos())
-    {
+    if interval.as_nanos() < MIN_SWEEP_INTERVAL.as_nanos() {
         MIN_SWEEP_INTERVAL
     } else {
         interval

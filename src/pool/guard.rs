@@ -87,7 +87,7 @@ impl<'a, T: Send + 'static, R: Recycle<T>> Pooled<'a, T, R> {
         let this = ManuallyDrop::new(this);
         // SAFETY: the guard holds a node its pool lent, and gives it up
         // here, once: `this` will not drop.
-        unsafe { take(this.node) }
+        unsafe { Pooled::pool(&this).keep_lent(this.node) }
     }
 
     /// Whether the guard has handed out `&mut` access to its object, so
@@ -121,7 +121,7 @@ impl<'a, T: Send + 'static, R: Recycle<T>> Pooled<'a, T, R> {
     fn value(&self) -> &T {
         // SAFETY: the guard holds the node (see `node`), and `&self`
         // shares it.
-        unsafe { &(*self.node.as_ptr()).value }
+        unsafe { Node::read(self.node.as_ptr()) }
     }
 
     /// The object for writing: marks the node written (see
@@ -129,7 +129,7 @@ impl<'a, T: Send + 'static, R: Recycle<T>> Pooled<'a, T, R> {
     #[inline(always)]
     fn value_mut(&mut self) -> &mut T {
         // SAFETY: the guard holds the node, and `&mut self` is unique.
-        unsafe { write(self.node) }
+        unsafe { Node::write(self.node.as_ptr()) }
     }
 }
 
@@ -216,10 +216,13 @@ impl<T: Send + 'static, R: Recycle<T>, P> PooledOwned<T, R, P> {
     /// method of `T`.
     pub fn into_inner(this: Self) -> T {
         let mut this = ManuallyDrop::new(this);
+        // SAFETY: `lender` was set by `new` to a pool inside `*owner`, alive
+        // until `owner` drops below.
+        let pool = unsafe { &*(*this.node.as_ptr()).lender.cast::<LocalPool<T, R>>() };
         // SAFETY: the guard holds a node its pool lent, and gives it up
         // here, once: `this` will not drop.
-        let value = unsafe { take(this.node) };
-        // SAFETY: taken once; the node is out of the pool.
+        let value = unsafe { pool.keep_lent(this.node) };
+        // SAFETY: taken once, after the pool's last use here.
         drop(unsafe { ManuallyDrop::take(&mut this.owner) });
         value
     }
@@ -238,7 +241,7 @@ impl<T: Send + 'static, R: Recycle<T>, P> PooledOwned<T, R, P> {
 
     fn value(&self) -> &T {
         // SAFETY: as in `Pooled::value`.
-        unsafe { &(*self.node.as_ptr()).value }
+        unsafe { Node::read(self.node.as_ptr()) }
     }
 
     /// The object for writing: marks the node written (see
@@ -246,7 +249,7 @@ impl<T: Send + 'static, R: Recycle<T>, P> PooledOwned<T, R, P> {
     #[inline(always)]
     fn value_mut(&mut self) -> &mut T {
         // SAFETY: as in `Pooled::value_mut`.
-        unsafe { write(self.node) }
+        unsafe { Node::write(self.node.as_ptr()) }
     }
 }
 
@@ -267,30 +270,6 @@ impl<T: Send + 'static, R: Recycle<T>, P> Drop for PooledOwned<T, R, P> {
         unsafe { release(pool, self.node) };
         drop(owner);
     }
-}
-
-/// The object of a guard's node, marked written (it picks
-/// [`Recycle::recycle`] on return).
-///
-/// # Safety
-///
-/// `node` is a guard's, and the caller has unique access to the guard.
-#[inline(always)]
-unsafe fn write<'a, T>(node: NonNull<Node<T>>) -> &'a mut T {
-    // SAFETY: the caller's word; the guard owns the node outright.
-    let node = unsafe { &mut *node.as_ptr() };
-    node.written = true;
-    &mut node.value
-}
-
-/// The object of a guard's node, out of the pool for good.
-///
-/// # Safety
-///
-/// `node` is a guard's, which gives it up here, once.
-unsafe fn take<T>(node: NonNull<Node<T>>) -> T {
-    // SAFETY: the caller's word: the node came from `Box::leak` (`lend`).
-    unsafe { Box::from_raw(node.as_ptr()) }.into_value()
 }
 
 /// Returns a guard's node to `pool`, or drops it if this thread is

@@ -2,17 +2,17 @@
 //! out of it and back.
 
 use std::fmt;
-use std::mem;
+use std::mem::{self, ManuallyDrop};
 use std::ptr::NonNull;
 use std::time::Duration;
 
 use crate::lazy::{LazyArc, LazyArcRef};
 use crate::pool::config::Config;
 use crate::pool::guard::{Pooled, PooledOwned};
-use crate::pool::node::{Home, Node};
+use crate::pool::node::{Home, Node, loan};
 use crate::pool::shared::Shared;
-use crate::pool::stash::{Counters, Stash};
-use crate::sync::Arc;
+use crate::pool::stash::{Counters, Returns, Stash};
+use crate::sync::{Arc, Ordering};
 use crate::{Recycle, Stats};
 
 /// A pool of reusable objects: Go's `sync.Pool`, with per-thread stashes.
@@ -193,12 +193,11 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
     pub fn try_get(&self) -> Option<Pooled<'_, T, R>> {
         self.made()?;
         let (shared, stash) = self.local();
-        let mut node = match stash {
-            Some(stash) => shared.take(stash)?,
-            None => shared.pop_single(&shared.orphans)?,
+        let node = match stash {
+            Some(stash) => shared.lend(stash)?,
+            None => Node::lend(shared.pop_single(&shared.orphans)?, Home::NONE),
         };
-        node.home = Self::home(stash);
-        Some(Pooled::new(self, NonNull::from(Box::leak(node))))
+        Some(Pooled::new(self, node))
     }
 
     /// Same as [`get`](Self::get), for a pool in an `Arc`: the guard owns a
@@ -273,7 +272,7 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
         // If `f` unwinds, `node` is dropped with this frame, not pooled (the
         // object may be half-modified), and counted discarded.
         let unwinding = DiscardOnUnwind(&stash.counters);
-        let out = f(&mut node.value);
+        let out = f(node.value_mut());
         mem::forget(unwinding);
         self.recycle_into_stash(&shared, stash, node, true);
         out
@@ -469,14 +468,6 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
         (shared, Shared::find_stash(shared))
     }
 
-    /// Where a node lent now comes from: `stash`, this thread's, or none.
-    #[inline(always)]
-    fn home(stash: Option<&Stash<T>>) -> Home {
-        stash.map_or(Home::NONE, |stash| {
-            Home::here(std::ptr::from_ref(stash).cast())
-        })
-    }
-
     /// Fills a pool whose shared state this thread just published with
     /// `config.preload` idle objects, in the overflow, where any thread's
     /// get finds them: made and put, so counted created and returned.
@@ -499,19 +490,18 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
     }
 
     /// Takes an object out of the pool, or makes one, for a guard: the node
-    /// records the stash it came from (see `Home`).
+    /// records the stash it came from (see `Home`), whose loan book may
+    /// track it (`loans.rs`).
     #[inline(always)]
     fn lend(&self) -> NonNull<Node<T>> {
         let (shared, stash) = self.local();
-        let mut node = match stash {
-            Some(stash) => match shared.take(stash) {
+        match stash {
+            Some(stash) => match shared.lend(stash) {
                 Some(node) => node,
-                None => self.create(&stash.counters),
+                None => shared.lend_made(stash, self.create(&stash.counters)),
             },
-            None => self.take_stashless(&shared),
-        };
-        node.home = Self::home(stash);
-        NonNull::from(Box::leak(node))
+            None => Node::lend(self.take_stashless(&shared), Home::NONE),
+        }
     }
 
     /// A new object, counted in `counters`.
@@ -525,18 +515,17 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
     // === the paths back ===
     //
     // `return_lent`: a guard's node, which records the stash it came from;
-    // `return_node`: any other object (`put`, a guard dropped on another
-    // thread that keeps it). Both end in `recycle_into_stash`, or in
-    // `recycle_into_overflow` on a thread without a stash; a guard's node
-    // dropped on another thread may instead go back to its stash's remote
-    // list (`return_elsewhere`). Each says whether the object may have been
+    // `return_node`: any other object (`put`). Both end in
+    // `recycle_into_stash`, or in `recycle_into_overflow` on a thread
+    // without a stash; a guard's node in a loan book goes back through the
+    // book (`return_elsewhere`). Each says whether the object may have been
     // written, which picks `recycle` or `recycle_unwritten`: a guard's node
     // records it, `with` and `put` lend or take `&mut` access, so theirs
     // always was.
 
     /// Returns a node lent by `lend` (from a dropped guard) through
     /// `recycle`: straight to the stash it came from when this thread took
-    /// it, else as `return_elsewhere` does.
+    /// it and it is in no book, else as `return_elsewhere` does.
     ///
     /// # Safety
     ///
@@ -544,63 +533,225 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
     /// the caller, who gives it up.
     #[inline(always)]
     pub(crate) unsafe fn return_lent(&self, node: NonNull<Node<T>>) {
-        // SAFETY: the caller's word: its guard's node, from `Box::leak`.
-        let mut node = unsafe { Box::from_raw(node.as_ptr()) };
-        // A store only if set: a guard that only read leaves its node's
-        // line as it was.
-        let written = node.written;
-        if written {
-            node.written = false;
-        }
-        let Some(stash) = node.home.mine() else {
+        // SAFETY: the caller holds the node.
+        let (written, home) = unsafe {
+            (
+                Node::take_written(node.as_ptr()),
+                (*node.as_ptr()).home.owned(),
+            )
+        };
+        let Some(stash) = home else {
             // Out of line, so that the common case stays small enough to
             // inline into the guard's drop.
-            return outlined(move || self.return_elsewhere(node, written));
+            // SAFETY: the caller's word.
+            return outlined(move || unsafe { self.return_elsewhere(node, written) });
         };
-        // SAFETY: `mine` found this thread's own stash in the pool that
+        // SAFETY: `owned` found this thread's own stash in the pool that
         // lent `node` (the caller's word), whose object type is `T`;
         // stashes live in their own allocations until the pool's shared
         // state drops (`StashBox`), and `&self` keeps the pool alive for
         // this call.
         let stash = unsafe { &*stash.cast::<Stash<T>>() };
+        // SAFETY: in no loan book (`owned`), so the caller's alone; from
+        // `Box::leak`.
+        let node = unsafe { Box::from_raw(node.as_ptr()) };
         // `lend` made the shared state, and this thread took the node in
         // this process (a fork gives the child's thread a new token).
         self.recycle_into_stash(&self.shared(), stash, node, written)
     }
 
-    /// Returns a lent node on another thread than the one that took it (or
-    /// on a thread in its teardown): to the remote list of the stash that
-    /// lent it, if this thread gives back that stash's objects alone and
-    /// the pool has no bound, else as `return_node` does.
-    fn return_elsewhere(&self, node: Box<Node<T>>, written: bool) {
+    /// Returns a lent node in this thread's loan book, or on another thread
+    /// than the one that took it (or on a thread in its teardown): back
+    /// to the book of the stash that lent it, if it is in one (`loans.rs`),
+    /// else as `return_node` does.
+    ///
+    /// # Safety
+    ///
+    /// As `return_lent`.
+    unsafe fn return_elsewhere(&self, node: NonNull<Node<T>>, written: bool) {
+        let at = node.as_ptr();
+        // SAFETY: the caller holds the node.
+        if let Some(stash) = unsafe { (*at).home.mine() } {
+            // Taken on this thread, and in its stash's book.
+            // SAFETY: `mine` found this thread's own stash (see
+            // `return_lent`).
+            let stash = unsafe { &*stash.cast::<Stash<T>>() };
+            // SAFETY: the caller's word.
+            if let Some(node) = unsafe { self.recycle_lent(&stash.counters, node, written) } {
+                // SAFETY: lent from this thread's `stash`, held until now.
+                unsafe { self.shared().push_lent(stash, node) }
+            }
+            return;
+        }
         let (shared, mine) = self.local();
-        let Some(mine) = mine else {
-            return self.recycle_into_overflow(&shared, node, written);
-        };
-        // The stash that lent it, if a thread with a token lent it from one.
+        // SAFETY: the caller holds the node. Relaxed: its state was set when
+        // it was lent, and published to this thread with the guard.
+        let tracked = unsafe { Node::loan(at) }.load(Ordering::Relaxed) == loan::LENT;
+        // The stash that lent it, if a thread with a token lent it from one,
+        // in this process.
         // SAFETY: `lend` recorded a stash of this pool, which lives as long
-        // as the pool's shared state (a forked child's parent's state is
+        // as the pool's shared state (a forked child's parent state is
         // never freed).
-        let origin = node
-            .home
-            .origin()
-            .map(|origin| unsafe { &*origin.cast::<Stash<T>>() });
+        let origin = unsafe { (*at).home.origin() }
+            .map(|origin| unsafe { &*origin.cast::<Stash<T>>() })
+            .filter(|origin| origin.returns.here());
         // Whether this thread gives back one taking thread's objects, which
         // then go back to that thread, or several threads', which are
-        // shared (`implementation`, section 3c). A bounded pool keeps
-        // returns where its bound sees them.
-        let home = origin.filter(|origin| {
-            shared.overflow.max_idle().is_none()
-                && origin.remote.here()
-                && mine.returner.note(std::ptr::from_ref(*origin).cast())
-        });
-        let Some(origin) = home else {
-            return self.recycle_into_stash(&shared, mine, node, written);
+        // shared (`implementation`, section 3c).
+        let one_taker = match (mine, origin) {
+            (Some(mine), Some(origin)) => mine.returner.note(std::ptr::from_ref(origin).cast()),
+            _ => false,
         };
-        if let Some(node) = self.recycle(&mine.counters, node, written) {
-            mine.counters.returned.bump();
-            shared.give_back(origin, node);
+        if let (true, Some(origin)) = (tracked, origin) {
+            // SAFETY: the caller's word; `origin` lent it, in its book.
+            unsafe {
+                match mine {
+                    Some(mine) => self.give_back(&mine.counters, origin, node, written, one_taker),
+                    None => self.give_back(&shared.orphans, origin, node, written, false),
+                }
+            }
+            return;
         }
+        if tracked {
+            // In a forked child, in its parent's book, which nothing reads
+            // here: this process's now, in no book.
+            // SAFETY: the caller holds the node.
+            unsafe {
+                (*at).home.leave_book();
+                Node::loan(at).store(loan::UNTRACKED, Ordering::Relaxed);
+            }
+        }
+        if let (true, Some(origin)) = (one_taker, origin) {
+            // From now on its objects go back to it.
+            origin.returns.advise(Returns::START);
+        }
+        // SAFETY: in no book, so the caller's alone; from `Box::leak`.
+        let node = unsafe { Box::from_raw(at) };
+        match mine {
+            Some(stash) => self.recycle_into_stash(&shared, stash, node, written),
+            None => self.recycle_into_overflow(&shared, node, written),
+        }
+    }
+
+    /// Recycles a node that `origin`'s loan book holds, another thread's,
+    /// and gives it back there, counted in `counters` (this thread's).
+    ///
+    /// # Safety
+    ///
+    /// As `return_lent`, for a node in `origin`'s book.
+    unsafe fn give_back<const S: bool>(
+        &self,
+        counters: &Counters<S>,
+        origin: &Stash<T>,
+        node: NonNull<Node<T>>,
+        written: bool,
+        one_taker: bool,
+    ) {
+        // SAFETY: the caller's word.
+        if let Some(node) = unsafe { self.recycle_lent(counters, node, written) } {
+            counters.returned.bump();
+            // SAFETY: the caller's word; `lend` made the shared state.
+            unsafe { self.shared().give_back(origin, node, one_taker) };
+        }
+    }
+
+    /// Passes a lent node's object through `recycle` where it is (it may
+    /// be in a loan book, which other threads read): the node if kept;
+    /// else `None`, its object dropped (`let_go`) and counted discarded,
+    /// also if the recycler panics.
+    ///
+    /// # Safety
+    ///
+    /// As `return_lent`.
+    #[inline(always)]
+    unsafe fn recycle_lent<const S: bool>(
+        &self,
+        counters: &Counters<S>,
+        node: NonNull<Node<T>>,
+        written: bool,
+    ) -> Option<NonNull<Node<T>>> {
+        /// Lets the object go, counted discarded, if `recycle` panics.
+        struct OnUnwind<'a, T: Send + 'static, R: Recycle<T>, const S: bool>(
+            &'a LocalPool<T, R>,
+            &'a Counters<S>,
+            NonNull<Node<T>>,
+        );
+        impl<T: Send + 'static, R: Recycle<T>, const S: bool> Drop for OnUnwind<'_, T, R, S> {
+            fn drop(&mut self) {
+                self.1.discarded.bump();
+                // SAFETY: `recycle_lent`'s caller held the node, and gives
+                // it up.
+                unsafe { self.0.let_go(self.2) }
+            }
+        }
+        let unwinding = OnUnwind(self, counters, node);
+        // SAFETY: the caller holds the node.
+        let value = unsafe { Node::object_mut(node.as_ptr()) };
+        let keep = if written {
+            self.recycler.recycle(value)
+        } else {
+            self.recycler.recycle_unwritten(value)
+        };
+        mem::forget(unwinding);
+        if keep {
+            return Some(node);
+        }
+        counters.discarded.bump();
+        // SAFETY: the caller's word.
+        unsafe { self.let_go(node) };
+        None
+    }
+
+    /// Drops the object of a lent node that leaves the pool.
+    ///
+    /// # Safety
+    ///
+    /// As `return_lent`.
+    #[cold]
+    unsafe fn let_go(&self, node: NonNull<Node<T>>) {
+        // SAFETY: the caller's word.
+        unsafe { self.leave(node, |value| drop(ManuallyDrop::into_inner(value))) }
+    }
+
+    /// The object of a lent node, out of the pool for good (`into_inner`).
+    ///
+    /// # Safety
+    ///
+    /// As `return_lent`.
+    pub(crate) unsafe fn keep_lent(&self, node: NonNull<Node<T>>) -> T {
+        // SAFETY: the caller's word.
+        unsafe { self.leave(node, ManuallyDrop::into_inner) }
+    }
+
+    /// A lent node whose object leaves the pool, handed to `take`: out of
+    /// this thread's loan book if it is in it, and freed; or, in another
+    /// thread's book, left there as an empty shell for that book to free
+    /// (`Node::leave`).
+    ///
+    /// # Safety
+    ///
+    /// As `return_lent`.
+    unsafe fn leave<U>(
+        &self,
+        node: NonNull<Node<T>>,
+        take: impl FnOnce(ManuallyDrop<T>) -> U,
+    ) -> U {
+        // SAFETY: the caller holds the node. Relaxed: as in
+        // `return_elsewhere`.
+        let tracked = unsafe { Node::loan(node.as_ptr()) }.load(Ordering::Relaxed) == loan::LENT;
+        // SAFETY: the caller holds the node.
+        let node = match unsafe { (*node.as_ptr()).home.mine() } {
+            // SAFETY: the caller's word: lent from `stash`, this thread's
+            // (see `return_lent`), in its book.
+            Some(stash) if tracked => unsafe {
+                self.shared().reclaim(&*stash.cast::<Stash<T>>(), node)
+            },
+            // SAFETY: the caller held the node, in another thread's book.
+            None if tracked => return unsafe { Node::leave(node.as_ptr(), take) },
+            // SAFETY: in no book, so the caller's alone; from `Box::leak`.
+            _ => unsafe { Box::from_raw(node.as_ptr()) },
+        };
+        take(node.into_inner())
     }
 
     /// Returns an object to the pool through `recycle`, into this thread's
@@ -641,9 +792,9 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
     ) -> Option<Box<Node<T>>> {
         let unwinding = DiscardOnUnwind(counters);
         let keep = if written {
-            self.recycler.recycle(&mut node.value)
+            self.recycler.recycle(node.value_mut())
         } else {
-            self.recycler.recycle_unwritten(&mut node.value)
+            self.recycler.recycle_unwritten(node.value_mut())
         };
         mem::forget(unwinding);
         if keep {
@@ -684,7 +835,7 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
     fn with_stashless<U>(&self, shared: &Shared<T>, f: impl FnOnce(&mut T) -> U) -> U {
         let mut node = self.take_stashless(shared);
         let unwinding = DiscardOnUnwind(&shared.orphans);
-        let out = f(&mut node.value);
+        let out = f(node.value_mut());
         mem::forget(unwinding);
         self.recycle_into_overflow(shared, node, true);
         out
@@ -700,8 +851,8 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
     #[cold]
     pub(crate) unsafe fn discard_unwound(&self, node: NonNull<Node<T>>) {
         self.shared().orphans.discarded.bump();
-        // SAFETY: the caller's word: its guard's node, from `Box::leak`.
-        drop(unsafe { Box::from_raw(node.as_ptr()) });
+        // SAFETY: the caller's word.
+        unsafe { self.let_go(node) }
     }
 }
 
@@ -783,6 +934,17 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
     #[doc(hidden)]
     pub fn loom_end_thread_id() {
         crate::sync::end_thread_id();
+    }
+
+    /// Has the calling model thread's stash keep a loan book from its next
+    /// refill on, as a thread that gives back this thread's objects alone
+    /// advises outside loom (`Returns::START`), without a model thread to
+    /// give a first one back.
+    #[doc(hidden)]
+    pub fn loom_keep_book(&self) {
+        if let (_, Some(stash)) = self.local() {
+            stash.returns.advise(Returns::START);
+        }
     }
 }
 
@@ -951,7 +1113,7 @@ mod tests {
     fn each_path_enters_the_owners_critical_section_once() {
         let pool = pool(8);
         let (n, guard) = sections(|| pool.get());
-        assert_eq!(n, 1, "a get that makes its object");
+        assert_eq!(n, 2, "a get that makes its object, and lends it");
         assert_eq!(sections(|| drop(guard)).0, 1, "a return");
         let (n, guard) = sections(|| pool.get());
         assert_eq!((n, pool.stats().reused), (1, 1), "a get from the stash");
@@ -977,19 +1139,28 @@ mod tests {
         let (n, guard) = sections(|| pool.get());
         assert_eq!((n, pool.stats().created), (1, created), "a steal");
         drop((guard, held));
-        // A get that finds its loans given back on another thread, which
-        // gives them back without entering a section.
-        let lent: Vec<_> = (0..mine(&pool) + 2).map(|_| pool.get()).collect();
+        // A thread that gives back this thread's objects alone advises it
+        // to keep a loan book (that first return, untracked, goes to its
+        // own stash); the next refill heeds it, and loans entered there
+        // come back with no section on the returning thread.
+        let first = pool.get();
+        let given = thread::scope(|s| s.spawn(|| sections(|| drop(first)).0).join().unwrap());
+        assert_eq!(given, 1, "an untracked return on another thread");
+        let held: Vec<_> = (0..=mine(&pool)).map(|_| pool.get()).collect();
+        drop(held);
+        let lent: Vec<_> = (0..3).map(|_| pool.get()).collect();
         let given = thread::scope(|s| s.spawn(|| sections(|| drop(lent)).0).join().unwrap());
-        assert_eq!(given, 0, "returns on another thread, to the taker");
+        assert_eq!(given, 0, "returns on another thread, to the taker's book");
+        // A get that finds its loans given back.
+        let held: Vec<_> = (0..mine(&pool)).map(|_| pool.get()).collect();
         let created = pool.stats().created;
         let (n, guard) = sections(|| pool.get());
         assert_eq!((n, pool.stats().created), (1, created), "taken back");
-        drop(guard);
+        drop((guard, held));
         // A get that finds nothing anywhere, from an empty stash.
         pool.clear();
         let (n, guard) = sections(|| pool.get());
-        assert_eq!((n, pool.stats().created), (1, created + 1), "made");
+        assert_eq!((n, pool.stats().created), (2, created + 1), "made");
         drop(guard);
         // A thread that gives back several threads' objects shares them
         // through its own stash.
@@ -1033,12 +1204,12 @@ mod tests {
         assert!(inherited <= 2, "{inherited}");
     }
 
-    /// Concurrent workouts of the remote lists, sized for Miri: a producer
+    /// Concurrent workouts of the loan books, sized for Miri: a producer
     /// whose objects a consumer gives back while it takes them back, with
     /// sweeps and clears reaching the lists meanwhile; objects out when
     /// their thread exits; and objects kept, refused or panicked on by the
     /// thread that gives them back.
-    mod remote {
+    mod given_back {
         use std::panic::{AssertUnwindSafe, catch_unwind};
         use std::sync::Arc;
         use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -1162,8 +1333,9 @@ mod tests {
         }
 
         /// As above, while one thread sweeps without pause and another
-        /// clears a few times: sweeps and clears take the remote list while
-        /// the consumer pushes, and cannot keep the producer from its stash.
+        /// clears a few times: sweeps and clears collect the book while the
+        /// consumer gives loans back, and cannot keep the producer from its
+        /// stash.
         #[test]
         fn sweeps_and_clears_reach_the_list_meanwhile() {
             /// Stops the sweeper when dropped, so that a panic on this

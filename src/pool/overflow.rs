@@ -275,7 +275,7 @@ mod tests {
     }
 
     fn values(nodes: &[Box<Node<u64>>]) -> Vec<u64> {
-        nodes.iter().map(|node| node.value).collect()
+        nodes.iter().map(|node| *node.value()).collect()
     }
 
     #[test]
@@ -302,7 +302,7 @@ mod tests {
         overflow.push_one(Node::boxed(2), 0);
         assert_eq!(overflow.len.load(Ordering::Relaxed), 0);
         assert_eq!(overflow.pop().map(|b| b.items.len()), Some(3));
-        assert_eq!(overflow.pop_one().map(|node| node.value), Some(2));
+        assert_eq!(overflow.pop_one().map(|node| *node.value()), Some(2));
         assert_eq!(overflow.len.load(Ordering::Relaxed), 0, "nothing wrapped");
     }
 
@@ -324,7 +324,7 @@ mod tests {
         }
         let batch = overflow.pop().expect("one single fits in neither");
         assert_eq!(values(&batch.items), [2 * slots as u64]);
-        let first = overflow.pop_one().map(|node| node.value);
+        let first = overflow.pop_one().map(|node| *node.value());
         assert_eq!(first, Some(slots as u64 - 1), "the stack's top first");
     }
 
@@ -333,7 +333,7 @@ mod tests {
         let overflow = Overflow::new(10);
         let n = overflow.reserve(3);
         overflow.push(batch(4, n, 1));
-        assert_eq!(overflow.pop_one().map(|node| node.value), Some(4));
+        assert_eq!(overflow.pop_one().map(|node| *node.value()), Some(4));
         assert_eq!(overflow.len(), 2, "the rest still counts");
         assert_eq!(
             overflow.pop().map(|b| (b.items.len(), b.stamp)),
@@ -385,7 +385,7 @@ mod tests {
         overflow.trim(3, false, &mut dead); // drops stamps 0 and 1
         assert_eq!(values(&dead), [0, 1]);
         assert_eq!(overflow.len(), 1);
-        assert_eq!(overflow.pop_one().map(|node| node.value), Some(2));
+        assert_eq!(overflow.pop_one().map(|node| *node.value()), Some(2));
         assert_eq!(overflow.len(), 0);
     }
 
@@ -402,6 +402,6 @@ mod tests {
         overflow.cut(3, &mut dead);
         assert_eq!(values(&dead), [1, 1, 2]);
         assert_eq!(overflow.len(), 1);
-        assert_eq!(overflow.pop_one().map(|node| node.value), Some(3));
+        assert_eq!(overflow.pop_one().map(|node| *node.value()), Some(3));
     }
 }

@@ -10,8 +10,8 @@
 //! a thread exits (its exit flush) or, once a thread has found none free,
 //! when a sweep finds a holder that has not touched the pool since the
 //! previous sweep. A thread without a slot goes to the overflow one object
-//! at a time (the stashless paths) and asks for one again when it returns
-//! an object. Why: [`implementation`](crate::implementation), section 3a.
+//! at a time (the stashless paths) and asks for one again when a get finds
+//! nothing. Why: [`implementation`](crate::implementation), section 3a.
 //!
 //! The sweep lock serialises everything that touches another thread's stash
 //! or changes the pool's epoch or its slots: sweeps, making a stash, taking
@@ -20,13 +20,15 @@
 //! dropped after it is released.
 
 use crate::Stats;
+use std::ptr::NonNull;
+
 use crate::lazy::LazyArcRef;
 use crate::pool::barrier::{self, Strategy};
 use crate::pool::config::{Config, STASHES_PER_CORE, default_max_stashes};
 use crate::pool::exit::{self, Flush};
-use crate::pool::node::Node;
+use crate::pool::node::{Home, Node, loan};
 use crate::pool::overflow::{Batch, Overflow};
-use crate::pool::stash::{Counters, Local, Refused, Stash, StashBox};
+use crate::pool::stash::{Counters, Returns, Stash, StashBox};
 use crate::sync::{
     Arc, AtomicBool, AtomicCount, AtomicUsize, Mutex, MutexGuard, Ordering, PerThread, lock,
     thread_index, token,
@@ -181,9 +183,14 @@ impl<T: Send> Shared<T> {
             return;
         }
         {
-            // Under the lock, as the previous owner's flush reads it.
+            // Under the lock, as the previous owner's flush reads them.
             let _sweeping = this.get().lock_sweep();
             stash.hooked_by.store(token, Ordering::Relaxed);
+            // A stash that still holds its slot (its exited owner's flush
+            // has yet to run) is this thread's now, loans and all.
+            if stash.returns.is_open() {
+                stash.returns.open.store(token, Ordering::Relaxed);
+            }
         }
         // Outside it: pruning the hooks of dropped pools may drop a pool's
         // last reference.
@@ -202,20 +209,24 @@ impl<T: Send> Shared<T> {
         let shared = this.get();
         // A pool whose stashes can keep nothing (`max_stashed(0)`, or
         // `max_idle(0)`) makes none: every object goes through the overflow.
-        // A thread whose exit hooks have run makes none either.
-        if shared.stash_capacity(1) == 0 || !exit::alive() {
-            return None;
-        }
-        // No slot free: no stash. Checked without the lock first, since a
-        // thread without a stash comes here on every get and return.
-        if shared.no_slot_free(shared.held.load(Ordering::Relaxed)) {
+        // No slot free: no stash either. Checked without the lock first,
+        // since a thread without a stash comes here on every get and return.
+        if shared.stash_capacity(1) == 0 || shared.no_slot_free(shared.held.load(Ordering::Relaxed))
+        {
             return None;
         }
         // The thread's id, taken now if it has none (an index into the
         // table, not a ration), outside the sweep lock (taking one enters the
         // fork gate too); `None` once this thread is too far into its
-        // teardown to hold one: go around stashes then.
+        // teardown to hold one: go around stashes then. Taken before the
+        // exit hooks are first asked for, so that the hooks' destructor
+        // runs first, and a thread flushes its stashes before its id can
+        // go to another thread. A thread whose hooks have run makes no
+        // stash.
         thread_index()?;
+        if !exit::alive() {
+            return None;
+        }
         exit::arm();
         // The id may be an exited thread's, whose stash this thread takes
         // over: it holds no slot, and this thread asks for one when it
@@ -232,9 +243,10 @@ impl<T: Send> Shared<T> {
             shared.count_held(&mut sweeping, held);
             let capacity = shared.stash_capacity(held);
             let epoch = sweeping.epoch;
+            let books = shared.overflow.max_idle().is_none();
             let stash = shared
                 .stashes
-                .get_or(|| StashBox::new(Stash::new(epoch, capacity)))?;
+                .get_or(|| StashBox::new(Stash::new(epoch, capacity, token(), books)))?;
             if shared.overflow.max_idle().is_some() {
                 // One more slot held: every other one's share shrinks.
                 shared.rebalance(capacity);
@@ -247,12 +259,13 @@ impl<T: Send> Shared<T> {
     // === slots ===
 
     /// Gives `stash`, this thread's, a slot again after the pool took its
-    /// last one back (module docs), and runs `f` on it in the same critical
-    /// section; `None` if no slot is free, or this thread is tearing down
-    /// (its exit flush has run, and would not run again to give the slot
-    /// back).
+    /// last one back (module docs), and takes an object with it, in one
+    /// critical section; `None` if no slot is free, or this thread is
+    /// tearing down (its exit flush has run, and would not run again to
+    /// give the slot back). A get that finds nothing asks; a return does
+    /// not need one.
     #[cold]
-    fn take_slot<R>(&self, stash: &Stash<T>, f: impl FnOnce(&mut Local<T>) -> R) -> Option<R> {
+    fn take_slot(&self, stash: &Stash<T>) -> Option<Option<Box<Node<T>>>> {
         if !exit::alive() || self.no_slot_free(self.held.load(Ordering::Relaxed)) {
             return None;
         }
@@ -264,17 +277,17 @@ impl<T: Send> Shared<T> {
         self.count_held(&mut sweeping, held);
         let capacity = self.stash_capacity(held);
         let seen = stash.counters.total();
-        stash.remote.open();
+        stash.returns.open.store(token(), Ordering::Relaxed);
         // Under the sweep lock no sweeper holds a claim, so this enters at
         // once; sweeps keep an unheld stash's epoch current too.
-        let done = stash.with_owner(self.strategy, |local| {
+        let taken = stash.with_owner(self.strategy, |local| {
             local.take_slot(capacity, seen);
-            f(local)
+            local.take(&stash.returns, &self.overflow)
         });
         if self.overflow.max_idle().is_some() {
             self.rebalance(capacity);
         }
-        Some(done)
+        Some(taken)
     }
 
     /// Whether all slots are held, `held` of them being held; if so, tells
@@ -314,15 +327,15 @@ impl<T: Send> Shared<T> {
         if self.closed.load(Ordering::Relaxed) || stash.hooked_by.load(Ordering::Relaxed) != token {
             return;
         }
-        // Closed before the claim's heavy barrier: a thread that gives an
-        // object back from now on either has it taken below or finds the
-        // list closed and passes it on (`remote.rs`).
-        let held = stash.remote.is_open();
-        stash.remote.close();
+        // Closed before the claim's heavy barrier: a thread that gives a
+        // loan back from now on either has it collected below or finds the
+        // book closed and collects it itself (`give_back`).
+        let held = stash.returns.is_open();
+        stash.returns.open.store(0, Ordering::Relaxed);
         // Claimed like a sweep: the thread's id may already be another's.
         let mut batches = Vec::new();
         self.with_claimed_stashes(&[stash], |stash| {
-            stash.with_claimed(|local| batches = local.give_up(&stash.remote, &self.overflow));
+            stash.with_claimed(|local| batches = local.give_up(&self.overflow));
         });
         if held {
             let held = sweeping.held - 1;
@@ -337,7 +350,7 @@ impl<T: Send> Shared<T> {
     fn rebalance(&self, capacity: usize) {
         let mut shed = Vec::new();
         self.with_every_stash(|stash| {
-            let share = if stash.remote.is_open() { capacity } else { 0 };
+            let share = if stash.returns.is_open() { capacity } else { 0 };
             stash.with_claimed(|local| {
                 local.set_capacity(share);
                 local.shed(&mut shed);
@@ -403,17 +416,38 @@ impl<T: Send> Shared<T> {
     // === the owner's paths ===
 
     /// An object for this thread, from `stash` (its own), in one critical
-    /// section: the stash's newest, else what came back to it from other
-    /// threads, else the overflow's (`Local::take`). `None`: make one.
+    /// section: the stash's newest, else what came back to its book, else
+    /// the overflow's (`Local::take`). `None`: make one.
     #[inline(always)]
     pub(crate) fn take(&self, stash: &Stash<T>) -> Option<Box<Node<T>>> {
         let node = stash
             .with_owner(self.strategy, |local| {
-                local.take(&stash.remote, &self.overflow)
+                local.take(&stash.returns, &self.overflow)
             })
             .or_else(|| self.take_without_slot(stash))?;
         stash.counters.reused.bump();
         Some(node)
+    }
+
+    /// `take`, for a guard: the object is lent from `stash` (`Local::lend`).
+    #[inline(always)]
+    pub(crate) fn lend(&self, stash: &Stash<T>) -> Option<NonNull<Node<T>>> {
+        let home = Home::here(std::ptr::from_ref(stash).cast());
+        let node = stash
+            .with_owner(self.strategy, |local| {
+                local.lend(home, &stash.returns, &self.overflow)
+            })
+            .or_else(|| Some(self.take_without_slot(stash)?.lend(home)))?;
+        stash.counters.reused.bump();
+        Some(node)
+    }
+
+    /// Lends `node`, which this thread made, from `stash`, its own: into
+    /// the stash's loan book if it keeps one.
+    #[cold]
+    pub(crate) fn lend_made(&self, stash: &Stash<T>, node: Box<Node<T>>) -> NonNull<Node<T>> {
+        let home = Home::here(std::ptr::from_ref(stash).cast());
+        stash.with_owner(self.strategy, |local| local.lend_node(node, home))
     }
 
     /// `take` of a stash that found nothing: if it holds no slot, it asks
@@ -421,10 +455,10 @@ impl<T: Send> Shared<T> {
     /// a stash does.
     #[cold]
     fn take_without_slot(&self, stash: &Stash<T>) -> Option<Box<Node<T>>> {
-        if stash.remote.is_open() {
+        if stash.returns.is_open() {
             return None;
         }
-        match self.take_slot(stash, |local| local.take(&stash.remote, &self.overflow)) {
+        match self.take_slot(stash) {
             Some(taken) => taken,
             None => self.overflow.pop_one(),
         }
@@ -434,47 +468,100 @@ impl<T: Send> Shared<T> {
     /// thread's, spilling to the overflow in the same critical section.
     #[inline(always)]
     pub(crate) fn push(&self, stash: &Stash<T>, node: Box<Node<T>>) {
+        let pushed = stash.with_owner(self.strategy, |local| local.push(node, &self.overflow));
+        self.count_push(stash, pushed);
+    }
+
+    /// Pools a node lent from `stash` and given back on its owner's
+    /// thread, already recycled: out of the loan book, into the stash, in
+    /// one critical section.
+    ///
+    /// # Safety
+    ///
+    /// `node` was lent from `stash`, which is this thread's, and this
+    /// thread holds it.
+    pub(crate) unsafe fn push_lent(&self, stash: &Stash<T>, node: NonNull<Node<T>>) {
         let pushed = stash.with_owner(self.strategy, |local| {
-            local.push(node, &stash.remote, &self.overflow)
+            // SAFETY: the caller's word.
+            let node = unsafe { local.reclaim(node) };
+            local.push(node, &self.overflow)
         });
+        self.count_push(stash, pushed);
+    }
+
+    /// Takes a node lent from `stash` back on its owner's thread, out of
+    /// the loan book, for a return that does not pool it.
+    ///
+    /// # Safety
+    ///
+    /// As `push_lent`.
+    pub(crate) unsafe fn reclaim(&self, stash: &Stash<T>, node: NonNull<Node<T>>) -> Box<Node<T>> {
+        // SAFETY: the caller's word.
+        stash.with_owner(self.strategy, |local| unsafe { local.reclaim(node) })
+    }
+
+    /// Counts a push; an object that neither the stash nor the overflow
+    /// had room for is dropped, out of the critical section.
+    #[inline(always)]
+    fn count_push(&self, stash: &Stash<T>, pushed: Result<(), Box<Node<T>>>) {
         match pushed {
             Ok(()) => stash.counters.returned.bump(),
-            Err(refused) => self.refused(stash, refused),
+            Err(node) => {
+                stash.counters.rejected.bump();
+                drop(node);
+            }
         }
     }
 
-    #[cold]
-    fn refused(&self, stash: &Stash<T>, refused: Refused<T>) {
-        let node = match refused {
-            Refused::NoRoom(node) => node,
-            Refused::NoSlot(node) => {
-                let mut node = Some(node);
-                let pushed = self.take_slot(stash, |local| {
-                    let node = node.take().expect("run once");
-                    local.push(node, &stash.remote, &self.overflow)
-                });
-                match pushed {
-                    Some(Ok(())) => return stash.counters.returned.bump(),
-                    Some(Err(refused)) => refused.into_node(),
-                    // No slot: `node` is still here.
-                    None => return self.push_single(&stash.counters, node.expect("not run")),
-                }
-            }
-        };
-        stash.counters.rejected.bump();
-        drop(node);
+    /// Hands a lent node, already recycled on this thread, back to the loan
+    /// book of `origin`, the stash that lent it, another thread's
+    /// (`loans.rs`); advises that stash to keep no book if this thread
+    /// gives back several stashes' loans. If the book has closed (its
+    /// thread exited or lost its slot), collects it.
+    ///
+    /// # Safety
+    ///
+    /// `node` is [`loan::LENT`] in `origin`'s book, and the caller held it
+    /// until now: it is not touched again.
+    pub(crate) unsafe fn give_back(
+        &self,
+        origin: &Stash<T>,
+        node: NonNull<Node<T>>,
+        one_taker: bool,
+    ) {
+        // Release: the recycling happens before the book takes the node (its
+        // acquire in `Loans`). The node is the book's from here on.
+        // SAFETY: the caller held it until now.
+        unsafe { Node::loan(node.as_ptr()) }.store(loan::BACK, Ordering::Release);
+        // Dekker's pattern with the exit flush's close and heavy barrier
+        // (`flush`): either the flush saw the node back, or this sees the
+        // book closed.
+        barrier::light(self.strategy);
+        if !origin.returns.is_open() {
+            self.collect_closed(origin);
+        }
+        if !one_taker {
+            origin.returns.advise(Returns::STOP);
+        }
     }
 
-    /// Gives a recycled object back to `origin`, the stash of the thread
-    /// that took it (another thread's: `remote.rs`). If that thread has
-    /// exited or lost its slot, what is on the list goes to the overflow.
-    pub(crate) fn give_back(&self, origin: &Stash<T>, node: Box<Node<T>>) {
-        if let Some(passed) = origin.remote.push(node, self.strategy) {
-            let items: Vec<_> = passed.collect();
-            if !items.is_empty() {
-                let stamp = self.epoch.load(Ordering::Acquire);
-                self.overflow.put_back(Batch::new(items, stamp));
-            }
+    /// Collects the loans given back to `origin`'s book after it closed, as
+    /// an exit flush would have, into the overflow, where the next get finds
+    /// them; unless a thread has opened it since (it inherited the stash
+    /// with its slot, and takes them back itself).
+    #[cold]
+    fn collect_closed(&self, origin: &Stash<T>) {
+        let sweeping = self.lock_sweep();
+        if origin.returns.is_open() {
+            return;
+        }
+        let mut found = Vec::new();
+        self.with_claimed_stashes(&[origin], |stash| {
+            stash.with_claimed(|local| local.loans.collect(&mut found));
+        });
+        if !found.is_empty() {
+            // Pools keep books only without a bound: no room to reserve.
+            self.overflow.push(Batch::new(found, sweeping.epoch));
         }
     }
 
@@ -621,7 +708,7 @@ mod tests {
                         let shared = pool.shared.get().expect("used");
                         let id = thread_index().expect("a live thread has an id");
                         let stash = shared.stashes.get().map(|stash| {
-                            let held = stash.remote.is_open();
+                            let held = stash.returns.is_open();
                             (std::ptr::from_ref::<Stash<_>>(stash) as usize, held)
                         });
                         // Held until every thread has used the pool, so no
@@ -732,7 +819,7 @@ mod tests {
     fn holds_slot(pool: &LocalPool<Vec<u8>>) -> Option<bool> {
         let shared = pool.shared.get()?;
         let stash = shared.stashes.get()?;
-        Some(stash.remote.is_open())
+        Some(stash.returns.is_open())
     }
 
     /// The slot of a thread that stopped using the pool (blocked here) goes,
@@ -830,7 +917,7 @@ mod tests {
                     heavy.issue();
                     stash.with_claimed(|local| {
                         in_stashes += local.items.len();
-                        holding += usize::from(stash.remote.is_open());
+                        holding += usize::from(stash.returns.is_open());
                     });
                 });
                 assert!(holding <= SLOTS, "{holding} slots held");

@@ -260,7 +260,7 @@ mod tests {
     }
 
     fn drain(singles: &Singles<u64>) -> Vec<u64> {
-        std::iter::from_fn(|| singles.pop().map(|s| s.node.value)).collect()
+        std::iter::from_fn(|| singles.pop().map(|s| *s.node.value())).collect()
     }
 
     #[test]
@@ -283,7 +283,7 @@ mod tests {
         for value in 0..4 {
             assert!(singles.push(single(value)).is_ok());
         }
-        let refused = singles.push(single(4)).map_err(|s| s.node.value);
+        let refused = singles.push(single(4)).map_err(|s| *s.node.value());
         assert_eq!(refused, Err(4), "two on the stack, two in the ring");
         assert_eq!(drain(&singles), [1, 0, 2, 3]);
     }
@@ -296,7 +296,7 @@ mod tests {
             // Another thread's push and pop while this one holds the stack.
             assert!(singles.push(single(1)).is_ok());
             assert_eq!(items.len(), 1);
-            let popped = singles.pop().map(|s| s.node.value);
+            let popped = singles.pop().map(|s| *s.node.value());
             assert_eq!(popped, Some(1), "from the ring");
         });
         assert_eq!(drain(&singles), [0]);
@@ -311,7 +311,7 @@ mod tests {
         let mut dead = Vec::new();
         assert_eq!(singles.cut(1, &mut dead), 1);
         assert_eq!(singles.cut(5, &mut dead), 1, "then the stack");
-        let cut: Vec<_> = dead.iter().map(|node| node.value).collect();
+        let cut: Vec<_> = dead.iter().map(|node| *node.value()).collect();
         assert_eq!(cut, [1, 0]);
         assert!(singles.pop().is_none());
     }
@@ -325,7 +325,7 @@ mod tests {
         let (mut dead, mut unplaced) = (Vec::new(), Vec::new());
         let trimmed = singles.trim(|single| single.stamp % 2 == 0, &mut dead, &mut unplaced);
         assert_eq!(trimmed, 3);
-        let trimmed: Vec<_> = dead.iter().map(|node| node.value).collect();
+        let trimmed: Vec<_> = dead.iter().map(|node| *node.value()).collect();
         assert_eq!(trimmed, [1, 3, 5]);
         assert!(unplaced.is_empty());
         assert_eq!(drain(&singles), [2, 0, 4]);

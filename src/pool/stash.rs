@@ -12,17 +12,19 @@
 //! section 4.
 //!
 //! Threads that give the owner's objects back touch none of that: they
-//! push onto the stash's remote list (`remote.rs`), on a line of its own.
+//! read and advise through `Returns`, on a line of its own, and store into
+//! the lent node itself (`loans.rs`;
+//! [`implementation`](crate::implementation), section 3c).
 
 use std::ptr::NonNull;
 
 use crossbeam_utils::CachePadded;
 
 use crate::pool::barrier::{self, Strategy};
-use crate::pool::node::Node;
+use crate::pool::loans::Loans;
+use crate::pool::node::{Home, Node, loan};
 use crate::pool::overflow::{Batch, Overflow};
-use crate::pool::remote::Remote;
-use crate::sync::{AtomicBool, AtomicCount, AtomicUsize, Ordering, UnsafeCell, backoff};
+use crate::sync::{AtomicBool, AtomicCount, AtomicU8, AtomicUsize, Ordering, UnsafeCell, backoff};
 
 /// One thread's objects and counters.
 ///
@@ -45,12 +47,79 @@ pub(crate) struct Stash<T> {
     /// thread that inherits the stash with an exited thread's id finds
     /// another thread's token here and registers its own hook.
     pub(crate) hooked_by: AtomicCount,
-    /// What other threads gave back of the objects this stash lent. Open
-    /// while the stash holds one of its pool's slots (`shared.rs`): a stash
-    /// without one keeps nothing (its capacity is zero), its owner's gets
-    /// and returns go to the overflow one by one, and its owner asks for a
-    /// slot again when a get finds nothing or a return finds no room.
-    pub(crate) remote: CachePadded<Remote<T>>,
+    /// What threads that give this stash's loans back read and write, on
+    /// a line of its own, which the owner does not write on its gets and
+    /// returns.
+    pub(crate) returns: CachePadded<Returns>,
+}
+
+/// A stash's side for the threads that give its loans back (`loans.rs`).
+pub(crate) struct Returns {
+    /// The token of the thread whose loans come back to this stash's book
+    /// while the stash holds one of its pool's slots (`shared.rs`); 0 for
+    /// a stash without one, which keeps nothing (its capacity is zero): its
+    /// owner's gets and returns go to the overflow one by one, and its
+    /// owner asks for a slot again when a get finds nothing. Written under
+    /// the sweep lock: an exit flush or a sweep that takes the slot back
+    /// closes the book.
+    pub(crate) open: AtomicCount,
+    /// The advice of the threads that give this stash's loans back, for
+    /// its owner's next refill: `START`, from a thread that gives back this
+    /// stash's loans alone and gave one back that had no place in the book
+    /// (keep one); `STOP`, from a thread that gives back the loans of
+    /// several stashes and gave one back through this book (keep none, so
+    /// that what this stash lends is shared); `NONE`.
+    advice: AtomicU8,
+    /// The process generation that made the stash (`fork::generation`): a
+    /// forked child gives nothing back to its parent's stashes.
+    generation: usize,
+}
+
+impl Returns {
+    pub(crate) const NONE: u8 = 0;
+    pub(crate) const START: u8 = 1;
+    pub(crate) const STOP: u8 = 2;
+
+    /// Open for the thread with token `open` (0: closed, no slot).
+    fn new(open: u64) -> Self {
+        Self {
+            open: AtomicCount::new(open),
+            advice: AtomicU8::new(Self::NONE),
+            generation: crate::pool::fork::generation(),
+        }
+    }
+
+    /// Whether the stash holds a slot (see `open`). Exact under the sweep
+    /// lock and in the owner's critical section; a hint elsewhere.
+    pub(crate) fn is_open(&self) -> bool {
+        self.open.load(Ordering::Relaxed) != 0
+    }
+
+    /// Whether this process made the stash.
+    pub(crate) fn here(&self) -> bool {
+        self.generation == crate::pool::fork::generation()
+    }
+
+    /// Gives `advice` (`START` or `STOP`, which wins). A load first, so
+    /// that threads giving the same advice again leave the line shared.
+    pub(crate) fn advise(&self, advice: u8) {
+        let now = self.advice.load(Ordering::Relaxed);
+        if now != advice && now != Self::STOP {
+            self.advice.store(advice, Ordering::Relaxed);
+        }
+    }
+
+    /// Takes the advice given since the owner last looked: `Some(true)` to
+    /// keep a book, `Some(false)` to keep none, `None`.
+    fn take_advice(&self) -> Option<bool> {
+        match self.advice.load(Ordering::Relaxed) {
+            Self::NONE => None,
+            advice => {
+                self.advice.store(Self::NONE, Ordering::Relaxed);
+                Some(advice == Self::START)
+            }
+        }
+    }
 }
 
 // SAFETY: a `Stash` is shared between its owner and sweepers. `local` is
@@ -61,10 +130,11 @@ pub(crate) struct Stash<T> {
 unsafe impl<T: Send> Sync for Stash<T> {}
 
 impl<T> Stash<T> {
-    /// A stash for a new thread, holding a slot; `epoch` is the pool's
-    /// sweep count now, `capacity` the most objects it may keep (see
-    /// `Local::capacity`).
-    pub(crate) fn new(epoch: u64, capacity: usize) -> Self {
+    /// A stash for a new thread, holding a slot for the thread with token
+    /// `open`; `epoch` is the pool's sweep count now, `capacity` the most
+    /// objects it may keep (see `Local::capacity`), `books` whether it may
+    /// keep a loan book (`Loans::new`).
+    pub(crate) fn new(epoch: u64, capacity: usize, open: u64, books: bool) -> Self {
         Self {
             busy: AtomicBool::new(false),
             claimed: AtomicBool::new(false),
@@ -83,11 +153,12 @@ impl<T> Stash<T> {
                 spares: Vec::new(),
                 seen: 0,
                 gets_seen: 0,
+                loans: Loans::new(books),
             }),
             counters: Counters::default(),
             returner: Returner::new(),
             hooked_by: AtomicCount::new(0),
-            remote: CachePadded::new(Remote::new(true)),
+            returns: CachePadded::new(Returns::new(open)),
         }
     }
 
@@ -350,24 +421,9 @@ pub(crate) struct Local<T> {
     /// The owner's gets (`Counters::gets`) when a sweep last aged this
     /// stash: an owner that took nothing since only returns (`age`).
     gets_seen: u64,
-}
-
-/// Why a stash did not keep a returned object (`Local::push`).
-pub(crate) enum Refused<T> {
-    /// Neither the stash nor the overflow has room (`max_idle`): the
-    /// object is to be dropped.
-    NoRoom(Box<Node<T>>),
-    /// The stash holds no slot: the object goes to the overflow unless
-    /// the owner gets a slot back.
-    NoSlot(Box<Node<T>>),
-}
-
-impl<T> Refused<T> {
-    pub(crate) fn into_node(self) -> Box<Node<T>> {
-        match self {
-            Self::NoRoom(node) | Self::NoSlot(node) => node,
-        }
-    }
+    /// What the owner lent to guards, so that a guard dropped on another
+    /// thread comes back here (`loans.rs`).
+    pub(super) loans: Loans<T>,
 }
 
 /// Most batch buffers a stash keeps for reuse: enough for a thread that
@@ -392,35 +448,105 @@ impl<T> Local<T> {
     #[inline(always)]
     pub(crate) fn take(
         &mut self,
-        remote: &Remote<T>,
+        returns: &Returns,
         overflow: &Overflow<T>,
     ) -> Option<Box<Node<T>>> {
-        match self.pop() {
-            Some(node) => Some(node),
-            None => self.refill(remote, overflow),
+        if !self.loans.coming_back
+            && let Some(node) = self.pop()
+        {
+            return Some(node);
         }
+        self.refill(returns, overflow)
+    }
+
+    /// An object for a guard, as `take` gives it, lent from this stash:
+    /// `home` recorded in it and, while this stash keeps a loan book, the
+    /// node entered there (out of line: one test for a stash that keeps
+    /// none).
+    #[inline(always)]
+    pub(crate) fn lend(
+        &mut self,
+        home: Home,
+        returns: &Returns,
+        overflow: &Overflow<T>,
+    ) -> Option<NonNull<Node<T>>> {
+        if !self.loans.is_on()
+            && let Some(node) = self.pop()
+        {
+            return Some(node.lend(home));
+        }
+        self.lend_slow(home, returns, overflow)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn lend_slow(
+        &mut self,
+        home: Home,
+        returns: &Returns,
+        overflow: &Overflow<T>,
+    ) -> Option<NonNull<Node<T>>> {
+        let node = self.take(returns, overflow)?;
+        Some(self.lend_node(node, home))
+    }
+
+    /// Lends `node`, from here or made, to a guard: records `home` in it
+    /// and, while this stash keeps a loan book, enters it there.
+    pub(crate) fn lend_node(&mut self, node: Box<Node<T>>, home: Home) -> NonNull<Node<T>> {
+        let node = node.lend(home);
+        if self.loans.is_on() {
+            // SAFETY: a node this thread owns, in no book (pooled nodes are
+            // untracked); a guard holds it until it is given back, which
+            // takes it out of the book.
+            unsafe { self.loans.track(node.as_ptr(), self.capacity) };
+        }
+        node
+    }
+
+    /// Takes back a node lent from this stash, on its owner's thread: out
+    /// of the loan book, if it is in it.
+    ///
+    /// # Safety
+    ///
+    /// `node` was lent from this stash (`lend`), and this thread holds it.
+    pub(crate) unsafe fn reclaim(&mut self, node: NonNull<Node<T>>) -> Box<Node<T>> {
+        let node = node.as_ptr();
+        // SAFETY: the caller holds the node. Relaxed: this thread wrote the
+        // state when it lent the node, and no other thread writes it while
+        // the node is lent and held here.
+        if unsafe { Node::loan(node) }.load(Ordering::Relaxed) == loan::LENT {
+            // SAFETY: lent from this stash and in its book.
+            unsafe { self.loans.untrack(node) };
+        }
+        // SAFETY: out of the book, so this thread's alone; from
+        // `Box::into_raw` (`lent`).
+        unsafe { Box::from_raw(node) }
     }
 
     /// `take` for an empty stash, in the same critical section: what other
-    /// threads gave back of this stash's loans, the newest on top (its
-    /// buffer the likeliest still in a cache); else (an *underflow*) a
-    /// batch from the overflow, else a single. A stash without a slot takes
-    /// nothing: its owner asks for a slot first (`Shared::take_slot`).
+    /// threads gave back to its loan book (the newest on top, its buffer
+    /// the likeliest still in a cache), heeding their advice first; else
+    /// (an *underflow*) a batch from the overflow, else a single. A stash
+    /// without a slot takes nothing: its owner asks for a slot first
+    /// (`Shared::take_slot`).
     #[cold]
     #[inline(never)]
-    fn refill(&mut self, remote: &Remote<T>, overflow: &Overflow<T>) -> Option<Box<Node<T>>> {
-        if !remote.is_open() {
+    fn refill(&mut self, returns: &Returns, overflow: &Overflow<T>) -> Option<Box<Node<T>>> {
+        if !returns.is_open() {
             return None;
         }
-        let back = remote.take();
-        if !back.is_empty() {
-            back.stack_onto(&mut self.items);
-            let node = self.pop();
+        if let Some(on) = returns.take_advice() {
+            self.loans.turn(on);
+        }
+        if self.items.is_empty() || self.items.len() > 1 {
+            self.loans.take_back(&mut self.items);
             let excess = self.items.len().saturating_sub(self.capacity);
             if excess > 0 {
                 overflow.put_back(self.take_bottom(excess, self.epoch));
             }
-            return node;
+        }
+        if let Some(node) = self.pop() {
+            return Some(node);
         }
         self.underflow();
         match overflow.pop() {
@@ -435,14 +561,13 @@ impl<T> Local<T> {
     pub(crate) fn push(
         &mut self,
         node: Box<Node<T>>,
-        remote: &Remote<T>,
         overflow: &Overflow<T>,
-    ) -> Result<(), Refused<T>> {
+    ) -> Result<(), Box<Node<T>>> {
         if self.items.len() < self.limit {
             self.items.push(node);
             return Ok(());
         }
-        self.spill(node, remote, overflow)
+        self.spill(node, overflow)
     }
 
     /// Keeps `node` in a stash at its limit by moving its oldest objects
@@ -455,21 +580,14 @@ impl<T> Local<T> {
     /// the object after all (its limit rises to hold it); an object is
     /// refused only when neither has room, and handed back for the caller
     /// to drop outside the critical section (it runs the object's `Drop`).
+    /// A stash without a slot keeps nothing: each return goes over.
     ///
     /// The push to the overflow is done here, inside the owner's critical
     /// section: a queue operation that never waits, so the hold on the
     /// stash stays bounded, and a return walks down the files (pool,
     /// shared, stash, overflow) and never comes back up with objects.
     #[cold]
-    fn spill(
-        &mut self,
-        node: Box<Node<T>>,
-        remote: &Remote<T>,
-        overflow: &Overflow<T>,
-    ) -> Result<(), Refused<T>> {
-        if !remote.is_open() {
-            return Err(Refused::NoSlot(node));
-        }
+    fn spill(&mut self, node: Box<Node<T>>, overflow: &Overflow<T>) -> Result<(), Box<Node<T>>> {
         self.spilled = true;
         let (same_age, stamp) = if self.victims > 0 {
             (self.victims, self.epoch - 1)
@@ -486,7 +604,7 @@ impl<T> Local<T> {
                 self.items.push(node);
                 self.limit = self.items.len();
             }
-            0 => return Err(Refused::NoRoom(node)),
+            0 => return Err(node),
             _ if want == 0 => overflow.push_one(node, self.epoch),
             1 => {
                 let oldest = self.items.remove(0);
@@ -597,22 +715,16 @@ impl<T> Local<T> {
         }
     }
 
-    /// One sweep (Go's victim rule): what other threads gave back joins the
-    /// stash as fresh objects; the victims go to `dead` and every remaining
+    /// One sweep (Go's victim rule): what other threads gave back to the
+    /// book joins the stash as fresh objects; the victims go to `dead` and every remaining
     /// object becomes a victim. A stash that did not underflow since the
     /// last sweep had all it needed: its limit halves. One whose owner took
     /// nothing since (`gets`, the owner's count now, has not moved) only
     /// receives, and has no use for what it keeps: it keeps nothing from
     /// now on, as a new stash. What a stash then holds beyond its limit is
     /// for the caller to shed (`shed`).
-    pub(crate) fn age(
-        &mut self,
-        epoch: u64,
-        gets: u64,
-        remote: &Remote<T>,
-        dead: &mut Vec<Box<Node<T>>>,
-    ) {
-        remote.take().stack_onto(&mut self.items);
+    pub(crate) fn age(&mut self, epoch: u64, gets: u64, dead: &mut Vec<Box<Node<T>>>) {
+        self.loans.age(&mut self.items);
         dead.extend(self.items.drain(..self.victims));
         self.victims = self.items.len();
         self.epoch = epoch;
@@ -628,15 +740,15 @@ impl<T> Local<T> {
     }
 
     /// Gives this stash's slot back (`shared.rs`): its objects, with what
-    /// other threads gave back, go to the overflow as far as it has room
-    /// (the batches returned, whose room is reserved), and from now on it
-    /// keeps nothing. What does not fit stays for sweeps to age. The
-    /// caller closed `remote`.
-    pub(crate) fn give_up(&mut self, remote: &Remote<T>, overflow: &Overflow<T>) -> Vec<Batch<T>> {
+    /// other threads gave back to its book, go to the overflow as far as it
+    /// has room (the batches returned, whose room is reserved), and from
+    /// now on it keeps nothing. What does not fit stays for sweeps to age.
+    /// The caller closed the book (`Returns::open`).
+    pub(crate) fn give_up(&mut self, overflow: &Overflow<T>) -> Vec<Batch<T>> {
         self.set_capacity(0);
         // When it gets a slot again, it starts over as a new stash does.
         self.spilled = true;
-        remote.take().stack_onto(&mut self.items);
+        self.loans.collect(&mut self.items);
         let mut batches = Vec::new();
         let fresh = self.items.len() - self.victims;
         let groups = [
@@ -657,8 +769,8 @@ impl<T> Local<T> {
     }
 
     /// Takes a slot: keeps up to `capacity` from now on, starting over as
-    /// a new stash. Call under the sweep lock; the caller opens the remote
-    /// list.
+    /// a new stash. Call under the sweep lock; the caller opens the book
+    /// (`Returns::open`).
     pub(crate) fn take_slot(&mut self, capacity: usize, seen: u64) {
         self.set_capacity(capacity);
         self.seen = seen;
@@ -666,8 +778,8 @@ impl<T> Local<T> {
 
     /// Moves every object, and what other threads gave back, into `dead`
     /// (`clear`, the pool's drop).
-    pub(crate) fn drain(&mut self, remote: &Remote<T>, dead: &mut Vec<Box<Node<T>>>) {
-        dead.extend(remote.take());
+    pub(crate) fn drain(&mut self, dead: &mut Vec<Box<Node<T>>>) {
+        self.loans.collect(dead);
         dead.append(&mut self.items);
         self.victims = 0;
         self.release_memory();
@@ -746,7 +858,7 @@ mod tests {
     }
 
     fn values(nodes: &[Box<Node<u32>>]) -> Vec<u32> {
-        nodes.iter().map(|node| node.value).collect()
+        nodes.iter().map(|node| *node.value()).collect()
     }
 
     fn local(items: &[u32], victims: usize, epoch: u64) -> Local<u32> {
@@ -761,6 +873,7 @@ mod tests {
             spares: Vec::new(),
             seen: 0,
             gets_seen: 0,
+            loans: Loans::new(true),
         }
     }
 
@@ -772,12 +885,12 @@ mod tests {
         }
     }
 
-    fn open() -> Remote<u32> {
-        Remote::new(true)
+    fn open() -> Returns {
+        Returns::new(7)
     }
 
     fn pop(local: &mut Local<u32>) -> Option<u32> {
-        local.pop().map(|node| node.value)
+        local.pop().map(|node| *node.value())
     }
 
     /// The batch that a spill just pushed to `overflow`: its objects and
@@ -793,18 +906,18 @@ mod tests {
     fn spilled_one(overflow: &Overflow<u32>) -> (u32, u64) {
         let single = overflow.singles.pop().expect("a single was spilled");
         assert!(overflow.pop().is_none(), "and no batch");
-        (single.node.value, single.stamp)
+        (*single.node.value(), single.stamp)
     }
 
     #[test]
     fn pop_takes_the_newest_and_keeps_victims_in_range() {
-        let (remote, overflow) = (open(), Overflow::new(usize::MAX));
+        let overflow = Overflow::new(usize::MAX);
         let mut l = local(&[1, 2, 3], 2, 1);
         assert_eq!(pop(&mut l), Some(3));
         assert_eq!(l.victims, 2);
         assert_eq!(pop(&mut l), Some(2));
         assert_eq!(l.victims, 1, "a popped victim is no longer one");
-        assert!(l.push(Node::boxed(9), &remote, &overflow).is_ok());
+        assert!(l.push(Node::boxed(9), &overflow).is_ok());
         assert_eq!(l.victims, 1, "a pushed object is fresh");
         assert_eq!(
             (pop(&mut l), pop(&mut l), pop(&mut l)),
@@ -812,59 +925,76 @@ mod tests {
         );
     }
 
+    /// Lends `values` from `l` with its book on, as another thread's
+    /// returns will give them back.
+    fn lend_tracked(l: &mut Local<u32>, values: &[u32]) -> Vec<NonNull<Node<u32>>> {
+        l.loans.turn(true);
+        values
+            .iter()
+            .map(|&value| {
+                let node = Node::boxed(value).lend(Home::with_token(7));
+                // SAFETY: a fresh node, held here.
+                unsafe { l.loans.track(node.as_ptr(), l.capacity) };
+                node
+            })
+            .collect()
+    }
+
+    /// What another thread's return does (`Shared::give_back`).
+    fn give_back(node: NonNull<Node<u32>>) {
+        // SAFETY: a node of the book, held by the test until now.
+        unsafe { Node::loan(node.as_ptr()) }.store(loan::BACK, Ordering::Release);
+    }
+
     #[test]
     fn an_empty_stash_takes_what_came_back_newest_on_top() {
-        let (remote, overflow) = (open(), Overflow::new(usize::MAX));
-        let strategy = crate::pool::barrier::strategy();
-        for value in [1, 2, 3] {
-            assert!(remote.push(Node::boxed(value), strategy).is_none());
-        }
+        let (returns, overflow) = (open(), Overflow::new(usize::MAX));
         let mut l = local(&[], 0, 0);
-        l.capacity = 1;
-        let taken = l.take(&remote, &overflow).map(|node| node.value);
+        l.capacity = 8;
+        lend_tracked(&mut l, &[1, 2, 3])
+            .into_iter()
+            .for_each(give_back);
+        let taken = l.take(&returns, &overflow).map(|node| *node.value());
         assert_eq!(taken, Some(3), "the newest");
-        assert_eq!(values(&l.items), [2], "up to its capacity");
-        assert_eq!(spilled(&overflow), (vec![1], 0), "the oldest past it");
+        assert_eq!(values(&l.items), [1, 2]);
     }
 
     #[test]
     fn a_stash_without_a_slot_takes_and_keeps_nothing() {
-        let (remote, overflow) = (Remote::new(false), Overflow::new(usize::MAX));
+        let (returns, overflow) = (Returns::new(0), Overflow::new(usize::MAX));
         overflow.push_one(Node::boxed(1), 0);
         let mut l = limited(&[], 0, 0, 0);
         assert!(
-            l.take(&remote, &overflow).is_none(),
+            l.take(&returns, &overflow).is_none(),
             "its owner asks for a slot"
         );
-        let refused = l.push(Node::boxed(2), &remote, &overflow);
-        assert!(matches!(refused, Err(Refused::NoSlot(_))));
+        assert!(l.push(Node::boxed(2), &overflow).is_ok());
+        assert!(l.items.is_empty(), "it went over");
     }
 
     #[test]
     fn push_refuses_past_capacity_when_the_overflow_is_full() {
-        let (remote, overflow) = (open(), Overflow::new(0));
+        let overflow = Overflow::new(0);
         let mut l = limited(&[1, 2], 0, 0, 2);
         l.capacity = 2;
-        let refused = l.push(Node::boxed(3), &remote, &overflow);
-        let Err(Refused::NoRoom(node)) = refused else {
-            panic!("refused for want of room")
-        };
-        assert_eq!(node.value, 3);
+        let refused = l
+            .push(Node::boxed(3), &overflow)
+            .map_err(|node| *node.value());
+        assert_eq!(refused, Err(3), "refused for want of room");
         assert_eq!(values(&l.items), [1, 2]);
     }
 
     #[test]
     fn age_drops_victims_and_marks_the_rest() {
-        let remote = open();
         let mut l = local(&[1, 2, 3, 4], 1, 3);
         let mut dead = Vec::new();
-        l.age(4, 1, &remote, &mut dead);
+        l.age(4, 1, &mut dead);
         assert_eq!(values(&dead), [1]);
         assert_eq!(
             (values(&l.items), l.victims, l.epoch),
             (vec![2, 3, 4], 3, 4)
         );
-        l.age(5, 2, &remote, &mut dead);
+        l.age(5, 2, &mut dead);
         assert_eq!(values(&dead), [1, 2, 3, 4]);
         assert!(l.items.is_empty());
         assert_eq!(l.items.capacity(), 0, "an empty stash frees its buffer");
@@ -872,40 +1002,37 @@ mod tests {
 
     #[test]
     fn what_came_back_ages_as_a_fresh_return() {
-        let remote = open();
-        let strategy = crate::pool::barrier::strategy();
-        assert!(remote.push(Node::boxed(7), strategy).is_none());
         let mut l = local(&[1], 1, 3);
+        lend_tracked(&mut l, &[7]).into_iter().for_each(give_back);
         let mut dead = Vec::new();
-        l.age(4, 1, &remote, &mut dead);
+        l.age(4, 1, &mut dead);
         assert_eq!((values(&dead), values(&l.items)), (vec![1], vec![7]));
-        l.age(5, 2, &remote, &mut dead);
+        l.age(5, 2, &mut dead);
         assert_eq!(values(&dead), [1, 7], "the second sweep drops it");
     }
 
     #[test]
     fn a_sweep_halves_the_limit_of_a_stash_that_did_not_underflow() {
-        let remote = open();
         let mut l = limited(&[], 0, 0, 8);
         let mut dead = Vec::new();
         l.underflow();
-        l.age(1, 1, &remote, &mut dead);
+        l.age(1, 1, &mut dead);
         assert_eq!(l.limit, 8, "it underflowed: it keeps its limit");
-        l.age(2, 2, &remote, &mut dead);
+        l.age(2, 2, &mut dead);
         assert_eq!(l.limit, 4, "it had all it needed: half");
     }
 
     #[test]
     fn a_stash_whose_owner_took_nothing_keeps_nothing() {
-        let (remote, overflow) = (open(), Overflow::new(usize::MAX));
+        let overflow = Overflow::new(usize::MAX);
         let mut l = limited(&[], 0, 0, 8);
         let mut dead = Vec::new();
-        l.age(1, 5, &remote, &mut dead);
+        l.age(1, 5, &mut dead);
         assert_eq!(l.limit, 4, "it took, and did not underflow: half");
         for value in 1..=3 {
-            assert!(l.push(Node::boxed(value), &remote, &overflow).is_ok());
+            assert!(l.push(Node::boxed(value), &overflow).is_ok());
         }
-        l.age(2, 5, &remote, &mut dead);
+        l.age(2, 5, &mut dead);
         assert!(dead.is_empty(), "none was a victim yet");
         assert_eq!(l.limit, 0, "no get since the last sweep");
         let mut shed = Vec::new();
@@ -921,42 +1048,42 @@ mod tests {
 
     #[test]
     fn spill_moves_victims_first_with_their_stamp() {
-        let (remote, overflow) = (open(), Overflow::new(usize::MAX));
+        let overflow = Overflow::new(usize::MAX);
         let mut l = limited(&[1, 2, 3, 4], 1, 7, 4);
-        assert!(l.push(Node::boxed(5), &remote, &overflow).is_ok());
+        assert!(l.push(Node::boxed(5), &overflow).is_ok());
         assert_eq!(spilled_one(&overflow), (1, 6), "one victim");
         assert_eq!((values(&l.items), l.victims), (vec![2, 3, 4, 5], 0));
-        assert!(l.push(Node::boxed(6), &remote, &overflow).is_ok());
+        assert!(l.push(Node::boxed(6), &overflow).is_ok());
         assert_eq!(spilled(&overflow), (vec![2, 3], 7), "half of the fresh");
         assert_eq!(values(&l.items), [4, 5, 6]);
     }
 
     #[test]
     fn a_stash_below_its_capacity_keeps_what_the_overflow_has_no_room_for() {
-        let (remote, overflow) = (open(), Overflow::new(0));
+        let overflow = Overflow::new(0);
         let mut l = limited(&[1, 2], 0, 0, 2);
         l.capacity = 8;
         for value in [3, 4, 5] {
-            assert!(l.push(Node::boxed(value), &remote, &overflow).is_ok());
+            assert!(l.push(Node::boxed(value), &overflow).is_ok());
         }
         assert_eq!((values(&l.items), l.limit), (vec![1, 2, 3, 4, 5], 5));
     }
 
     #[test]
     fn a_stash_past_its_limit_spills_down_to_half_of_it_at_once() {
-        let (remote, overflow) = (open(), Overflow::new(usize::MAX));
+        let overflow = Overflow::new(usize::MAX);
         // A steal installed six; the stash keeps two.
         let mut l = limited(&[1, 2, 3, 4, 5, 6], 0, 3, 2);
-        assert!(l.push(Node::boxed(7), &remote, &overflow).is_ok());
+        assert!(l.push(Node::boxed(7), &overflow).is_ok());
         assert_eq!(spilled(&overflow), (vec![1, 2, 3, 4, 5], 3));
         assert_eq!(values(&l.items), [6, 7]);
     }
 
     #[test]
     fn zero_limit_spills_the_object_itself() {
-        let (remote, overflow) = (open(), Overflow::new(usize::MAX));
+        let overflow = Overflow::new(usize::MAX);
         let mut l = limited(&[], 0, 2, 0);
-        assert!(l.push(Node::boxed(8), &remote, &overflow).is_ok());
+        assert!(l.push(Node::boxed(8), &overflow).is_ok());
         assert_eq!(spilled_one(&overflow), (8, 2));
         assert!(l.items.is_empty());
         assert_eq!(l.items.capacity(), 0, "no buffer for a stash with no room");
@@ -965,11 +1092,11 @@ mod tests {
 
     #[test]
     fn install_keeps_the_age_of_a_batch_and_no_more_than_the_capacity() {
-        let (remote, overflow) = (open(), Overflow::new(usize::MAX));
+        let (returns, overflow) = (open(), Overflow::new(usize::MAX));
         let mut l = local(&[], 0, 5);
         l.capacity = 2;
         overflow.push(Batch::new(nodes(&[1, 2, 3, 4]), 4));
-        let taken = l.take(&remote, &overflow).map(|node| node.value);
+        let taken = l.take(&returns, &overflow).map(|node| *node.value());
         assert_eq!(taken, Some(4), "the newest of the batch");
         assert_eq!(
             (values(&l.items), l.victims),
@@ -982,9 +1109,9 @@ mod tests {
 
     #[test]
     fn give_up_moves_everything_that_fits() {
-        let (remote, overflow) = (Remote::new(false), Overflow::new(3));
+        let overflow = Overflow::new(3);
         let mut l = local(&[1, 2, 3, 4], 2, 2);
-        let batches = l.give_up(&remote, &overflow);
+        let batches = l.give_up(&overflow);
         assert_eq!(batches.len(), 2);
         assert_eq!(
             (values(&batches[0].items), batches[0].stamp),
@@ -1016,7 +1143,7 @@ mod tests {
         } else {
             1_000_000
         };
-        let stash = Stash::<u32>::new(0, usize::MAX);
+        let stash = Stash::<u32>::new(0, usize::MAX, 7, true);
         let overflow = Overflow::new(usize::MAX);
         let strategy = crate::pool::barrier::strategy();
         let done = std::sync::atomic::AtomicBool::new(false);
@@ -1026,7 +1153,7 @@ mod tests {
                 for i in 0..N {
                     let pushed = stash.with_owner(strategy, |l| {
                         l.limit = usize::MAX;
-                        l.push(Node::boxed(i), &stash.remote, &overflow)
+                        l.push(Node::boxed(i), &overflow)
                     });
                     assert!(pushed.is_ok());
                 }
@@ -1042,7 +1169,7 @@ mod tests {
                 stash.claim();
                 heavy.issue();
                 let mut taken = Vec::new();
-                stash.with_claimed(|l| l.drain(&stash.remote, &mut taken));
+                stash.with_claimed(|l| l.drain(&mut taken));
                 seen.extend(values(&taken));
                 if finished {
                     break;
@@ -1061,7 +1188,7 @@ mod tests {
     #[test]
     fn back_to_back_claims_cannot_keep_an_owner_out() {
         const OPS: u32 = if cfg!(miri) { 20 } else { 20_000 };
-        let stash = Stash::<u32>::new(0, usize::MAX);
+        let stash = Stash::<u32>::new(0, usize::MAX, 7, true);
         let overflow = Overflow::new(usize::MAX);
         let strategy = crate::pool::barrier::strategy();
         let done = std::sync::atomic::AtomicBool::new(false);
@@ -1080,7 +1207,7 @@ mod tests {
             for i in 0..OPS {
                 let pushed = stash.with_owner(strategy, |l| {
                     l.limit = usize::MAX;
-                    l.push(Node::boxed(i), &stash.remote, &overflow)
+                    l.push(Node::boxed(i), &overflow)
                 });
                 assert!(pushed.is_ok());
             }

@@ -56,19 +56,19 @@ impl<T: Send> Shared<T> {
                     self.with_every_stash(|stash| {
                         stash.returner.reset();
                         stash.with_claimed(|local| {
-                            local.age(epoch, stash.counters.gets(), &stash.remote, &mut dead);
+                            local.age(epoch, stash.counters.gets(), &mut dead);
                             // A slot whose owner has not touched the pool
                             // since the last sweep goes back to the pool,
                             // if a thread found none free meanwhile.
                             let ops = stash.counters.total();
-                            let held = stash.remote.is_open();
+                            let held = stash.returns.is_open();
                             if wanted && held && ops == local.seen {
-                                // Closed after the heavy barrier: an object
-                                // given back meanwhile may stay on the list
+                                // Closed after the heavy barrier: a loan
+                                // given back meanwhile may wait in the book
                                 // until the next sweep (section 3c).
-                                stash.remote.close();
+                                stash.returns.open.store(0, Ordering::Relaxed);
                                 // Room reserved: pushed under the lock.
-                                for batch in local.give_up(&stash.remote, &self.overflow) {
+                                for batch in local.give_up(&self.overflow) {
                                     self.overflow.push(batch);
                                 }
                                 given_up += 1;
@@ -76,7 +76,7 @@ impl<T: Send> Shared<T> {
                             local.seen = ops;
                             if max_idle.is_some() {
                                 // Shares as of now.
-                                local.set_capacity(if stash.remote.is_open() {
+                                local.set_capacity(if stash.returns.is_open() {
                                     capacity
                                 } else {
                                     0
@@ -118,7 +118,7 @@ impl<T: Send> Shared<T> {
                 }
                 Trim::All => {
                     self.with_every_stash(|stash| {
-                        stash.with_claimed(|local| local.drain(&stash.remote, &mut dead));
+                        stash.with_claimed(|local| local.drain(&mut dead));
                     });
                     self.overflow.trim(0, true, &mut dead);
                 }
@@ -143,7 +143,7 @@ impl<T: Send> Shared<T> {
                 return;
             }
             self.with_every_stash(|stash| {
-                stash.with_claimed(|local| local.drain(&stash.remote, &mut dead));
+                stash.with_claimed(|local| local.drain(&mut dead));
             });
             self.overflow.trim(0, true, &mut dead);
             self.closed.store(true, Ordering::Release);
