@@ -239,19 +239,6 @@ impl<T: Send + std::ops::Deref<Target: Sized>> PerThread<T> {
     }
 }
 
-impl<T: Send> std::fmt::Debug for PerThread<T> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let buckets = self
-            .buckets
-            .iter()
-            .filter(|first| !first.load(Ordering::Relaxed).is_null())
-            .count();
-        f.debug_struct("PerThread")
-            .field("buckets", &buckets)
-            .finish_non_exhaustive()
-    }
-}
-
 impl<T: Send> Drop for PerThread<T> {
     fn drop(&mut self) {
         for (bucket, first) in self.buckets.iter_mut().enumerate() {

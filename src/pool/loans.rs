@@ -88,9 +88,10 @@ impl<T> Loans<T> {
     }
 
     /// Enters `node`, about to be lent, in the book if it has fewer than
-    /// `max` loans out and its owner has a token (by which a return tells
-    /// the thread that took it from another); otherwise the node is lent
-    /// untracked, and comes back as any returned object does.
+    /// `max` places taken (loans out, and holes the front has yet to pass)
+    /// and its owner has a token (by which a return tells the thread that
+    /// took it from another); otherwise the node is lent untracked, and
+    /// comes back as any returned object does.
     ///
     /// # Safety
     ///
@@ -103,12 +104,12 @@ impl<T> Loans<T> {
         if unsafe { (*node).home.token() } == 0 {
             return;
         }
-        if self.ring.len() >= max && !self.compact(max) {
-            return;
-        }
         let Ok(len) = u32::try_from(self.ring.len()) else {
             return;
         };
+        if self.ring.len() >= max {
+            return;
+        }
         self.ring.push_back(node);
         // SAFETY: the caller owns the node. Relaxed: the guard that takes
         // the node to another thread publishes this with it.
@@ -117,20 +118,6 @@ impl<T> Loans<T> {
             (*node).home.enter_book();
             Node::loan(node).store(loan::LENT, Ordering::Relaxed);
         }
-    }
-
-    /// Closes the holes of a full book, moving its loans to the front;
-    /// whether that made room.
-    #[cold]
-    fn compact(&mut self, max: usize) -> bool {
-        self.ring.retain(|node| !node.is_null());
-        for (at, &node) in self.ring.iter().enumerate() {
-            // SAFETY: nodes in the book are live (`track`'s contract).
-            // Their holders never touch `slot` (only the book does), so
-            // this writes no byte they use.
-            unsafe { (*node).slot = self.front.wrapping_add(at as u32) };
-        }
-        self.ring.len() < max
     }
 
     /// Takes `node`, back on the thread that lent it, out of the book.
@@ -231,12 +218,6 @@ impl<T> Loans<T> {
         }
     }
 
-    /// Loans in the book, given back or not (for tests).
-    #[cfg(test)]
-    pub(crate) fn len(&self) -> usize {
-        self.ring.iter().filter(|node| !node.is_null()).count()
-    }
-
     /// Looks at one loan: one given back goes into `back`, a shell is
     /// freed. The caller takes either out of the book.
     ///
@@ -287,6 +268,13 @@ mod tests {
 
     use super::*;
     use crate::pool::node::Home;
+
+    impl<T> Loans<T> {
+        /// Loans in the book, given back or not.
+        pub(crate) fn len(&self) -> usize {
+            self.ring.iter().filter(|node| !node.is_null()).count()
+        }
+    }
     use crate::sync::Ordering;
 
     /// A node lent by a thread with a token, as `Local::lend` makes it.
@@ -373,34 +361,21 @@ mod tests {
     }
 
     #[test]
-    fn a_full_book_closes_its_holes_or_lends_untracked() {
+    fn a_full_book_lends_untracked() {
         let (mut loans, nodes) = book(2, &[1, 2]);
-        // SAFETY: in the book, held here.
-        unsafe { loans.untrack(nodes[0]) };
         let third = lent(3);
         // SAFETY: a fresh node.
         unsafe { loans.track(third, 2) };
-        assert_eq!(loans.len(), 2, "the hole made room");
         // SAFETY: as above.
         let state = unsafe { Node::loan(third) }.load(Ordering::Relaxed);
-        assert_eq!(state, loan::LENT);
-        let fourth = lent(4);
-        // SAFETY: as above.
-        unsafe { loans.track(fourth, 2) };
-        assert_eq!(
-            // SAFETY: as above.
-            unsafe { Node::loan(fourth) }.load(Ordering::Relaxed),
-            loan::UNTRACKED,
-            "no room: lent untracked"
-        );
-        // The moved loans still find their places.
+        assert_eq!(state, loan::UNTRACKED, "no room: lent untracked");
         // SAFETY: in the book, held here.
         unsafe {
-            loans.untrack(third);
+            loans.untrack(nodes[0]);
             loans.untrack(nodes[1]);
         }
         assert_eq!(loans.len(), 0);
-        for node in [nodes[0], nodes[1], third, fourth] {
+        for node in [nodes[0], nodes[1], third] {
             // SAFETY: out of any book, owned here.
             drop(unsafe { Box::from_raw(node) });
         }

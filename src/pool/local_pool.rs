@@ -1016,7 +1016,7 @@ mod tests {
         let shared = pool.shared.get().expect("used");
         let _sweeping = shared.lock_sweep();
         let mut all = Vec::new();
-        shared.with_every_stash(|stash| all.push(stash.with_claimed(|local| local.len())));
+        shared.with_every_stash(|stash| all.push(stash.with_claimed(|local| local.items.len())));
         all
     }
 
@@ -1024,7 +1024,7 @@ mod tests {
     fn mine(pool: &Pool) -> usize {
         let shared = pool.shared.get().expect("used");
         let stash = shared.stashes.get().expect("a stash");
-        stash.with_owner(shared.strategy, |local| local.len())
+        stash.with_owner(shared.strategy, |local| local.items.len())
     }
 
     /// A thread that drops what it is sent, and says so.

@@ -281,7 +281,9 @@ impl<T: Send> Shared<T> {
         // Under the sweep lock no sweeper holds a claim, so this enters at
         // once; sweeps keep an unheld stash's epoch current too.
         let taken = stash.with_owner(self.strategy, |local| {
-            local.take_slot(capacity, seen);
+            // A slot again: it starts over as a new stash does (`give_up`).
+            local.set_capacity(capacity);
+            local.seen = seen;
             local.take(&stash.returns, &self.overflow)
         });
         if self.overflow.max_idle().is_some() {

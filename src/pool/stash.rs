@@ -688,12 +688,6 @@ impl<T> Local<T> {
         }
         self.spares = Vec::new();
     }
-
-    /// Objects held now (for tests).
-    #[cfg(test)]
-    pub(crate) fn len(&self) -> usize {
-        self.items.len()
-    }
 }
 
 // === impl Local: sweeps ===
@@ -766,14 +760,6 @@ impl<T> Local<T> {
         }
         self.release_memory();
         batches
-    }
-
-    /// Takes a slot: keeps up to `capacity` from now on, starting over as
-    /// a new stash. Call under the sweep lock; the caller opens the book
-    /// (`Returns::open`).
-    pub(crate) fn take_slot(&mut self, capacity: usize, seen: u64) {
-        self.set_capacity(capacity);
-        self.seen = seen;
     }
 
     /// Moves every object, and what other threads gave back, into `dead`
