@@ -5,9 +5,8 @@
 //! The first users each make a value and race to publish theirs with one
 //! compare-and-swap; the losers drop their own, unseen. No thread ever
 //! waits for another to make the value, and a forked child finds it either
-//! published or not, never half made. Why queues are made on first use:
-//! [`implementation`](crate::implementation), section 3a; why not a
-//! `OnceLock`: section 7a.
+//! published or not, never half made. Why not a `OnceLock`:
+//! [`implementation`](crate::implementation), section 7a.
 
 use std::marker::PhantomData;
 use std::panic::AssertUnwindSafe;

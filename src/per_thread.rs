@@ -13,7 +13,7 @@
 //! Not `thread_local::ThreadLocal` itself, because a pool used from a late
 //! thread-local destructor must learn "no id" and go around its stashes
 //! ([`PerThread::get_or`] returns `None` then), where `ThreadLocal` panics
-//! ([`implementation`](crate::implementation), section 6, rule 3).
+//! ([`implementation`](crate::implementation), section 6, "Late use").
 
 mod thread_id;
 

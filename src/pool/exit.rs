@@ -102,7 +102,7 @@ pub(crate) fn arm() {
 }
 
 /// The late exit, for a thread whose first use of a pool comes after its
-/// thread-local destructors ran (`implementation`, section 6, rule 3): a
+/// thread-local destructors ran (`implementation`, section 6, "Late use"): a
 /// pthread key of stashpool's own, set when a thread takes its id for a
 /// stash (`arm`), whose destructor runs the thread's hooks and then gives
 /// its id back. A thread whose ordinary teardown did both finds nothing
