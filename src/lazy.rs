@@ -164,28 +164,8 @@ impl<T> LazyArc<T> {
         make: impl FnOnce() -> Arc<T>,
         published: impl FnOnce(&Arc<T>),
     ) -> LazyArcRef<'_, T> {
-        if let Some(shared) = self.get() {
-            return shared;
-        }
-        let made = make();
-        let raw = Arc::into_raw(Arc::clone(&made)).cast_mut();
-        // AcqRel: the release publishes the value whole; the acquire, on
-        // failure, sees the winner's whole.
-        match self
-            .ptr
-            .compare_exchange(ptr::null_mut(), raw, Ordering::AcqRel, Ordering::Acquire)
-        {
-            Ok(_) => published(&made),
-            Err(_) => {
-                // SAFETY: `raw` came from `Arc::into_raw` above and was not
-                // published, so this is the only use of its reference.
-                drop(unsafe { Arc::from_raw(raw) });
-            }
-        }
-        // `made`, if it lost, drops here: its last reference.
-        drop(made);
         self.get()
-            .expect("published above, by this thread or another")
+            .unwrap_or_else(|| self.publish(ptr::null_mut(), make, published))
     }
 
     /// Replaces `stale`, the value published now, with one made by `make`,
@@ -200,19 +180,31 @@ impl<T> LazyArc<T> {
         make: impl FnOnce() -> Arc<T>,
         published: impl FnOnce(&Arc<T>),
     ) -> LazyArcRef<'_, T> {
+        self.publish(stale.ptr.as_ptr(), make, published)
+    }
+
+    /// Publishes a value made by `make` in place of `expected` (null: none
+    /// yet), unless another thread published first; then the value now.
+    fn publish(
+        &self,
+        expected: *mut T,
+        make: impl FnOnce() -> Arc<T>,
+        published: impl FnOnce(&Arc<T>),
+    ) -> LazyArcRef<'_, T> {
         let made = make();
         let raw = Arc::into_raw(Arc::clone(&made)).cast_mut();
-        // AcqRel: as in `get_or_make`.
-        match self.ptr.compare_exchange(
-            stale.ptr.as_ptr(),
-            raw,
-            Ordering::AcqRel,
-            Ordering::Acquire,
-        ) {
+        // AcqRel: the release publishes the value whole; the acquire, on
+        // failure, sees the winner's whole.
+        match self
+            .ptr
+            .compare_exchange(expected, raw, Ordering::AcqRel, Ordering::Acquire)
+        {
             Ok(_) => published(&made),
-            // SAFETY: as in `get_or_make`.
+            // SAFETY: `raw` came from `Arc::into_raw` above and was not
+            // published, so this is the only use of its reference.
             Err(_) => drop(unsafe { Arc::from_raw(raw) }),
         }
+        // `made`, if it lost, drops here: its last reference.
         drop(made);
         self.get().expect("published, by this thread or another")
     }

@@ -90,7 +90,6 @@ impl AtomicCount {
 /// pool or per thread, never on a hot path). Plain std even under loom: it
 /// is not part of any protocol loom checks, only a counter.
 #[cfg(not(stashpool_loom))]
-#[derive(Debug)]
 pub(crate) struct UniqueIds {
     #[cfg(target_has_atomic = "64")]
     next: std::sync::atomic::AtomicU64,
@@ -126,6 +125,18 @@ impl UniqueIds {
     }
 }
 
+/// Clears a flag when dropped, also on unwinding: a stash's `busy` or
+/// `claimed`, the singles' stack claim. Release: publishes what its holder
+/// did to the next acquire of the flag.
+pub(crate) struct Unset<'a>(pub(crate) &'a AtomicBool);
+
+impl Drop for Unset<'_> {
+    #[inline(always)]
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Release);
+    }
+}
+
 /// Locks `mutex`, ignoring poisoning.
 ///
 /// The pool never runs user code while it holds one of its locks, so a
@@ -149,7 +160,6 @@ pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 pub(crate) static FORK_GATE: Gate = Gate::new();
 
 /// A readers-writer lock that guards nothing but the sections it spans.
-#[derive(Debug)]
 pub(crate) struct Gate(RwLock<()>);
 
 #[cfg(not(stashpool_loom))]
@@ -437,15 +447,10 @@ mod imp {
     }
 
     /// This thread's id, taken now if it has none (as the real
-    /// `per_thread::thread_index`).
+    /// `per_thread::thread_index`); `None` once its thread-locals are being
+    /// destroyed, as the real `get_or` answers past the destruction of its
+    /// id guard.
     pub(crate) fn thread_index() -> Option<usize> {
-        take_thread_slot()
-    }
-
-    /// This thread's id, taken now if it has none; `None` once its
-    /// thread-locals are being destroyed, as the real `get_or` answers past
-    /// the destruction of its id guard.
-    fn take_thread_slot() -> Option<usize> {
         if ended() {
             return None;
         }
@@ -511,7 +516,7 @@ mod imp {
         pub(crate) fn remember(&self, _: &T) {}
 
         pub(crate) fn get_or(&self, create: impl FnOnce() -> T) -> Option<&T> {
-            let id = take_thread_slot()?;
+            let id = thread_index()?;
             if let Some(value) = self.lookup(id) {
                 return Some(value);
             }
@@ -700,12 +705,6 @@ mod loom_impl {
                 }
             }
             result
-        }
-    }
-
-    impl std::fmt::Debug for AtomicBool {
-        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-            self.inner.fmt(f)
         }
     }
 }

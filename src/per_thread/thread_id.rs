@@ -57,7 +57,6 @@ impl Slot {
 }
 
 /// The ids in use and the free ones.
-#[derive(Debug)]
 pub(crate) struct Ids {
     /// Every id from here up has never been handed out.
     next: usize,

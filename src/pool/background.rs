@@ -13,7 +13,7 @@ use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::sync::{NEVER, UniqueIds, lock, wait, wait_timeout};
+use crate::sync::{NEVER, lock, wait, wait_timeout};
 
 /// Something the sweeper can sweep: a pool's shared state.
 pub(crate) trait Sweep: Send + Sync {
@@ -21,7 +21,6 @@ pub(crate) trait Sweep: Send + Sync {
 }
 
 struct Entry {
-    id: u64,
     target: Weak<dyn Sweep>,
     interval: Duration,
     due: Instant,
@@ -37,42 +36,33 @@ static REGISTRY: Mutex<Registry> = Mutex::new(Registry {
     started: false,
 });
 static WAKE: Condvar = Condvar::new();
-static NEXT_ID: UniqueIds = UniqueIds::new();
-
-/// A fresh key for `register` and `deregister`.
-pub(crate) fn next_id() -> u64 {
-    NEXT_ID.next()
-}
 
 /// Sweeps `target` every `interval` until it drops or is deregistered.
-pub(crate) fn register(id: u64, target: Weak<dyn Sweep>, interval: Duration) {
+pub(crate) fn register(target: Weak<dyn Sweep>, interval: Duration) {
     let mut registry = lock(&REGISTRY);
     registry.entries.push(Entry {
-        id,
         target,
         interval,
         due: after(Instant::now(), interval),
     });
-    // If the thread cannot be made (the process is out of threads), pools
-    // still work and `sweep()` still trims; the next registration retries.
-    start(&mut registry);
-    WAKE.notify_one();
-}
-
-/// Starts the sweeper thread if pools are registered and it is not running.
-/// Call with the registry locked.
-fn start(registry: &mut Registry) {
-    if !registry.started && !registry.entries.is_empty() {
+    // Starts the sweeper thread if it is not running. If the thread cannot
+    // be made (the process is out of threads), pools still work and
+    // `sweep()` still trims; the next registration retries.
+    if !registry.started {
         registry.started = thread::Builder::new()
             .name("stashpool-sweeper".into())
             .spawn(run)
             .is_ok();
     }
+    WAKE.notify_one();
 }
 
-/// Stops sweeping the pool registered as `id`.
-pub(crate) fn deregister(id: u64) {
-    lock(&REGISTRY).entries.retain(|entry| entry.id != id);
+/// Stops sweeping `target` (it is alive, so no other target has its
+/// address, and a `Weak` keeps an entry's address from being reused).
+pub(crate) fn deregister(target: *const ()) {
+    lock(&REGISTRY)
+        .entries
+        .retain(|entry| entry.target.as_ptr().cast::<()>() != target);
 }
 
 fn run() {

@@ -30,7 +30,7 @@ const REFUSED: u8 = 2;
 /// state is a `static`); under loom a reference to the model's state,
 /// which each pool keeps, since loom drops its statics before the last
 /// thread-locals (and with them the exit flushes, which sweep) are gone.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy)]
 pub(crate) struct Strategy {
     #[cfg(stashpool_loom)]
     state: &'static Model,
@@ -40,7 +40,6 @@ pub(crate) struct Strategy {
 /// use a fence, which an owner on compiler fences asserts there are none
 /// of (`light`).
 #[cfg(stashpool_loom)]
-#[derive(Debug)]
 struct Model {
     word: AtomicU8,
     gate: Gate,
@@ -128,7 +127,6 @@ pub(crate) fn switched() -> bool {
 /// sweep lock's section (so the switch is not under way), issued between
 /// the claims and the loads of `busy`.
 #[must_use]
-#[derive(Debug)]
 pub(crate) struct Heavy {
     #[cfg(stashpool_loom)]
     strategy: Strategy,

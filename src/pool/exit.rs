@@ -94,12 +94,11 @@ pub(crate) fn forget() {
     let _ = HOOKS.try_with(|all| std::mem::forget(all.hooks.take()));
 }
 
-/// Makes sure what this thread leaves behind (its exit hooks, its thread
-/// id) is dealt with even where its thread-local destructors have already
-/// run (`late`); called when the thread takes a thread id for a stash.
-pub(crate) fn arm() {
-    late::arm();
-}
+/// `arm`: makes sure what this thread leaves behind (its exit hooks, its
+/// thread id) is dealt with even where its thread-local destructors have
+/// already run (`late`); called when the thread takes a thread id for a
+/// stash.
+pub(crate) use late::arm;
 
 /// The late exit, for a thread whose first use of a pool comes after its
 /// thread-local destructors ran (`implementation`, section 6, "Late use"): a
@@ -139,7 +138,7 @@ mod late {
     }
 
     /// Makes the key's destructor run when this thread exits.
-    pub(super) fn arm() {
+    pub(crate) fn arm() {
         if let Some(key) = key() {
             // Any non-null value: the destructor only needs to run.
             // SAFETY: `key` is a live key made by `pthread_key_create`.
@@ -159,5 +158,5 @@ mod late {
 /// Elsewhere the late exit is not needed or not available (see above).
 #[cfg(not(all(target_os = "linux", not(stashpool_loom))))]
 mod late {
-    pub(super) fn arm() {}
+    pub(crate) fn arm() {}
 }

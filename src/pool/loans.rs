@@ -156,7 +156,7 @@ impl<T> Loans<T> {
         let before = back.len();
         while let Some(&node) = self.ring.front() {
             // SAFETY: nodes in the book are live (`track`'s contract).
-            if !node.is_null() && unsafe { self.settle(node, back) } == Settled::Lent {
+            if !node.is_null() && !unsafe { self.settle(node, back) } {
                 break;
             }
             self.ring.pop_front();
@@ -177,7 +177,7 @@ impl<T> Loans<T> {
             }
             looks += 1;
             // SAFETY: nodes in the book are live (`track`'s contract).
-            if unsafe { self.settle(node, back) } != Settled::Lent {
+            if unsafe { self.settle(node, back) } {
                 self.ring[at] = ptr::null_mut();
             }
         }
@@ -201,7 +201,7 @@ impl<T> Loans<T> {
         for at in 0..self.ring.len() {
             let node = self.ring[at];
             // SAFETY: nodes in the book are live (`track`'s contract).
-            if !node.is_null() && unsafe { self.settle(node, back) } != Settled::Lent {
+            if !node.is_null() && unsafe { self.settle(node, back) } {
                 self.ring[at] = ptr::null_mut();
             }
         }
@@ -219,12 +219,13 @@ impl<T> Loans<T> {
     }
 
     /// Looks at one loan: one given back goes into `back`, a shell is
-    /// freed. The caller takes either out of the book.
+    /// freed; whether it did either (the loan is settled), for the caller
+    /// to take it out of the book. `false`: still lent.
     ///
     /// # Safety
     ///
     /// `node` is a live node in this book.
-    unsafe fn settle(&mut self, node: *mut Node<T>, back: &mut Vec<Box<Node<T>>>) -> Settled {
+    unsafe fn settle(&mut self, node: *mut Node<T>, back: &mut Vec<Box<Node<T>>>) -> bool {
         // Acquire: pairs with the release of the thread that gave the node
         // back, so its recycling (or emptying) happens before what follows.
         // SAFETY: the caller's word.
@@ -238,28 +239,17 @@ impl<T> Loans<T> {
                 node.home.leave_book();
                 node.loan.store(loan::UNTRACKED, Ordering::Relaxed);
                 back.push(node);
-                Settled::Back
+                true
             }
             loan::GONE => {
                 // SAFETY: as above; an empty shell, whose drop runs no
                 // user code.
                 drop(unsafe { Box::from_raw(node) });
-                Settled::Freed
+                true
             }
-            _ => Settled::Lent,
+            _ => false,
         }
     }
-}
-
-/// What a look at one loan found.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Settled {
-    /// Given back: the node moved out of the book.
-    Back,
-    /// Its object gone: the shell freed.
-    Freed,
-    /// Still lent.
-    Lent,
 }
 
 #[cfg(all(test, not(stashpool_loom)))]

@@ -4,7 +4,6 @@
 use std::fmt;
 use std::mem::{self, ManuallyDrop};
 use std::ptr::NonNull;
-use std::time::Duration;
 
 use crate::lazy::{LazyArc, LazyArcRef};
 use crate::pool::config::Config;
@@ -419,7 +418,7 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
     /// replaces it (`fork.rs`; the parent's is left untouched).
     #[inline]
     fn current<'a>(&'a self, shared: LazyArcRef<'a, Shared<T>>) -> LazyArcRef<'a, Shared<T>> {
-        if shared.here() {
+        if shared.overflow.here() {
             shared
         } else {
             self.shared
@@ -434,14 +433,17 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
     }
 
     fn make(&self) -> Arc<Shared<T>> {
-        Arc::new(Shared::new(&self.config, next_id()))
+        Arc::new(Shared::new(&self.config))
     }
 
     /// Registers a newly published shared state with the sweeper, and
     /// preloads it.
     fn announce(&self, shared: &Arc<Shared<T>>) {
+        // loom cannot model a timer thread; models sweep by calling `sweep`.
+        #[cfg(not(stashpool_loom))]
         if let Some(interval) = self.config.sweep_every {
-            register(shared.id, shared, interval);
+            let weak: std::sync::Weak<Shared<T>> = Arc::downgrade(shared);
+            crate::pool::background::register(weak, interval);
         }
         self.preload(shared);
     }
@@ -873,29 +875,6 @@ impl<const S: bool> Drop for DiscardOnUnwind<'_, S> {
     }
 }
 
-#[cfg(not(stashpool_loom))]
-fn next_id() -> u64 {
-    crate::pool::background::next_id()
-}
-
-/// Under loom there is no sweeper, but ids still name pools, so they must
-/// still be distinct.
-#[cfg(stashpool_loom)]
-fn next_id() -> u64 {
-    static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
-    NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-}
-
-#[cfg(not(stashpool_loom))]
-fn register<T: Send + 'static>(id: u64, shared: &Arc<Shared<T>>, interval: Duration) {
-    let weak: std::sync::Weak<Shared<T>> = Arc::downgrade(shared);
-    crate::pool::background::register(id, weak, interval);
-}
-
-/// loom cannot model a timer thread; loom models sweep by calling `sweep`.
-#[cfg(stashpool_loom)]
-fn register<T: Send + 'static>(_: u64, _: &Arc<Shared<T>>, _: Duration) {}
-
 /// What the background sweeper does with a pool, for loom models: it
 /// upgrades its weak reference to the pool's shared state and sweeps
 /// through that strong reference, which can outlive the `LocalPool`.
@@ -968,9 +947,9 @@ impl<T: Send + 'static> crate::pool::background::Sweep for Shared<T> {
 impl<T: Send + 'static, R: Recycle<T>> Drop for LocalPool<T, R> {
     fn drop(&mut self) {
         // A forked child's parent state is left as it is (`current`).
-        if let Some(shared) = self.shared.get().filter(|shared| shared.here()) {
+        if let Some(shared) = self.shared.get().filter(|shared| shared.overflow.here()) {
             #[cfg(not(stashpool_loom))]
-            crate::pool::background::deregister(shared.id);
+            crate::pool::background::deregister(std::ptr::from_ref(&*shared).cast());
             shared.close();
         }
     }

@@ -45,11 +45,11 @@ pub(crate) struct Overflow<T> {
     queue: Lazy<Queue<Batch<T>>>,
     pub(super) singles: Singles<T>,
     /// Objects queued, plus objects reserved for batches on their way in;
-    /// kept only if the pool has a `max_idle` (`counts`).
+    /// kept only if the pool has a `max_idle`.
     len: AtomicUsize,
     /// The most objects `len` may reach (`LocalPoolBuilder::max_idle`), if
     /// the pool has a bound: the one place the shared state keeps it.
-    max_idle: Option<usize>,
+    pub(crate) max_idle: Option<usize>,
     /// The process generation that made it (`fork::generation`).
     generation: usize,
 }
@@ -65,14 +65,6 @@ impl<T> Overflow<T> {
         }
     }
 
-    /// The pool's `max_idle`, if it has one (`usize::MAX`, the default, is
-    /// none): the bound on idle objects that sweeps enforce, and that
-    /// stashes share.
-    #[inline]
-    pub(crate) fn max_idle(&self) -> Option<usize> {
-        self.max_idle
-    }
-
     /// Whether this process made this overflow: a forked child's pool may
     /// reach its parent's only through a `with` whose closure forked
     /// (module docs), and then takes nothing from it and leaks what it
@@ -82,26 +74,12 @@ impl<T> Overflow<T> {
         self.generation == fork::generation()
     }
 
-    /// Whether `len` is kept: only a bound needs the count (a pool without
-    /// one would make every return and every get from here write a line
-    /// that a producer and all its consumers share).
-    #[inline]
-    fn counts(&self) -> bool {
-        self.max_idle.is_some()
-    }
-
-    /// Adds `n` to `len`, if it is kept.
-    #[inline]
-    fn count_in(&self, n: usize) {
-        if self.counts() {
-            self.len.fetch_add(n, Ordering::Relaxed);
-        }
-    }
-
-    /// Takes `n` from `len`, if it is kept.
+    /// Takes `n` from `len`, if it is kept: only a bound needs the count
+    /// (a pool without one would make every return and every get from here
+    /// write a line that a producer and all its consumers share).
     #[inline]
     fn count_out(&self, n: usize) {
-        if self.counts() && n > 0 {
+        if self.max_idle.is_some() && n > 0 {
             self.len.fetch_sub(n, Ordering::Relaxed);
         }
     }
@@ -179,7 +157,9 @@ impl<T> Overflow<T> {
     /// `max_idle` until the next get or sweep): an object already pooled is
     /// never dropped for want of room.
     pub(crate) fn put_back(&self, batch: Batch<T>) {
-        self.count_in(batch.items.len());
+        if self.max_idle.is_some() {
+            self.len.fetch_add(batch.items.len(), Ordering::Relaxed);
+        }
         self.push(batch);
     }
 
@@ -193,10 +173,13 @@ impl<T> Overflow<T> {
         Some(batch)
     }
 
-    /// Objects queued or on their way in, if counted (`counts`); for the
-    /// sweep's bound.
+    /// Objects queued or on their way in, counted under a `max_idle`; for
+    /// the sweep's bound.
     pub(crate) fn len(&self) -> usize {
-        debug_assert!(self.counts(), "an unbounded overflow keeps no count");
+        debug_assert!(
+            self.max_idle.is_some(),
+            "an unbounded overflow keeps no count"
+        );
         self.len.load(Ordering::Relaxed)
     }
 

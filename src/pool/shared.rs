@@ -103,13 +103,10 @@ pub(crate) struct Shared<T: Send> {
     pub(crate) orphans: Counters<true>,
     pub(crate) max_stashed: usize,
     pub(crate) strategy: Strategy,
-    /// This pool's key in the background sweeper's registry.
-    #[cfg_attr(stashpool_loom, allow(dead_code))]
-    pub(crate) id: u64,
 }
 
 impl<T: Send> Shared<T> {
-    pub(crate) fn new(config: &Config, id: u64) -> Self {
+    pub(crate) fn new(config: &Config) -> Self {
         crate::pool::fork::guard();
         Self {
             stashes: PerThread::new(),
@@ -124,14 +121,7 @@ impl<T: Send> Shared<T> {
             orphans: Counters::default(),
             max_stashed: config.max_stashed,
             strategy: barrier::strategy(),
-            id,
         }
-    }
-
-    /// Whether this process made this state: a forked child makes its own
-    /// (`fork.rs`).
-    pub(crate) fn here(&self) -> bool {
-        self.overflow.here()
     }
 
     // === finding this thread's stash ===
@@ -236,21 +226,13 @@ impl<T: Send> Shared<T> {
         }
         let stash = {
             let mut sweeping = shared.lock_sweep();
-            if shared.no_slot_free(sweeping.held) {
-                return None;
-            }
-            let held = sweeping.held + 1;
-            shared.count_held(&mut sweeping, held);
-            let capacity = shared.stash_capacity(held);
+            let capacity = shared.take_held(&mut sweeping)?;
             let epoch = sweeping.epoch;
-            let books = shared.overflow.max_idle().is_none();
+            let books = shared.overflow.max_idle.is_none();
             let stash = shared
                 .stashes
                 .get_or(|| StashBox::new(Stash::new(epoch, capacity, token(), books)))?;
-            if shared.overflow.max_idle().is_some() {
-                // One more slot held: every other one's share shrinks.
-                shared.rebalance(capacity);
-            }
+            shared.rebalance(capacity);
             stash
         };
         Some(Self::found(this, stash))
@@ -270,12 +252,7 @@ impl<T: Send> Shared<T> {
             return None;
         }
         let mut sweeping = self.lock_sweep();
-        if self.no_slot_free(sweeping.held) {
-            return None;
-        }
-        let held = sweeping.held + 1;
-        self.count_held(&mut sweeping, held);
-        let capacity = self.stash_capacity(held);
+        let capacity = self.take_held(&mut sweeping)?;
         let seen = stash.counters.total();
         stash.returns.open.store(token(), Ordering::Relaxed);
         // Under the sweep lock no sweeper holds a claim, so this enters at
@@ -286,9 +263,7 @@ impl<T: Send> Shared<T> {
             local.seen = seen;
             local.take(&stash.returns, &self.overflow)
         });
-        if self.overflow.max_idle().is_some() {
-            self.rebalance(capacity);
-        }
+        self.rebalance(capacity);
         Some(taken)
     }
 
@@ -298,7 +273,7 @@ impl<T: Send> Shared<T> {
     /// slot comes here on every get and return, and a store each time would
     /// bounce the line between them.
     fn no_slot_free(&self, held: usize) -> bool {
-        let full = self.overflow.max_idle().is_some_and(|max| held >= max)
+        let full = self.overflow.max_idle.is_some_and(|max| held >= max)
             || match self.max_stashes {
                 Some(max) => held >= max,
                 // No default bound is below one core's slots, so the core
@@ -349,7 +324,23 @@ impl<T: Send> Shared<T> {
         }
     }
 
+    /// Takes one more slot, under the sweep lock, if one is free: the
+    /// capacity of each stash with a slot then.
+    fn take_held(&self, sweeping: &mut Sweeping) -> Option<usize> {
+        if self.no_slot_free(sweeping.held) {
+            return None;
+        }
+        let held = sweeping.held + 1;
+        self.count_held(sweeping, held);
+        Some(self.stash_capacity(held))
+    }
+
+    /// Under a `max_idle`, cuts every stash's share to `capacity`, as one
+    /// more slot is held.
     fn rebalance(&self, capacity: usize) {
+        if self.overflow.max_idle.is_none() {
+            return;
+        }
         let mut shed = Vec::new();
         self.with_every_stash(|stash| {
             let share = if stash.returns.is_open() { capacity } else { 0 };
@@ -409,7 +400,7 @@ impl<T: Send> Shared<T> {
     /// The capacity of each stash when the pool has `stashes` of them: the
     /// pool's `max_stashed`, or the stash's share of `max_idle`.
     pub(super) fn stash_capacity(&self, stashes: usize) -> usize {
-        match self.overflow.max_idle() {
+        match self.overflow.max_idle {
             None => self.max_stashed,
             Some(max_idle) => self.max_stashed.min(max_idle / stashes.max(1)),
         }
@@ -593,11 +584,6 @@ impl<T: Send> Shared<T> {
         Some(node)
     }
 
-    /// Whether the pool has dropped (exit hooks of dead pools are pruned).
-    pub(crate) fn is_closed(&self) -> bool {
-        self.closed.load(Ordering::Acquire)
-    }
-
     // === stats ===
 
     pub(crate) fn stats(&self) -> Stats {
@@ -647,8 +633,9 @@ impl<T: Send> Flush for Hook<T> {
         self.shared.flush(unsafe { &*self.stash }, self.token);
     }
 
+    /// Whether the pool has dropped (exit hooks of dead pools are pruned).
     fn is_closed(&self) -> bool {
-        self.shared.is_closed()
+        self.shared.closed.load(Ordering::Acquire)
     }
 }
 

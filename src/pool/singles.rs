@@ -20,7 +20,7 @@
 
 use crate::lazy::Lazy;
 use crate::pool::node::Node;
-use crate::sync::{AtomicBool, Ordering, Ring, UnsafeCell, backoff};
+use crate::sync::{AtomicBool, Ordering, Ring, UnsafeCell, Unset, backoff};
 
 /// Slots in the stack and in the ring, at most: enough for the singles in
 /// flight between the stashless threads of a busy pool, few enough that
@@ -201,7 +201,7 @@ impl<T> Stack<T> {
     /// Takes the claim, if it is free.
     #[inline]
     fn claim(&self) -> bool {
-        // Acquire: pairs with the release in `Release`, so this thread
+        // Acquire: pairs with the release in `Unset`, so this thread
         // sees what the last holder did to the items.
         self.claimed
             .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
@@ -225,7 +225,7 @@ impl<T> Stack<T> {
     fn holding<R>(&self, f: impl FnOnce(&mut Vec<Single<T>>) -> R) -> R {
         // Released even if `f` unwinds (it runs only the pool's own code),
         // so that no sweeper waits for ever.
-        let _release = Release(&self.claimed);
+        let _release = Unset(&self.claimed);
         // SAFETY: the caller holds the claim: no other thread reaches the
         // items until `_release` clears it.
         self.items.with_mut(|items| f(unsafe { &mut *items }))
@@ -236,17 +236,6 @@ impl<T> Stack<T> {
 // an unwinding holder releases with the `Vec` in a valid state: a pool that
 // holds one stays unwind-safe, as its other parts are.
 impl<T> std::panic::RefUnwindSafe for Stack<T> {}
-
-/// Releases the stack's claim when dropped.
-struct Release<'a>(&'a AtomicBool);
-
-impl Drop for Release<'_> {
-    #[inline]
-    fn drop(&mut self) {
-        // Release: publishes the change to the next holder's acquire.
-        self.0.store(false, Ordering::Release);
-    }
-}
 
 #[cfg(test)]
 mod tests {

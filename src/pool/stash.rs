@@ -24,7 +24,9 @@ use crate::pool::barrier::{self, Strategy};
 use crate::pool::loans::Loans;
 use crate::pool::node::{Home, Node, loan};
 use crate::pool::overflow::{Batch, Overflow};
-use crate::sync::{AtomicBool, AtomicCount, AtomicU8, AtomicUsize, Ordering, UnsafeCell, backoff};
+use crate::sync::{
+    AtomicBool, AtomicCount, AtomicU8, AtomicUsize, Ordering, UnsafeCell, Unset, backoff,
+};
 
 /// One thread's objects and counters.
 ///
@@ -183,7 +185,7 @@ impl<T> Stash<T> {
         }
         // Clears `busy` even if `f` unwinds (it never should: `f` is the
         // pool's own code), so a sweeper can never wait forever.
-        let _busy = Unbusy(&self.busy);
+        let _busy = Unset(&self.busy);
         // SAFETY: we set `busy` and then saw `claimed` clear, with a fence
         // between (see the module docs), here or in `enter_contended`, so
         // no sweeper touches `local` until `busy` is cleared; only the owner
@@ -235,7 +237,7 @@ impl<T> Stash<T> {
             backoff(&mut step);
         }
         // Released even if `f` unwinds (it runs only the pool's own code).
-        let _release = Unclaim(&self.claimed);
+        let _release = Unset(&self.claimed);
         // SAFETY: we claimed the stash and issued the heavy barrier before
         // this load saw `busy` clear, so the owner is outside its critical
         // section and will not enter one until we release the claim (module
@@ -283,28 +285,6 @@ impl<T> Drop for StashBox<T> {
     fn drop(&mut self) {
         // SAFETY: made by `Box::leak` in `new`, freed only here.
         drop(unsafe { Box::from_raw(self.0.as_ptr()) });
-    }
-}
-
-/// Clears the owner's `busy` flag when dropped.
-struct Unbusy<'a>(&'a AtomicBool);
-
-impl Drop for Unbusy<'_> {
-    #[inline(always)]
-    fn drop(&mut self) {
-        // Release: publishes the critical section to the sweeper's acquire.
-        self.0.store(false, Ordering::Release);
-    }
-}
-
-/// Releases a sweeper's claim when dropped.
-struct Unclaim<'a>(&'a AtomicBool);
-
-impl Drop for Unclaim<'_> {
-    fn drop(&mut self) {
-        // Release: publishes the sweeper's changes to the owner's next
-        // acquire load.
-        self.0.store(false, Ordering::Release);
     }
 }
 

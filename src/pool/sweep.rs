@@ -49,7 +49,7 @@ impl<T: Send> Shared<T> {
                     // Release: a stashless return that reads this stamps
                     // its object as returned during or after this sweep.
                     self.epoch.store(epoch, Ordering::Release);
-                    let max_idle = self.overflow.max_idle();
+                    let max_idle = self.overflow.max_idle;
                     let capacity = self.stash_capacity(sweeping.held);
                     let wanted = self.wanted.swap(false, Ordering::Relaxed);
                     let (mut kept, mut shed, mut given_up) = (0, Vec::new(), 0);
