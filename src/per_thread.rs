@@ -367,7 +367,11 @@ mod tests {
         let got = Arc::new(Mutex::new(None));
         let g = Arc::clone(&got);
         thread::spawn(move || {
-            let table: &'static PerThread<u32> = Box::leak(Box::new(PerThread::new()));
+            // A static keeps it reachable: the sanitizers' leak check
+            // sees no leak.
+            static TABLE: std::sync::LazyLock<PerThread<u32>> =
+                std::sync::LazyLock::new(PerThread::new);
+            let table: &'static PerThread<u32> = &TABLE;
             TAG.with(|tag| tag.set(TAG_HERE));
             on_teardown(move || {
                 let found = (thread_id::current(), table.get_or(|| 5).copied());
@@ -390,7 +394,11 @@ mod tests {
         let got = Arc::new(Mutex::new(None));
         let g = Arc::clone(&got);
         let id = thread::spawn(move || {
-            let table: &'static PerThread<u32> = Box::leak(Box::new(PerThread::new()));
+            // A static keeps it reachable: the sanitizers' leak check
+            // sees no leak.
+            static TABLE: std::sync::LazyLock<PerThread<u32>> =
+                std::sync::LazyLock::new(PerThread::new);
+            let table: &'static PerThread<u32> = &TABLE;
             TAG.with(|tag| tag.set(TAG_HERE));
             // Registered before the id guard, so destroyed after it.
             on_teardown(move || {
