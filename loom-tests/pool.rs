@@ -850,6 +850,7 @@ fn use_after_the_switch(pool: Arc<LocalPool<Obj, Maker>>, ledger: &Ledger) {
 #[test]
 fn owners_switch_barriers_between_two_sweeps() {
     loom::model(|| {
+        LocalPool::<Obj, Maker>::loom_model_gate();
         let ledger = Ledger::new();
         let pool = Arc::new(pool(&ledger, 2));
         pool.put(Ledger::track(&ledger)); // something to sweep
@@ -868,6 +869,7 @@ fn owners_switch_barriers_between_two_sweeps() {
 #[test]
 fn registration_races_a_sweep() {
     loom::model(|| {
+        LocalPool::<Obj, Maker>::loom_model_gate();
         let ledger = Ledger::new();
         let pool = Arc::new(pool(&ledger, 2));
         pool.put(Ledger::track(&ledger)); // something to sweep

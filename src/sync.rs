@@ -15,6 +15,7 @@
 // Parts of the shim serve only the worker pool.
 #![cfg_attr(not(feature = "workers"), allow(dead_code, unused_imports))]
 
+use std::sync::PoisonError;
 #[cfg(all(not(stashpool_loom), target_has_atomic = "64"))]
 pub(crate) use std::sync::atomic::AtomicU64;
 pub(crate) use std::sync::atomic::Ordering;
@@ -160,7 +161,16 @@ pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 pub(crate) static FORK_GATE: Gate = Gate::new();
 
 /// A readers-writer lock that guards nothing but the sections it spans.
-pub(crate) struct Gate(RwLock<()>);
+///
+/// Under loom only the models that take it exclusively take it at all (they
+/// say so first, `model`): loom orders every two readers of a lock as it
+/// orders two writers, while a reader with no writer anywhere neither waits
+/// nor, as far as the pool may assume, orders anything.
+pub(crate) struct Gate {
+    lock: RwLock<()>,
+    #[cfg(stashpool_loom)]
+    modeled: std::sync::atomic::AtomicBool,
+}
 
 #[cfg(not(stashpool_loom))]
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -168,30 +178,50 @@ use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 #[cfg(stashpool_loom)]
 use loom::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
+/// A shared section of the gate, held (`None`: a loom model without one).
+pub(crate) type GateGuard<'a> = Option<RwLockReadGuard<'a, ()>>;
+
 impl Gate {
     #[cfg(not(stashpool_loom))]
     pub(crate) const fn new() -> Self {
-        Self(RwLock::new(()))
+        Self {
+            lock: RwLock::new(()),
+        }
     }
 
     /// Not `const` under loom, whose locks are not.
     #[cfg(stashpool_loom)]
     pub(crate) fn new() -> Self {
-        Self(RwLock::new(()))
+        Self {
+            lock: RwLock::new(()),
+            modeled: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    /// Under loom: this model takes the gate exclusively; called before it
+    /// starts its threads.
+    #[cfg(stashpool_loom)]
+    pub(crate) fn model(&self) {
+        self.modeled.store(true, Ordering::Relaxed);
     }
 
     /// Enters a section that excludes a fork and the switch of barriers.
-    pub(crate) fn shared(&self) -> RwLockReadGuard<'_, ()> {
-        self.0
-            .read()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    pub(crate) fn shared(&self) -> GateGuard<'_> {
+        #[cfg(stashpool_loom)]
+        if !self.modeled.load(Ordering::Relaxed) {
+            return None;
+        }
+        Some(self.lock.read().unwrap_or_else(PoisonError::into_inner))
     }
 
     /// Waits for every shared section in progress, and keeps new ones out.
     pub(crate) fn exclusive(&self) -> RwLockWriteGuard<'_, ()> {
-        self.0
-            .write()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        #[cfg(stashpool_loom)]
+        assert!(
+            self.modeled.load(Ordering::Relaxed),
+            "a model that switches barriers calls `LocalPool::loom_model_gate` first"
+        );
+        self.lock.write().unwrap_or_else(PoisonError::into_inner)
     }
 }
 

@@ -901,6 +901,14 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
         crate::pool::barrier::register();
     }
 
+    /// Makes this model take the fork gate in every section that holds a
+    /// sweep lock, as outside loom; first in a model that calls
+    /// `loom_register`, the gate's one writer under loom.
+    #[doc(hidden)]
+    pub fn loom_model_gate() {
+        crate::pool::barrier::gate(crate::pool::barrier::strategy()).model();
+    }
+
     /// Under loom: whether owners have moved to compiler fences.
     #[doc(hidden)]
     pub fn loom_owners_switched() -> bool {

@@ -47,13 +47,8 @@ pub(super) struct Sweeping {
 pub(super) struct SweepLock<'a> {
     // Fields drop in order: the lock is released before the gate.
     sweeping: MutexGuard<'a, Sweeping>,
-    _gate: GateGuard,
+    _gate: crate::sync::GateGuard<'static>,
 }
-
-#[cfg(not(stashpool_loom))]
-type GateGuard = std::sync::RwLockReadGuard<'static, ()>;
-#[cfg(stashpool_loom)]
-type GateGuard = loom::sync::RwLockReadGuard<'static, ()>;
 
 impl std::ops::Deref for SweepLock<'_> {
     type Target = Sweeping;
@@ -151,8 +146,8 @@ impl<T: Send> Shared<T> {
     where
         T: 'static,
     {
-        // Another thread's token: a stash this thread just made, or one it
-        // inherited with the id of an exited thread, whose hook has run.
+        // Another thread's token: a stash this thread inherited with the id
+        // of an exited thread, whose hook has run.
         if stash.hooked_by.load(Ordering::Relaxed) != token() {
             Self::adopt(this, stash);
         }
@@ -160,9 +155,8 @@ impl<T: Send> Shared<T> {
         stash
     }
 
-    /// Registers this thread's exit hook for `stash`, which this thread
-    /// owns: without one, its objects and its slot would not come back
-    /// when it exits. A thread whose hooks have run registers none.
+    /// Takes over `stash`, an exited thread's entry in the table that this
+    /// thread inherited with its id, and hooks it for this thread's exit.
     #[cold]
     fn adopt(this: LazyArcRef<'_, Shared<T>>, stash: &StashBox<T>)
     where
@@ -182,8 +176,17 @@ impl<T: Send> Shared<T> {
                 stash.returns.open.store(token, Ordering::Relaxed);
             }
         }
-        // Outside it: pruning the hooks of dropped pools may drop a pool's
-        // last reference.
+        Self::hook(this, stash, token);
+    }
+
+    /// Registers this thread's exit hook for `stash`, which this thread
+    /// owns: without one, its objects and its slot would not come back
+    /// when it exits. Outside the sweep lock: pruning the hooks of dropped
+    /// pools may drop a pool's last reference.
+    fn hook(this: LazyArcRef<'_, Shared<T>>, stash: &StashBox<T>, token: u64)
+    where
+        T: 'static,
+    {
         exit::register(Box::new(Hook {
             shared: this.to_arc(),
             stash: &**stash,
@@ -224,6 +227,8 @@ impl<T: Send> Shared<T> {
         if let Some(stash) = shared.stashes.get() {
             return Some(Self::found(this, stash));
         }
+        // Nonzero: this thread holds its id.
+        let token = token();
         let stash = {
             let mut sweeping = shared.lock_sweep();
             let capacity = shared.take_held(&mut sweeping)?;
@@ -231,11 +236,15 @@ impl<T: Send> Shared<T> {
             let books = shared.overflow.max_idle.is_none();
             let stash = shared
                 .stashes
-                .get_or(|| StashBox::new(Stash::new(epoch, capacity, token(), books)))?;
+                .get_or(|| StashBox::new(Stash::new(epoch, capacity, token, books)))?;
+            // Hooked for this thread in the section that made it.
+            stash.hooked_by.store(token, Ordering::Relaxed);
             shared.rebalance(capacity);
             stash
         };
-        Some(Self::found(this, stash))
+        Self::hook(this, stash, token);
+        shared.stashes.remember(stash);
+        Some(stash)
     }
 
     // === slots ===
