@@ -165,12 +165,12 @@ pub(crate) static FORK_GATE: Gate = Gate::new();
 /// Under loom only the models that take it exclusively take it at all (they
 /// say so first, `model`): loom orders every two readers of a lock as it
 /// orders two writers, while a reader with no writer anywhere neither waits
-/// nor, as far as the pool may assume, orders anything.
-pub(crate) struct Gate {
-    lock: RwLock<()>,
-    #[cfg(stashpool_loom)]
-    modeled: std::sync::atomic::AtomicBool,
-}
+/// nor, as far as the pool may assume, orders anything. The flag says
+/// which.
+pub(crate) struct Gate(
+    RwLock<()>,
+    #[cfg(stashpool_loom)] std::sync::atomic::AtomicBool,
+);
 
 #[cfg(not(stashpool_loom))]
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -184,44 +184,39 @@ pub(crate) type GateGuard<'a> = Option<RwLockReadGuard<'a, ()>>;
 impl Gate {
     #[cfg(not(stashpool_loom))]
     pub(crate) const fn new() -> Self {
-        Self {
-            lock: RwLock::new(()),
-        }
+        Self(RwLock::new(()))
     }
 
     /// Not `const` under loom, whose locks are not.
     #[cfg(stashpool_loom)]
     pub(crate) fn new() -> Self {
-        Self {
-            lock: RwLock::new(()),
-            modeled: std::sync::atomic::AtomicBool::new(false),
-        }
+        Self(RwLock::new(()), std::sync::atomic::AtomicBool::new(false))
     }
 
     /// Under loom: this model takes the gate exclusively; called before it
     /// starts its threads.
     #[cfg(stashpool_loom)]
     pub(crate) fn model(&self) {
-        self.modeled.store(true, Ordering::Relaxed);
+        self.1.store(true, Ordering::Relaxed);
     }
 
     /// Enters a section that excludes a fork and the switch of barriers.
     pub(crate) fn shared(&self) -> GateGuard<'_> {
         #[cfg(stashpool_loom)]
-        if !self.modeled.load(Ordering::Relaxed) {
+        if !self.1.load(Ordering::Relaxed) {
             return None;
         }
-        Some(self.lock.read().unwrap_or_else(PoisonError::into_inner))
+        Some(self.0.read().unwrap_or_else(PoisonError::into_inner))
     }
 
     /// Waits for every shared section in progress, and keeps new ones out.
     pub(crate) fn exclusive(&self) -> RwLockWriteGuard<'_, ()> {
         #[cfg(stashpool_loom)]
         assert!(
-            self.modeled.load(Ordering::Relaxed),
+            self.1.load(Ordering::Relaxed),
             "a model that switches barriers calls `LocalPool::loom_model_gate` first"
         );
-        self.lock.write().unwrap_or_else(PoisonError::into_inner)
+        self.0.write().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
@@ -376,7 +371,9 @@ mod imp {
     pub(crate) use loom::cell::UnsafeCell;
 
     use loom::sync::Mutex;
+    use loom::sync::atomic::AtomicBool;
     use std::collections::VecDeque;
+    use std::sync::atomic::Ordering;
 
     /// The model's thread ids. A thread takes the lowest free one at its
     /// first `PerThread::get_or` and gives it back once its exit hooks have
@@ -492,6 +489,7 @@ mod imp {
             let id = match slots.free.iter().enumerate().min_by_key(|(_, id)| **id) {
                 Some((at, _)) => slots.free.swap_remove(at),
                 None => {
+                    assert!(slots.next < IDS, "more model threads at once than ids");
                     slots.next += 1;
                     slots.next - 1
                 }
@@ -504,27 +502,42 @@ mod imp {
         .ok()
     }
 
-    /// loom stand-in for `per_thread::PerThread`: a locked registry keyed by
-    /// the model's thread ids (above), which are reused as the real ones
-    /// are. Values are boxed and never removed before the registry drops, so
-    /// references to them stay valid, as in the original.
+    /// loom stand-in for `per_thread::PerThread`: one entry per model
+    /// thread id (above), which are reused as the real ones are. As in the
+    /// real table, a thread finds its own entry with one acquire load of
+    /// its flag, which only the entry's making writes (so lookups on
+    /// different threads are independent, and loom does not order them),
+    /// and values are boxed and never removed before the table drops, so
+    /// references to them stay valid.
     pub(crate) struct PerThread<T: Send> {
-        values: Mutex<Vec<(usize, Box<T>)>>,
+        /// Whether the entry is made, and its value: written once, by the
+        /// id's holder, before the flag is set.
+        entries: [(AtomicBool, std::cell::UnsafeCell<Option<Box<T>>>); IDS],
     }
+
+    /// More ids than any model has threads alive at once.
+    const IDS: usize = 8;
+
+    // SAFETY: an entry's value is written once, before its flag is set with
+    // release, and only read after the flag is seen set with acquire;
+    // `T: Send` as the real table asks, shared as `&T` only where `T: Sync`
+    // (`for_each`), or on the thread that holds the id.
+    unsafe impl<T: Send> Sync for PerThread<T> {}
 
     impl<T: Send> PerThread<T> {
         pub(crate) fn new() -> Self {
             Self {
-                values: Mutex::new(Vec::new()),
+                entries: std::array::from_fn(|_| Default::default()),
             }
         }
 
         fn lookup(&self, id: usize) -> Option<&T> {
-            let values = self.values.lock().unwrap();
-            let found = values.iter().find(|(owner, _)| *owner == id)?;
-            let ptr: *const T = &*found.1;
-            // SAFETY: the box is never moved out or dropped before `self`.
-            Some(unsafe { &*ptr })
+            let (made, value) = &self.entries[id];
+            if !made.load(Ordering::Acquire) {
+                return None;
+            }
+            // SAFETY: set, so written and never written again (`Sync`).
+            unsafe { (*value.get()).as_deref() }
         }
 
         pub(crate) fn get(&self) -> Option<&T> {
@@ -533,7 +546,7 @@ mod imp {
     }
 
     /// The real table's per-thread cache is not modelled: every lookup goes
-    /// to the registry.
+    /// to the table.
     impl<T: Send + std::ops::Deref<Target: Sized>> PerThread<T> {
         pub(crate) fn cached(&self) -> Option<&T::Target> {
             None
@@ -550,26 +563,19 @@ mod imp {
             if let Some(value) = self.lookup(id) {
                 return Some(value);
             }
-            let boxed = Box::new(create());
-            let ptr: *const T = &*boxed;
-            self.values.lock().unwrap().push((id, boxed));
-            // SAFETY: as in `lookup`.
-            Some(unsafe { &*ptr })
+            let (made, value) = &self.entries[id];
+            // SAFETY: not yet set, and only this thread, which holds the
+            // id, writes it (`Sync`).
+            unsafe { *value.get() = Some(Box::new(create())) };
+            made.store(true, Ordering::Release);
+            self.lookup(id)
         }
 
         pub(crate) fn for_each<'a>(&'a self, mut f: impl FnMut(&'a T))
         where
             T: Sync,
         {
-            let ptrs: Vec<*const T> = {
-                let values = self.values.lock().unwrap();
-                values
-                    .iter()
-                    .map(|(_, value)| &**value as *const T)
-                    .collect()
-            };
-            // SAFETY: as in `lookup`.
-            ptrs.into_iter().for_each(|ptr| f(unsafe { &*ptr }))
+            (0..IDS).filter_map(|id| self.lookup(id)).for_each(&mut f)
         }
     }
 
