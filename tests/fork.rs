@@ -253,3 +253,255 @@ fn wait_for(pid: libc::pid_t) {
     }
     assert_eq!((outcome.hung, outcome.failed), (0, 0));
 }
+
+// === a child drops only what it made ===
+
+/// An object that knows its process: the one that made it, or a child
+/// whose guard held it and marked it. Dropped anywhere else, it counts as
+/// a child dropping its parent's object.
+struct Owned {
+    owner: u32,
+}
+
+/// Objects dropped by a process that does not own them.
+static FOREIGN: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+impl Drop for Owned {
+    fn drop(&mut self) {
+        if self.owner != std::process::id() {
+            FOREIGN.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+fn owned() -> Owned {
+    Owned {
+        owner: std::process::id(),
+    }
+}
+
+type Owners = LocalPool<Owned, fn() -> Owned>;
+
+/// Whether this process has dropped none but its own objects; says which
+/// check failed otherwise (the child's stderr is the test's).
+fn none_foreign(check: &str) -> bool {
+    let foreign = FOREIGN.load(Ordering::Relaxed);
+    if foreign != 0 {
+        eprintln!("{check}: the child dropped {foreign} of its parent's objects");
+    }
+    foreign == 0
+}
+
+/// Puts `n` objects into `pool` from a thread that then exits, so they sit
+/// idle in the overflow and no hook of this thread holds the pool.
+fn idle_in(pool: &Owners, n: usize) {
+    thread::scope(|s| {
+        s.spawn(|| {
+            let held: Vec<_> = (0..n).map(|_| pool.get()).collect();
+            drop(held);
+        });
+    });
+    assert_eq!(pool.stats().idle, n);
+}
+
+/// A child that drops a stashless pool leaves its parent's idle objects
+/// alone (they are the parent's), and the parent's stay whole.
+#[test]
+fn a_child_that_drops_a_stashless_pool_drops_none_of_its_objects() {
+    let pool: Owners = LocalPool::builder(owned as fn() -> Owned)
+        .max_stashed(0)
+        .manual_sweep()
+        .build();
+    for _ in 0..10 {
+        pool.put(owned());
+    }
+    let pool = std::mem::ManuallyDrop::new(pool);
+    wait_for(fork(|| {
+        // SAFETY: the child's only thread; `pool` is not used after.
+        drop(unsafe { std::ptr::read(&*pool) });
+        none_foreign("drop")
+    }));
+    assert_eq!(pool.stats().idle, 10, "the parent's objects are its own");
+    drop(std::mem::ManuallyDrop::into_inner(pool));
+}
+
+/// A pool whose last reference in the child is the `Arc` it drops (the
+/// thread that made a stash was joined, and its exit hook let go): that
+/// drops nothing of the parent's.
+#[test]
+fn a_child_that_drops_the_last_arc_of_a_pool_drops_none_of_its_objects() {
+    let pool: Arc<Owners> = Arc::new(
+        LocalPool::builder(owned as fn() -> Owned)
+            .manual_sweep()
+            .build(),
+    );
+    idle_in(&pool, 10);
+    assert_eq!(Arc::strong_count(&pool), 1, "no hook holds it");
+    // Moved into the child's closure, which the parent drops after the
+    // fork, dropping its own objects.
+    wait_for(fork(move || {
+        drop(pool);
+        none_foreign("drop")
+    }));
+}
+
+/// Threads get and return on a stashless pool (every object through the
+/// singles' stack and ring and the batch queue) while the main thread
+/// forks; each child drops the pool, which its parent's threads left
+/// mid-operation. No child may crash, hang or drop a parent's object.
+#[test]
+fn children_drop_a_pool_their_parents_threads_were_using() {
+    let forks: usize = std::env::var("STASHPOOL_FORKS")
+        .map(|n| n.parse().expect("STASHPOOL_FORKS: a number"))
+        .unwrap_or(2000);
+    let pool = std::mem::ManuallyDrop::new(
+        LocalPool::builder(owned as fn() -> Owned)
+            .max_stashed(0)
+            .manual_sweep()
+            .build(),
+    );
+    let pool: &Owners = &pool;
+    let stop = AtomicBool::new(false);
+    let mut outcome = Outcome::default();
+    thread::scope(|s| {
+        for _ in 0..2 {
+            s.spawn(|| {
+                let mut held = Vec::new();
+                for i in 0.. {
+                    if stop.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    held.extend((0..i % 100).map(|_| pool.get()));
+                    held.clear();
+                    pool.put(owned());
+                }
+            });
+        }
+        let mut live = Vec::new();
+        for _ in 0..forks {
+            while live.len() == IN_FLIGHT {
+                reap(&mut live, &mut outcome);
+                thread::yield_now();
+            }
+            let child = fork(|| {
+                // SAFETY: the child's only thread: the parent's threads that
+                // borrow `pool` are not in it, and `pool` is not used after.
+                unsafe { std::ptr::drop_in_place(std::ptr::from_ref(pool).cast_mut()) };
+                none_foreign("drop")
+            });
+            live.push((child, Instant::now() + DEADLINE));
+        }
+        while !live.is_empty() {
+            reap(&mut live, &mut outcome);
+            thread::sleep(Duration::from_millis(1));
+        }
+        stop.store(true, Ordering::Relaxed);
+    });
+    eprintln!("{forks} forks: {outcome:?}");
+    assert_eq!((outcome.hung, outcome.failed), (0, 0));
+}
+
+static STATIC: Owners = LocalPool::builder(owned as fn() -> Owned)
+    .max_stashed(0)
+    .manual_sweep()
+    .build();
+
+/// Every other way a child reaches a pool made before the fork: `stats`,
+/// `sweep` and `clear` start the child's own state; an owned guard and
+/// frozen `Bytes` taken before and dropped in the child come back to it;
+/// the sweeper registry holds the child's pools only; a `static` pool, the
+/// ready-made pools and a worker pool with a task queued are used or
+/// dropped. None of it drops a parent's object, runs a parent's task or
+/// waits for a parent's thread.
+#[test]
+fn every_way_a_child_reaches_its_parents_pools_leaves_them_alone() {
+    let pool: Arc<Owners> = Arc::new(
+        LocalPool::builder(owned as fn() -> Owned)
+            .sweep_every(Duration::from_millis(1))
+            .build(),
+    );
+    idle_in(&pool, 10);
+    let guard = Arc::clone(&pool).get_owned();
+    for _ in 0..10 {
+        STATIC.put(owned());
+    }
+    let bytes = stashpool::bytes::BytePool::new(4096);
+    #[cfg(feature = "bytes")]
+    let (bytes, frozen) = {
+        let bytes = Arc::new(bytes);
+        let mut buf = Arc::clone(&bytes).get_owned();
+        buf.extend_from_slice(b"frozen before the fork");
+        (bytes, buf.freeze())
+    };
+    drop((0..4).map(|_| bytes.get()).collect::<Vec<_>>());
+    let sizes = stashpool::bytes::BytePools::new(64, 1 << 20);
+    drop(sizes.get(100_000));
+    // One worker, held in a task until the child has ended, and a task
+    // queued behind it that holds a parent's object.
+    // Dropped in the parent only once its worker is released (the child's
+    // closure, dropped in the parent after the fork, only borrows it).
+    let workers = std::mem::ManuallyDrop::new(WorkerPool::builder(1).max_queued(4).build());
+    let release = Arc::new(AtomicBool::new(false));
+    let running = Arc::new(AtomicBool::new(false));
+    {
+        let (release, running) = (Arc::clone(&release), Arc::clone(&running));
+        workers.submit(move || {
+            running.store(true, Ordering::Release);
+            while !release.load(Ordering::Acquire) {
+                thread::yield_now();
+            }
+        });
+    }
+    while !running.load(Ordering::Acquire) {
+        thread::yield_now();
+    }
+    let queued = owned();
+    workers.submit(move || drop(queued));
+    let pid = fork(|| {
+        let mut ok = true;
+        // The parent's state is not the child's: it starts afresh.
+        ok &= pool.stats() == stashpool::Stats::default();
+        pool.sweep();
+        pool.sweep();
+        pool.clear();
+        ok &= none_foreign("stats, sweep, clear");
+        // An owned guard from before the fork: the child's object now.
+        let mut guard = guard;
+        guard.owner = std::process::id();
+        drop(guard);
+        let stats = pool.stats();
+        ok &= (stats.returned, stats.created, stats.idle) == (1, 0, 1);
+        // The child's sweeper sweeps the child's state (the registry holds
+        // the parent's no more): the object is trimmed by its second sweep.
+        let deadline = Instant::now() + DEADLINE;
+        while pool.stats().trimmed == 0 && Instant::now() < deadline {
+            thread::yield_now();
+        }
+        ok &= pool.stats().trimmed == 1;
+        ok &= none_foreign("the child's sweeper");
+        // A static pool, never dropped: used afresh.
+        ok &= STATIC.stats().idle == 0;
+        STATIC.put(owned());
+        STATIC.clear();
+        ok &= none_foreign("a static pool");
+        // Frozen bytes from before the fork come back to the child's pool.
+        #[cfg(feature = "bytes")]
+        {
+            drop(frozen);
+            ok &= bytes.stats().returned == 1;
+        }
+        ok &= bytes.stats().idle <= 1;
+        drop(bytes);
+        drop(sizes);
+        // The worker pool: the parent's worker is not here to join, and the
+        // queued task is the parent's, neither run nor dropped here.
+        // SAFETY: the child's only thread; `workers` is not used after.
+        drop(unsafe { std::ptr::read(&*workers) });
+        ok &= none_foreign("a worker pool");
+        drop(pool);
+        ok & none_foreign("drop")
+    });
+    wait_for(pid);
+    release.store(true, Ordering::Release);
+    drop(std::mem::ManuallyDrop::into_inner(workers));
+}

@@ -622,6 +622,22 @@ impl<T: Send> Shared<T> {
     }
 }
 
+/// In a forked child, a parent's state is dropped without its objects:
+/// they are the parent's, and a stash or queue may be mid-operation in a
+/// thread the child lacks, so walking them could free what the parent
+/// still uses. They are leaked, left in the child's copy of the parent's
+/// memory (`fork.rs`): a child drops only what it made. In the process
+/// that made it, the state drops as its fields do (`close` has dropped
+/// its objects, unless the last reference went with a guard or a hook).
+impl<T: Send> Drop for Shared<T> {
+    fn drop(&mut self) {
+        if !self.overflow.here() {
+            std::mem::forget(std::mem::replace(&mut self.stashes, PerThread::new()));
+            std::mem::forget(std::mem::replace(&mut self.overflow, Overflow::new(0)));
+        }
+    }
+}
+
 // === impl Hook ===
 
 /// An exit hook (`exit.rs`): flushes this thread's stash in a pool when the

@@ -58,9 +58,11 @@ use crate::sync::{Arc, NEVER, thread};
 ///
 /// # `fork()`
 ///
-/// A forked child has none of its parent's workers, and the pool does not
-/// know: a child must not use a pool made before the fork (its tasks could
-/// wait for ever). Make a new one in the child if it needs one.
+/// A forked child has none of its parent's workers: a child must not use a
+/// pool made before the fork (its tasks could wait for ever), and should
+/// make a new one if it needs one. It may drop one: the parent's workers,
+/// queued tasks and locks are then left as the fork found them, and no
+/// task the parent queued is dropped or run in the child.
 ///
 /// # Examples
 ///
@@ -83,6 +85,9 @@ use crate::sync::{Arc, NEVER, thread};
 /// ```
 pub struct WorkerPool {
     shared: Arc<Shared>,
+    /// The process generation that made the pool (`pool::fork`): a forked
+    /// child has none of its workers.
+    generation: usize,
 }
 
 impl WorkerPool {
@@ -478,6 +483,13 @@ impl WorkerPool {
 impl Drop for WorkerPool {
     /// Runs every queued task, then joins every worker.
     fn drop(&mut self) {
+        // In a forked child, the workers to join are not in this process,
+        // and the queued tasks and the locks are the parent's, perhaps
+        // mid-operation: the state is left as the fork found it, never
+        // dropped (a reference leaked for good).
+        if self.generation != crate::pool::fork::generation() {
+            return std::mem::forget(Arc::clone(&self.shared));
+        }
         let me = thread::current().id();
         let mut on_own_worker = false;
         for handle in self.shared.close() {
@@ -718,8 +730,12 @@ impl WorkerPoolBuilder {
     /// assert_eq!(pool.running(), 0);
     /// ```
     pub fn build(self) -> WorkerPool {
+        // Forks are counted from now on, so that a child can tell the pool
+        // is its parent's.
+        crate::pool::fork::guard();
         WorkerPool {
             shared: Arc::new(Shared::new(self.config)),
+            generation: crate::pool::fork::generation(),
         }
     }
 }
