@@ -5,14 +5,18 @@
 //! The first users each make a value and race to publish theirs with one
 //! compare-and-swap; the losers drop their own, unseen. No thread ever
 //! waits for another to make the value, and a forked child finds it either
-//! published or not, never half made. Why not a `OnceLock`:
+//! published or not, never half made. Where making is work that cannot be
+//! undone (a pool's preloaded objects), a [`Claim`] lets one thread of a
+//! process make at a time, and a forked child takes over a claim that its
+//! parent left. Why not a `OnceLock`:
 //! [`implementation`](crate::implementation), section 7a.
 
+use std::cell::Cell;
 use std::marker::PhantomData;
 use std::panic::AssertUnwindSafe;
 use std::ptr::{self, NonNull};
 
-use crate::sync::{Arc, AtomicPtr, Ordering};
+use crate::sync::{Arc, AtomicPtr, AtomicUsize, Ordering};
 
 /// A `T` made by the first [`get_or_make`](Lazy::get_or_make).
 pub(crate) struct Lazy<T> {
@@ -118,6 +122,9 @@ pub(crate) struct LazyArc<T> {
     /// Null until published; then from `Arc::into_raw`: a strong reference
     /// that the cell owns and gives up only in `Drop`.
     ptr: AtomicPtr<T>,
+    /// Held by a thread that makes a value no racer may make beside it
+    /// (`claim`).
+    claim: Claim,
     /// The cell owns an `Arc<T>`: its auto traits (`Send`, `Sync`,
     /// unwind safety) are those of the `OnceLock<Arc<T>>` it
     /// replaces.
@@ -129,6 +136,7 @@ impl<T> LazyArc<T> {
     pub(crate) const fn new() -> Self {
         Self {
             ptr: AtomicPtr::new(ptr::null_mut()),
+            claim: Claim::new(),
             _owns: PhantomData,
         }
     }
@@ -138,6 +146,7 @@ impl<T> LazyArc<T> {
     pub(crate) fn new() -> Self {
         Self {
             ptr: AtomicPtr::new(ptr::null_mut()),
+            claim: Claim::new(),
             _owns: PhantomData,
         }
     }
@@ -166,6 +175,13 @@ impl<T> LazyArc<T> {
     ) -> LazyArcRef<'_, T> {
         self.get()
             .unwrap_or_else(|| self.publish(ptr::null_mut(), make, published))
+    }
+
+    /// The claim for callers whose values must not be made by racers
+    /// (`Claim`): held around `get_or_make` or `renew`, it leaves one
+    /// maker at a time.
+    pub(crate) fn claim(&self) -> &Claim {
+        &self.claim
     }
 
     /// Replaces `stale`, the value published now, with one made by `make`,
@@ -221,6 +237,115 @@ impl<T> Drop for LazyArc<T> {
             // before: this is the cell's own strong reference.
             drop(unsafe { Arc::from_raw(ptr) });
         }
+    }
+}
+
+// === impl Claim ===
+
+/// Lets one thread of a process at a time make something that racing
+/// makers cannot undo (a preloaded pool's objects, the fork handlers'
+/// registration); the others wait, yielding their cores, until it is
+/// made. The claim names the process whose thread holds it, so a forked
+/// child, whose holder may not be in it, takes over a claim left by its
+/// parent rather than wait for a thread it does not have.
+pub(crate) struct Claim {
+    /// The id of the process whose thread is making, or 0.
+    process: AtomicUsize,
+}
+
+#[cfg(not(stashpool_loom))]
+std::thread_local! {
+    /// The claim this thread holds (the innermost, for claims taken while
+    /// making under another), to tell a maker that re-enters from one that
+    /// waits.
+    static HELD: Cell<*const Claim> = const { Cell::new(ptr::null()) };
+}
+
+#[cfg(stashpool_loom)]
+loom::thread_local! {
+    static HELD: Cell<*const Claim> = Cell::new(ptr::null());
+}
+
+impl Claim {
+    #[cfg(not(stashpool_loom))]
+    pub(crate) const fn new() -> Self {
+        Self {
+            process: AtomicUsize::new(0),
+        }
+    }
+
+    /// Under loom, atomics cannot be made in a `const` context.
+    #[cfg(stashpool_loom)]
+    pub(crate) fn new() -> Self {
+        Self {
+            process: AtomicUsize::new(0),
+        }
+    }
+
+    /// What `made` finds; if it finds nothing, `make`'s, run under the
+    /// claim, once no other thread of this process holds it. `made` is
+    /// asked again under the claim: another thread may have made it just
+    /// before.
+    ///
+    /// # Panics
+    ///
+    /// If this thread holds the claim already (its `make` re-entered), with
+    /// `reentered` as the message; if `make` panics, after releasing the
+    /// claim.
+    pub(crate) fn run<V>(
+        &self,
+        made: impl Fn() -> Option<V>,
+        make: impl FnOnce() -> V,
+        reentered: &str,
+    ) -> V {
+        let me = std::process::id() as usize;
+        loop {
+            if let Some(value) = made() {
+                return value;
+            }
+            // Relaxed: the claim's exchange below acquires.
+            match self.process.load(Ordering::Relaxed) {
+                holder if holder == me => {
+                    let mine = HELD.try_with(|held| ptr::eq(held.get(), self));
+                    assert!(!mine.unwrap_or(false), "{reentered}");
+                    crate::sync::thread::yield_now();
+                }
+                // Nobody, or the process this one was forked from.
+                other => {
+                    // Acquire: pairs with the release of the last holder, so
+                    // `made` sees what it made.
+                    let claim = self.process.compare_exchange(
+                        other,
+                        me,
+                        Ordering::Acquire,
+                        Ordering::Relaxed,
+                    );
+                    if claim.is_ok() {
+                        break;
+                    }
+                }
+            }
+        }
+        /// Releases the claim, also if `make` panics.
+        struct Held<'a>(&'a Claim, *const Claim);
+        impl Drop for Held<'_> {
+            fn drop(&mut self) {
+                let _ = HELD.try_with(|held| held.set(self.1));
+                // Release: what the holder made is seen by the next.
+                self.0.process.store(0, Ordering::Release);
+            }
+        }
+        let outer = HELD
+            .try_with(|held| held.replace(self))
+            .unwrap_or(ptr::null());
+        let _held = Held(self, outer);
+        made().unwrap_or_else(make)
+    }
+
+    /// Marks the claim held by `process` (tests: a claim a parent left).
+    #[cfg(test)]
+    pub(crate) fn held_by(&self, process: u32) {
+        self.process.store(process as usize, Ordering::Relaxed);
     }
 }
 

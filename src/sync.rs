@@ -266,10 +266,10 @@ pub(crate) fn wait_timeout<'a, T>(
 /// Threads: spawning, joining and identity, from std or from loom's model.
 pub(crate) mod thread {
     #[cfg(not(stashpool_loom))]
-    pub(crate) use std::thread::{Builder, JoinHandle, current};
+    pub(crate) use std::thread::{Builder, JoinHandle, current, yield_now};
 
     #[cfg(stashpool_loom)]
-    pub(crate) use loom::thread::{Builder, JoinHandle, current};
+    pub(crate) use loom::thread::{Builder, JoinHandle, current, yield_now};
 
     /// Whether `handle`'s thread has finished running. loom's handles cannot
     /// tell; there the answer is always no, which only means the handle is

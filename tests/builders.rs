@@ -366,6 +366,95 @@ fn preloaded_objects_serve_other_threads_first_gets() {
     drop(held);
 }
 
+/// Threads that race to make a preloaded pool's first call make exactly
+/// its objects: one thread fills the pool before any can take from it, so
+/// none of the first `n` gets, on any thread, makes an object. A slow
+/// `create` widens the window in which a racer could find it empty.
+#[test]
+fn racing_first_calls_make_exactly_the_preloaded_objects() {
+    use std::sync::Barrier;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    const THREADS: usize = 8;
+    static MADE: AtomicUsize = AtomicUsize::new(0);
+    fn slow() -> Vec<u8> {
+        MADE.fetch_add(1, Ordering::Relaxed);
+        let start = std::time::Instant::now();
+        while start.elapsed() < Duration::from_micros(200) {
+            std::hint::spin_loop();
+        }
+        vec![0; 64]
+    }
+    let rounds = if cfg!(miri) { 2 } else { 200 };
+    for round in 0..rounds {
+        MADE.store(0, Ordering::Relaxed);
+        let pool = LocalPool::builder(slow as fn() -> Vec<u8>)
+            .preload(THREADS)
+            .manual_sweep()
+            .build();
+        let (start, got) = (Barrier::new(THREADS), Barrier::new(THREADS));
+        thread::scope(|s| {
+            for _ in 0..THREADS {
+                s.spawn(|| {
+                    start.wait();
+                    let held = pool.get();
+                    // Every get is made before any object comes back.
+                    got.wait();
+                    drop(held);
+                });
+            }
+        });
+        assert_eq!(MADE.load(Ordering::Relaxed), THREADS, "round {round}");
+        let stats = pool.stats();
+        assert_eq!(
+            (stats.created, stats.gets),
+            (THREADS as u64, THREADS as u64)
+        );
+    }
+}
+
+/// A `create` that uses the pool it is preloading gets a clear panic, not
+/// a thread waiting for itself; the pool is made at the next call.
+#[test]
+fn a_create_that_uses_the_pool_it_preloads_panics() {
+    static POOL: LocalPool<u64> = LocalPool::builder(reentrant as fn() -> u64)
+        .preload(1)
+        .manual_sweep()
+        .build();
+    static REENTER: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
+    fn reentrant() -> u64 {
+        if REENTER.swap(false, std::sync::atomic::Ordering::Relaxed) {
+            return POOL.stats().created;
+        }
+        7
+    }
+    let panic = std::panic::catch_unwind(|| POOL.stats()).expect_err("re-entered");
+    let message = panic.downcast_ref::<String>().map_or("", String::as_str);
+    assert!(message.contains("preloading"), "{message}");
+    // The panic left no claim held: the next call makes and fills the pool.
+    assert_eq!(*POOL.get(), 7);
+    assert_eq!(POOL.stats().created, 1);
+}
+
+/// A `create` that panics while preloading leaves what it made pooled,
+/// and the first call panics with it.
+#[test]
+fn a_panicking_create_keeps_what_it_preloaded() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static CALLS: AtomicUsize = AtomicUsize::new(0);
+    fn third_panics() -> u64 {
+        let n = CALLS.fetch_add(1, Ordering::Relaxed);
+        assert_ne!(n, 2, "the third create panics");
+        n as u64
+    }
+    let pool = LocalPool::builder(third_panics as fn() -> u64)
+        .preload(4)
+        .manual_sweep()
+        .build();
+    assert!(std::panic::catch_unwind(|| pool.stats()).is_err());
+    let stats = pool.stats();
+    assert_eq!((stats.created, stats.idle), (2, 2), "made before the panic");
+}
+
 #[test]
 fn preload_is_bounded_by_max_idle() {
     let pool = LocalPool::builder(|| 0u64)

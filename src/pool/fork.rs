@@ -49,10 +49,11 @@ pub(crate) fn generation() -> usize {
 #[cfg(all(target_os = "linux", not(stashpool_loom)))]
 mod linux {
     use std::cell::RefCell;
-    use std::sync::atomic::{AtomicU32, Ordering};
+    use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::{MutexGuard, RwLockWriteGuard};
 
     use super::GENERATION;
+    use crate::lazy::Claim;
     use crate::pool::background::{self, Registry};
     use crate::sync::FORK_GATE;
 
@@ -83,62 +84,45 @@ mod linux {
     /// while the handlers were not in place could carry a held lock into a
     /// child forked meanwhile.
     ///
-    /// Not a `Once` (`implementation`, section 7a). Callers that race the
-    /// installer spin until it is done, and the word names the
-    /// installing process, so a child forked mid-install, whose installer
-    /// is not in it, installs itself instead of waiting (unless the
-    /// handlers were registered before the fork: the child handler then
-    /// marks the registration done).
+    /// Not a `Once` (`implementation`, section 7a): a [`Claim`], so that a
+    /// child forked mid-install, whose installer is not in it, installs
+    /// itself instead of waiting (unless the handlers were registered
+    /// before the fork: the child handler then marks the registration
+    /// done).
     pub(crate) struct Install {
-        /// `DONE`, or the id of the process whose thread is installing, or
-        /// 0 before anyone has started.
-        state: AtomicU32,
+        claim: Claim,
+        done: AtomicBool,
     }
-
-    const DONE: u32 = u32::MAX;
 
     impl Install {
         pub(crate) const fn new() -> Self {
             Self {
-                state: AtomicU32::new(0),
+                claim: Claim::new(),
+                done: AtomicBool::new(false),
             }
         }
 
         pub(crate) fn run(&self, register: impl FnOnce()) {
-            let me = std::process::id();
-            loop {
-                // Acquire: pairs with the release of `DONE`.
-                match self.state.load(Ordering::Acquire) {
-                    DONE => return,
-                    // Another thread of this process is installing.
-                    installer if installer == me => std::thread::yield_now(),
-                    // Nobody, or a process this one was forked from.
-                    other => {
-                        let claim = self.state.compare_exchange(
-                            other,
-                            me,
-                            Ordering::Acquire,
-                            Ordering::Relaxed,
-                        );
-                        if claim.is_ok() {
-                            break;
-                        }
-                    }
-                }
-            }
-            register();
-            self.done();
+            self.claim.run(
+                // Acquire: pairs with the release of `done`.
+                || self.done.load(Ordering::Acquire).then_some(()),
+                || {
+                    register();
+                    self.done();
+                },
+                "stashpool: the fork handlers' registration re-entered",
+            );
         }
 
         /// Marks the registration done. Release: what it did is seen by
-        /// every caller that reads `DONE`.
+        /// every caller that finds it done.
         pub(crate) fn done(&self) {
-            self.state.store(DONE, Ordering::Release);
+            self.done.store(true, Ordering::Release);
         }
 
         #[cfg(test)]
         pub(crate) fn installing_in(&self, process: u32) {
-            self.state.store(process, Ordering::Relaxed);
+            self.claim.held_by(process);
         }
     }
 

@@ -421,23 +421,57 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
         if shared.overflow.here() {
             shared
         } else {
-            self.shared
-                .renew(shared, || self.make(), |made| self.announce(made))
+            self.publish(Some(shared))
         }
     }
 
     #[cold]
     fn init(&self) -> LazyArcRef<'_, Shared<T>> {
-        self.shared
-            .get_or_make(|| self.make(), |made| self.announce(made))
+        self.publish(None)
     }
 
-    fn make(&self) -> Arc<Shared<T>> {
-        Arc::new(Shared::new(&self.config))
+    /// Publishes this process's shared state: the first (`stale`: none
+    /// yet), or, in a forked child, one in place of its parent's `stale`,
+    /// which is left untouched, never freed. Racing threads each make one
+    /// and the first to publish wins (`LazyArc`), unless the pool is to be
+    /// preloaded: then one thread of the process makes it at a time, under
+    /// the cell's claim, and fills it before publishing it, so that the
+    /// first `preload` gets, on any thread, find their objects. If
+    /// `create` panics while preloading, what it made is published, then
+    /// the panic resumed.
+    #[cold]
+    fn publish<'a>(
+        &'a self,
+        stale: Option<LazyArcRef<'a, Shared<T>>>,
+    ) -> LazyArcRef<'a, Shared<T>> {
+        let panicked = std::cell::Cell::new(None);
+        let make = || {
+            let shared = Arc::new(Shared::new(&self.config));
+            let preload = || self.preload(&shared);
+            if let Err(panic) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(preload)) {
+                panicked.set(Some(panic));
+            }
+            shared
+        };
+        let publish = || match stale {
+            None => self.shared.get_or_make(make, |made| self.announce(made)),
+            Some(stale) => self.shared.renew(stale, make, |made| self.announce(made)),
+        };
+        let shared = match self.config.preload {
+            0 => publish(),
+            _ => self.shared.claim().run(
+                || self.shared.get().filter(|shared| shared.overflow.here()),
+                publish,
+                "stashpool: a pool's `create` used the pool it was preloading",
+            ),
+        };
+        if let Some(panic) = panicked.take() {
+            std::panic::resume_unwind(panic);
+        }
+        shared
     }
 
-    /// Registers a newly published shared state with the sweeper, and
-    /// preloads it.
+    /// Registers a newly published shared state with the sweeper.
     fn announce(&self, shared: &Arc<Shared<T>>) {
         // loom cannot model a timer thread; models sweep by calling `sweep`.
         #[cfg(not(stashpool_loom))]
@@ -445,7 +479,8 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
             let weak: std::sync::Weak<Shared<T>> = Arc::downgrade(shared);
             crate::pool::background::register(weak, interval);
         }
-        self.preload(shared);
+        #[cfg(stashpool_loom)]
+        let _ = shared;
     }
 
     /// The shared state and this thread's stash in it, if it has one: from
@@ -470,9 +505,10 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
         (shared, Shared::find_stash(shared))
     }
 
-    /// Fills a pool whose shared state this thread just published with
-    /// `config.preload` idle objects, in the overflow, where any thread's
-    /// get finds them: made and put, so counted created and returned.
+    /// Fills a pool's shared state, made by this thread and not yet
+    /// published, with `config.preload` idle objects, in the overflow,
+    /// where any thread's get finds them: made and put, so counted created
+    /// and returned.
     #[cold]
     fn preload(&self, shared: &Shared<T>) {
         for _ in 0..self.config.preload {
