@@ -7,8 +7,9 @@
 //! faults and cache misses. A [`LocalPool`] keeps such objects for reuse:
 //!
 //! * **Fast where it matters.** Each thread keeps a small private stash; a
-//!   get and a return on the same thread touch no shared cache line and take
-//!   no lock. An empty stash takes a batch from a shared overflow (a
+//!   get and a return on the same thread take no lock and write no cache
+//!   line that another thread writes, unless one holds the stash (a sweep,
+//!   say). An empty stash takes a batch from a shared overflow (a
 //!   `crossbeam_deque::Injector`); a full one moves half its objects there;
 //!   and a stash keeps only what its own thread's use calls for (none, for
 //!   a thread that only returns), so objects flow back at once from threads
@@ -215,9 +216,9 @@
 //!
 //! [`implementation`] (the repository's `IMPLEMENTATION.md`) describes the
 //! algorithm: the stash handshake that lets a sweeper reach any thread's
-//! stash while owners pay only a compiler fence, spill and steal, the age
-//! stamps that carry the victim rule through the overflow, and why each step
-//! is correct.
+//! stash while owners pay only a compiler fence (once the process uses
+//! `membarrier`), spill and steal, the age stamps that carry the victim
+//! rule through the overflow, and why each step is correct.
 
 #![warn(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 // Pooled objects live in boxed nodes on purpose, in `Vec`s too (`node.rs`).

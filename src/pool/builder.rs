@@ -112,11 +112,14 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPoolBuilder<T, R> {
     ///
     /// So between sweeps `idle` can exceed `n`: by the stashes' shares
     /// (`max_idle(2)` on one thread keeps 2 in its stash and 2 in the
-    /// overflow), and by the objects a recut of the shares moves from a
-    /// stash to an overflow already full; the next sweep brings it back to
-    /// `n`. It is not a hard cap at every instant,
-    /// which would take a count shared by every thread on every get and
-    /// return: the write the per-thread stashes exist to avoid.
+    /// overflow), and by objects already idle that find no room: those a
+    /// recut of the shares moves from a stash to an overflow already full,
+    /// the rest of a batch a get took while returns filled its room, and
+    /// those an exiting thread's stash keeps for want of room in the
+    /// overflow; the next sweep brings it back to `n`. It is not a hard
+    /// cap at every instant, which would take a count shared by every
+    /// thread on every get and return: the write the per-thread stashes
+    /// exist to avoid.
     ///
     /// Shares are cut for the threads that keep a stash now (see
     /// [`max_stashed`](Self::max_stashed)), at most `n` of them, since

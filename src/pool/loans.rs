@@ -6,12 +6,14 @@
 //! the thread that took it goes back into the stash as before, and leaves
 //! the book. One dropped on another thread is recycled there and marked
 //! [`loan::BACK`] in its own node, with one release store to a cache line
-//! that the return has just written anyway: no shared queue, no locked
-//! instruction. When the stash runs dry, its owner takes back what came
-//! back, reading the states of the nodes it lent, all of them independent
-//! loads; sweeps, exit flushes and `clear` reach the book through the
-//! stash's handshake like the rest of the stash. Which stashes keep a
-//! book, and the rest of the argument:
+//! that the return has just written anyway: no shared queue, no
+//! read-modify-write. Its one fence is the light barrier (`barrier::light`:
+//! a `SeqCst` fence until the process switches to `membarrier`, a compiler
+//! fence after), before it checks that the book is open. When the stash
+//! runs dry, its owner takes back what came back, reading the states of
+//! the nodes it lent, all of them independent loads; sweeps, exit flushes
+//! and `clear` reach the book through the stash's handshake like the rest
+//! of the stash. Which stashes keep a book, and the rest of the argument:
 //! [`implementation`](crate::implementation), section 3c.
 
 use std::collections::VecDeque;

@@ -17,13 +17,15 @@ use crate::{Recycle, Stats};
 /// A pool of reusable objects: Go's `sync.Pool`, with per-thread stashes.
 ///
 /// Each thread keeps up to [`max_stashed`](crate::LocalPoolBuilder::max_stashed)
-/// returned objects in a private stash, so a get and a return on the same
-/// thread touch no shared memory: as many as its own use calls for. (At
-/// most 8 threads per core keep a stash in a pool at once; see
+/// returned objects in a private stash, as many as its own use calls for,
+/// so a get and a return on the same thread take no lock and, besides the
+/// object, write only that stash, which other threads write only while
+/// they hold it (a sweep, say). (At most 8 threads per core keep a stash
+/// in a pool at once; see
 /// [`max_stashed`](crate::LocalPoolBuilder::max_stashed).) An object
 /// taken on one thread and dropped on another goes back to the thread that
-/// took it (a channel's consumer gives it back to the producer, with one
-/// compare-and-swap on a list of the producer's stash), unless the
+/// took it (a channel's consumer gives it back to the producer's loan book
+/// with one release store, into the object's own node), unless the
 /// dropping thread gives back objects of several threads, which it then
 /// shares through the overflow. A thread whose stash is empty takes what
 /// came back, then a batch from a shared overflow, before making a new

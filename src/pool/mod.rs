@@ -1,9 +1,10 @@
 //! The core pool: [`LocalPool`] and the machinery behind it.
 //!
-//! One type per file, each using only the files before it in the table of
-//! [`implementation`](crate::implementation), section 1 (save the guard and
-//! the pool, which name each other); that section and the ones after it
-//! give the algorithm and the argument for its correctness.
+//! One concept per file, each using only the files before it in the table
+//! of [`implementation`](crate::implementation), section 1 (save those of
+//! its last row, the public face, which name each other); that section and
+//! the ones after it give the algorithm and the argument for its
+//! correctness.
 
 #[cfg(not(stashpool_loom))]
 mod background;

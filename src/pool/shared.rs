@@ -222,8 +222,9 @@ impl<T: Send> Shared<T> {
         }
         exit::arm();
         // The id may be an exited thread's, whose stash this thread takes
-        // over: it holds no slot, and this thread asks for one when it
-        // returns an object (`take_slot`).
+        // over: it holds no slot once the exited thread's flush has run,
+        // and this thread then asks for one when a get finds nothing
+        // (`take_slot`), never when it returns an object.
         if let Some(stash) = shared.stashes.get() {
             return Some(Self::found(this, stash));
         }
@@ -253,8 +254,9 @@ impl<T: Send> Shared<T> {
     /// last one back (module docs), and takes an object with it, in one
     /// critical section; `None` if no slot is free, or this thread is
     /// tearing down (its exit flush has run, and would not run again to
-    /// give the slot back). A get that finds nothing asks; a return does
-    /// not need one.
+    /// give the slot back). Only a get that finds nothing asks
+    /// (`take_without_slot`); a return without a slot spills
+    /// (`Local::spill`) and asks for none.
     #[cold]
     fn take_slot(&self, stash: &Stash<T>) -> Option<Option<Box<Node<T>>>> {
         if !exit::alive() || self.no_slot_free(self.held.load(Ordering::Relaxed)) {

@@ -8,8 +8,8 @@
 //! the pool's sweep lock, between setting `claimed` and clearing it, having
 //! issued a heavy barrier and then seen `busy` clear
 //! (`Stash::with_claimed`). Why that excludes the two while owners pay
-//! only a compiler fence: [`implementation`](crate::implementation),
-//! section 4.
+//! only a compiler fence (a `SeqCst` fence until the process uses
+//! `membarrier`): [`implementation`](crate::implementation), section 4.
 //!
 //! Threads that give the owner's objects back touch none of that: they
 //! read and advise through `Returns`, on a line of its own, and store into
@@ -378,9 +378,11 @@ pub(crate) struct Local<T> {
     pub(super) epoch: u64,
     /// The most objects this stash keeps: the pool's `max_stashed`, or
     /// this stash's share of `max_idle` if that is smaller, or none without
-    /// a slot. Changed only under the sweep lock (shares are rebalanced as
-    /// stashes are made and at every sweep), so the owner reads it from its
-    /// own cache line, with no shared write.
+    /// a slot (but what `give_up` found no room for, until a get or the
+    /// next sweep takes it). Changed only under the sweep lock, inside the
+    /// handshake (shares are rebalanced as stashes are made and at every
+    /// sweep), so the owner reads it from its own cache line, which no
+    /// other thread writes while the owner is in its section.
     pub(super) capacity: usize,
     /// The most objects this stash keeps *now*, at most `capacity`: it
     /// starts at zero and adapts to how the owner uses the pool (see
