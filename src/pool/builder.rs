@@ -193,10 +193,13 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPoolBuilder<T, R> {
     /// object preloaded and never taken is dropped by the second sweep, as
     /// with Go's `sync.Pool`, rather than kept for good as `bp` keeps it.
     ///
+    /// Threads whose first calls race wait while one of them fills the
+    /// pool, so exactly `n` objects are made for them.
+    ///
     /// # Panics
     ///
     /// The first call on the pool panics if `create` does (the objects made
-    /// before stay pooled).
+    /// before stay pooled), or if `create` uses the pool it is preloading.
     ///
     /// # Examples
     ///

@@ -14,12 +14,14 @@
 //! releases both. A pool whose shared state is of an earlier generation
 //! makes a new one at its next use off the hot path
 //! (`LocalPool::current`), and registers it with a sweeper of the child's
-//! own; the parent's is left untouched, never freed. Linux only (`libc` is
-//! a Linux-only dependency); elsewhere these are no-ops. Why:
+//! own; the parent's is left untouched, and if the child drops its last
+//! reference, dropped without its objects (`Shared`'s drop): a child drops
+//! only what it made. Linux only (`libc` is a Linux-only dependency);
+//! elsewhere these are no-ops. Why:
 //! [`implementation`](crate::implementation), section 7a.
 
 /// Makes `fork()` safe for every pool. Called when a pool's shared state
-/// is made, so before any of its locks can be held.
+/// or a worker pool is made, so before any of its locks can be held.
 pub(crate) fn guard() {
     #[cfg(all(target_os = "linux", not(stashpool_loom)))]
     linux::install();
