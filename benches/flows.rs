@@ -5,6 +5,7 @@
 //! ```text
 //! cargo bench --bench flows                      # the table, into benches/results/flows.md
 //! cargo bench --bench flows -- "pipe 1 MiB" stashpool   # one run
+//! cargo bench --bench flows -- fan-in            # the fan-in table, into benches/results/fan_in.md
 //! ```
 //!
 //! The workloads:
@@ -37,6 +38,21 @@
 //! own; runs are interleaved (every peer once, then again), and the table
 //! gives each peer's best and median wall time, the objects it made (the
 //! median), and its median peak RSS. Linux only.
+//!
+//! **Fan-in** (`fan-in`) isolates the cost of many threads returning to
+//! one: P producers each get a buffer, write 64 bytes into it and push it
+//! into one bounded spinning queue (`SpinChannel`, 1024 slots); one
+//! consumer pops and drops it, so every object is returned on the consumer
+//! for P takers. Rows: 3 producers with 512 B, 4 KiB and 64 KiB buffers,
+//! and 1 producer with 512 B. The peers run in one process, interleaved,
+//! from a spinning start with each thread stamping its own start and end
+//! (`common/parallel.rs`); a peer's figure is its best of `FAN_IN_REPS`
+//! per process, and several processes are alternated: the table gives
+//! the best over processes and, as the ratio, the median over processes
+//! of stashpool's best over the peer's. Beside them: the queue moving
+//! empty `Vec`s (no pool, no allocation), `lockfree-object-pool`'s
+//! `LinearObjectPool`, `object-pool`, and Go's `sync.Pool` in the same
+//! shape (`benches/go/flows fanin`, a bounded ring of its own).
 
 #![cfg_attr(not(target_os = "linux"), allow(dead_code, unused_imports))]
 
@@ -45,6 +61,8 @@
 mod measure;
 #[path = "common/median.rs"]
 mod median;
+#[path = "common/parallel.rs"]
+mod parallel;
 #[path = "common/sitting.rs"]
 mod sitting;
 
@@ -415,6 +433,254 @@ fn run_one(workload: &str, peer: &str) {
     println!("{millis:.3} {made} {hwm}");
 }
 
+// === fan-in ===
+
+/// Fan-in rows: name, producers, buffer size.
+const FAN_IN: [(&str, usize, usize); 4] = [
+    ("3 → 1, 512 B", 3, 512),
+    ("3 → 1, 4 KiB", 3, 4 << 10),
+    ("3 → 1, 64 KiB", 3, 64 << 10),
+    ("1 → 1, 512 B", 1, 512),
+];
+
+/// Objects per fan-in rep: long enough that the threads' start is noise.
+const FAN_IN_OBJECTS: usize = 300_000;
+
+/// Reps per peer and row in one process, interleaved across the peers.
+const FAN_IN_REPS: usize = 7;
+
+/// Processes the fan-in table alternates.
+const FAN_IN_PROCESSES: usize = 3;
+
+/// The fan-in queue's capacity.
+const FAN_IN_QUEUE: usize = 1024;
+
+const FAN_IN_PEERS: [&str; 8] = [
+    "stashpool",
+    "stashpool, max_stashed(0)",
+    "queue alone",
+    "plain",
+    "lockfree-object-pool Linear",
+    "object-pool",
+    "Mutex<Vec>",
+    "Go sync.Pool",
+];
+
+/// `lockfree-object-pool`'s `LinearObjectPool`, resetting as the others do.
+struct Linear(lockfree_object_pool::LinearObjectPool<Vec<u8>>, &'static Make);
+
+impl Buffers for Linear {
+    type Buf = lockfree_object_pool::LinearReusable<'static, Vec<u8>>;
+    fn get(&'static self) -> Self::Buf {
+        self.0.pull()
+    }
+    fn made(&self) -> u64 {
+        self.1.made.load(Ordering::Relaxed)
+    }
+}
+
+/// `object-pool`'s `Pool`: `pull` with a fallback, cleared on the way out
+/// (it resets nothing itself).
+struct ObjectPool(object_pool::Pool<Vec<u8>>, Make);
+
+/// An `object-pool` buffer, cleared when taken.
+struct Pulled(object_pool::Reusable<'static, Vec<u8>>);
+
+impl Deref for Pulled {
+    type Target = Vec<u8>;
+    fn deref(&self) -> &Vec<u8> {
+        &self.0
+    }
+}
+
+impl DerefMut for Pulled {
+    fn deref_mut(&mut self) -> &mut Vec<u8> {
+        &mut self.0
+    }
+}
+
+impl Buffers for ObjectPool {
+    type Buf = Pulled;
+    fn get(&'static self) -> Pulled {
+        let mut buf = self.0.pull(|| self.1.make());
+        buf.clear();
+        Pulled(buf)
+    }
+    fn made(&self) -> u64 {
+        self.1.made.load(Ordering::Relaxed)
+    }
+}
+
+/// One fan-in rep: `producers` threads get, write 64 bytes and send
+/// `FAN_IN_OBJECTS` buffers in all to one consumer, which drops them; ns
+/// per object. `get` is the peer's get (`None`: the queue alone, moving
+/// empty `Vec`s).
+fn fan_in_once<B: Buffers>(pool: Option<&'static B>, producers: usize) -> f64 {
+    enum Item<B: Buffers> {
+        Pooled(B::Buf),
+        Empty(Vec<u8>),
+    }
+    let queue = parallel::SpinChannel::<Item<B>>::new(FAN_IN_QUEUE);
+    let queue = &queue;
+    let mut tasks: Vec<parallel::Task<'_>> = Vec::new();
+    tasks.push(Box::new(move || {
+        let mut sum = 0u64;
+        for _ in 0..FAN_IN_OBJECTS {
+            match queue.recv() {
+                Item::Pooled(buf) => sum += u64::from(buf[63]),
+                Item::Empty(buf) => sum += buf.capacity() as u64,
+            }
+        }
+        black_box(sum);
+    }));
+    for p in 0..producers {
+        let share = FAN_IN_OBJECTS / producers + usize::from(p < FAN_IN_OBJECTS % producers);
+        tasks.push(Box::new(move || {
+            for i in 0..share {
+                queue.send(match pool {
+                    Some(pool) => {
+                        let mut buf = pool.get();
+                        buf.extend_from_slice(&[i as u8; 64]);
+                        Item::Pooled(buf)
+                    }
+                    None => Item::Empty(black_box(Vec::new())),
+                });
+            }
+        }));
+    }
+    parallel::together(tasks).as_secs_f64() * 1e9 / FAN_IN_OBJECTS as f64
+}
+
+/// The fan-in rows in this process: every peer once per rep, interleaved;
+/// prints each row's and peer's best in ns per object.
+fn fan_in_one() {
+    for (row, producers, size) in FAN_IN {
+        let stash = leak(Stash(BytePool::builder(size).build()));
+        let stashless = leak(Stash(BytePool::builder(size).max_stashed(0).build()));
+        let plain = leak(Plain(Make::new(size, false)));
+        let made = leak(Make::new(size, false));
+        let linear = leak(Linear(
+            lockfree_object_pool::LinearObjectPool::new(move || made.make(), Vec::clear),
+            made,
+        ));
+        let object = leak(ObjectPool(object_pool::Pool::new(0, Vec::new), Make::new(size, false)));
+        let locked = leak(MutexVec(Mutex::new(Vec::new()), Make::new(size, false)));
+        let runs: [&dyn Fn() -> f64; 7] = [
+            &|| fan_in_once(Some(stash), producers),
+            &|| fan_in_once(Some(stashless), producers),
+            &|| fan_in_once::<Plain>(None, producers),
+            &|| fan_in_once(Some(plain), producers),
+            &|| fan_in_once(Some(linear), producers),
+            &|| fan_in_once(Some(object), producers),
+            &|| fan_in_once(Some(locked), producers),
+        ];
+        let mut best = [f64::INFINITY; 7];
+        for _ in 0..FAN_IN_REPS {
+            for (best, run) in best.iter_mut().zip(runs) {
+                *best = best.min(run());
+            }
+        }
+        for (peer, best) in FAN_IN_PEERS.iter().zip(best) {
+            println!("{row}\t{peer}\t{best:.2}");
+        }
+    }
+}
+
+/// The fan-in table: `FAN_IN_PROCESSES` processes of `fan_in_one`, each
+/// followed by Go's, into `benches/results/fan_in.md`.
+fn fan_in_table() {
+    let me = env::current_exe().expect("the bench's own path");
+    let go = go_program();
+    // Per process: (row, peer) -> best ns per object.
+    let mut processes: Vec<Vec<(String, String, f64)>> = Vec::new();
+    for process in 0..FAN_IN_PROCESSES {
+        eprintln!("process {} of {FAN_IN_PROCESSES}", process + 1);
+        let out = Command::new(&me).arg("fan-in-one").output().expect("run fan-in-one");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let mut rows: Vec<(String, String, f64)> = String::from_utf8(out.stdout)
+            .expect("UTF-8")
+            .lines()
+            .map(|line| {
+                let f: Vec<&str> = line.split('\t').collect();
+                (f[0].to_owned(), f[1].to_owned(), f[2].parse().unwrap())
+            })
+            .collect();
+        if let Some(go) = &go {
+            for (row, producers, size) in FAN_IN {
+                let out = Command::new(go)
+                    .arg("fanin")
+                    .args([producers, size, FAN_IN_OBJECTS, FAN_IN_REPS, FAN_IN_QUEUE].map(|n| n.to_string()))
+                    .output()
+                    .expect("run the Go fan-in");
+                assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+                let ns: f64 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
+                rows.push((row.to_owned(), "Go sync.Pool".to_owned(), ns));
+            }
+        }
+        processes.push(rows);
+    }
+    let find = |rows: &[(String, String, f64)], row: &str, peer: &str| {
+        rows.iter()
+            .find(|(r, p, _)| r == row && p == peer)
+            .map(|&(_, _, ns)| ns)
+    };
+    let mut text = String::new();
+    let out = &mut text;
+    writeln!(out, "## Fan-in: many threads return to one").unwrap();
+    writeln!(out).unwrap();
+    writeln!(
+        out,
+        "`cargo bench --bench flows -- fan-in`: P producers get a buffer, write 64 bytes and push \
+         it into one bounded spinning queue of {FAN_IN_QUEUE}; one consumer pops and drops it. \
+         {FAN_IN_OBJECTS} objects per rep; ns per object (wall time / objects) from a spinning \
+         start, each thread stamping its own start and end. Each process runs every peer \
+         {FAN_IN_REPS} times, interleaved, and keeps each peer's best; {FAN_IN_PROCESSES} \
+         processes, each followed by Go's. *best*: the best over processes; *÷ stashpool*: the \
+         median over processes of the peer's best over stashpool's in the same process (Go: \
+         in the process beside it), above 1 when stashpool is faster. *queue alone* moves \
+         empty `Vec`s: no pool, no allocation."
+    )
+    .unwrap();
+    writeln!(out).unwrap();
+    write!(out, "| ns per object |").unwrap();
+    for peer in FAN_IN_PEERS {
+        write!(out, " {peer} |").unwrap();
+    }
+    writeln!(out).unwrap();
+    writeln!(out, "| --- |{}", " ---: |".repeat(FAN_IN_PEERS.len())).unwrap();
+    for (row, _, _) in FAN_IN {
+        write!(out, "| {row} |").unwrap();
+        for peer in FAN_IN_PEERS {
+            let bests: Vec<f64> = processes.iter().filter_map(|rows| find(rows, row, peer)).collect();
+            if bests.is_empty() {
+                write!(out, " not run |").unwrap();
+                continue;
+            }
+            let best = bests.iter().copied().fold(f64::INFINITY, f64::min);
+            let ratios: Vec<f64> = processes
+                .iter()
+                .filter_map(|rows| Some(find(rows, row, peer)? / find(rows, row, "stashpool")?))
+                .collect();
+            write!(out, " {best:.1} (÷ {:.2}) |", median(ratios)).unwrap();
+        }
+        writeln!(out).unwrap();
+    }
+    writeln!(out).unwrap();
+    writeln!(
+        out,
+        "_{}; commit `{}`; {}; {}; `cargo bench --bench flows -- fan-in`._",
+        sitting::date(),
+        sitting::commit(),
+        sitting::machine(),
+        go_version(),
+    )
+    .unwrap();
+    print!("{text}");
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("results/fan_in.md");
+    std::fs::write(&path, text).expect("write benches/results/fan_in.md");
+    eprintln!("written to {}", path.display());
+}
+
 // === the table ===
 
 /// One run: wall ms, objects made, peak RSS in KiB.
@@ -577,6 +843,8 @@ fn main() {
         .filter(|arg| !arg.starts_with("--"))
         .collect();
     match args.as_slice() {
+        [mode] if mode == "fan-in" => fan_in_table(),
+        [mode] if mode == "fan-in-one" => fan_in_one(),
         [workload, peer] => run_one(workload, peer),
         [] => table(),
         _ => panic!("usage: flows [WORKLOAD PEER]; workloads {WORKLOADS:?}, peers {PEERS:?}"),

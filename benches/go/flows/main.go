@@ -4,7 +4,11 @@
 //	flows sftp FILE READERS CHUNK FILE_LEN DOWNLOADS
 //
 // prints the wall time in ms, the buffers the pool made, and the peak
-// resident set (VmHWM) in KiB, as the Rust runs do.
+// resident set (VmHWM) in KiB, as the Rust runs do;
+//
+//	flows fanin PRODUCERS SIZE OBJECTS REPS QUEUE
+//
+// prints the best of REPS fan-in runs in ns per object.
 package main
 
 import (
@@ -12,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -129,6 +134,152 @@ func sftp(path string, readers, chunk, fileLen, downloads int) float64 {
 	return float64(time.Since(start).Microseconds()) / 1e3
 }
 
+// ring is a bounded multi-producer queue (Vyukov's), the counterpart of
+// the Rust side's crossbeam ArrayQueue: each slot carries a sequence
+// number that says whose turn it is.
+type ring struct {
+	slots      []slot
+	mask       uint64
+	head, tail uint64
+}
+
+type slot struct {
+	seq uint64
+	buf *[]byte
+}
+
+func newRing(capacity int) *ring {
+	r := &ring{slots: make([]slot, capacity), mask: uint64(capacity - 1)}
+	for i := range r.slots {
+		r.slots[i].seq = uint64(i)
+	}
+	return r
+}
+
+func (r *ring) push(b *[]byte) bool {
+	for {
+		pos := atomic.LoadUint64(&r.tail)
+		s := &r.slots[pos&r.mask]
+		seq := atomic.LoadUint64(&s.seq)
+		switch {
+		case seq == pos:
+			if atomic.CompareAndSwapUint64(&r.tail, pos, pos+1) {
+				s.buf = b
+				atomic.StoreUint64(&s.seq, pos+1)
+				return true
+			}
+		case seq < pos:
+			return false // full
+		}
+	}
+}
+
+func (r *ring) pop() *[]byte {
+	for {
+		pos := atomic.LoadUint64(&r.head)
+		s := &r.slots[pos&r.mask]
+		seq := atomic.LoadUint64(&s.seq)
+		switch {
+		case seq == pos+1:
+			if atomic.CompareAndSwapUint64(&r.head, pos, pos+1) {
+				b := s.buf
+				atomic.StoreUint64(&s.seq, pos+r.mask+1)
+				return b
+			}
+		case seq < pos+1:
+			return nil // empty
+		}
+	}
+}
+
+// spin waits a little, then gives the processor away, as the Rust side's
+// SpinChannel does.
+func spin(spins *int) {
+	*spins++
+	if *spins%256 == 0 {
+		runtime.Gosched()
+	}
+}
+
+// fanin: producers each get a buffer, write 64 bytes and push it into
+// one ring; one consumer pops it and Puts it back. The goroutines start
+// together from a spinning start and stamp their own start and end; the
+// result is ns per object, the best of reps.
+func fanin(producers, size, objects, reps, queue int) float64 {
+	pool := newPool(size, false)
+	best := 0.0
+	for rep := 0; rep < reps; rep++ {
+		r := newRing(queue)
+		var arrived int64
+		total := int64(producers + 1)
+		starts := make([]time.Time, producers+1)
+		ends := make([]time.Time, producers+1)
+		var wg sync.WaitGroup
+		wait := func(me int) {
+			atomic.AddInt64(&arrived, 1)
+			spins := 0
+			for atomic.LoadInt64(&arrived) < total {
+				spin(&spins)
+			}
+			starts[me] = time.Now()
+		}
+		wg.Add(producers + 1)
+		go func() {
+			defer wg.Done()
+			wait(0)
+			var sum uint64
+			for n := 0; n < objects; n++ {
+				spins := 0
+				var p *[]byte
+				for p = r.pop(); p == nil; p = r.pop() {
+					spin(&spins)
+				}
+				sum += uint64((*p)[63])
+				*p = (*p)[:0]
+				pool.Put(p)
+			}
+			_ = sum
+			ends[0] = time.Now()
+		}()
+		for i := 0; i < producers; i++ {
+			share := objects / producers
+			if i < objects%producers {
+				share++
+			}
+			go func(me, share int) {
+				defer wg.Done()
+				var payload [64]byte
+				wait(me)
+				for n := 0; n < share; n++ {
+					p := pool.Get().(*[]byte)
+					payload[0] = byte(n)
+					*p = append((*p)[:0], payload[:]...)
+					spins := 0
+					for !r.push(p) {
+						spin(&spins)
+					}
+				}
+				ends[me] = time.Now()
+			}(i+1, share)
+		}
+		wg.Wait()
+		first, last := starts[0], ends[0]
+		for i := range starts {
+			if starts[i].Before(first) {
+				first = starts[i]
+			}
+			if ends[i].After(last) {
+				last = ends[i]
+			}
+		}
+		ns := float64(last.Sub(first).Nanoseconds()) / float64(objects)
+		if rep == 0 || ns < best {
+			best = ns
+		}
+	}
+	return best
+}
+
 func peakRSS() string {
 	f, err := os.Open("/proc/self/status")
 	if err != nil {
@@ -154,6 +305,10 @@ func atoi(s string) int {
 
 func main() {
 	a := os.Args[1:]
+	if len(a) == 6 && a[0] == "fanin" {
+		fmt.Printf("%.2f\n", fanin(atoi(a[1]), atoi(a[2]), atoi(a[3]), atoi(a[4]), atoi(a[5])))
+		return
+	}
 	var ms float64
 	switch {
 	case len(a) == 5 && a[0] == "pipe":
@@ -161,7 +316,7 @@ func main() {
 	case len(a) == 6 && a[0] == "sftp":
 		ms = sftp(a[1], atoi(a[2]), atoi(a[3]), atoi(a[4]), atoi(a[5]))
 	default:
-		fmt.Fprintln(os.Stderr, "usage: flows pipe SIZE MESSAGES IN_FLIGHT CONSUMERS | flows sftp FILE READERS CHUNK FILE_LEN DOWNLOADS")
+		fmt.Fprintln(os.Stderr, "usage: flows pipe SIZE MESSAGES IN_FLIGHT CONSUMERS | flows sftp FILE READERS CHUNK FILE_LEN DOWNLOADS | flows fanin PRODUCERS SIZE OBJECTS REPS QUEUE")
 		os.Exit(2)
 	}
 	fmt.Printf("%.3f %d %s\n", ms, atomic.LoadInt64(&made), peakRSS())
