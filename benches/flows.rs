@@ -467,7 +467,10 @@ const FAN_IN_PEERS: [&str; 8] = [
 ];
 
 /// `lockfree-object-pool`'s `LinearObjectPool`, resetting as the others do.
-struct Linear(lockfree_object_pool::LinearObjectPool<Vec<u8>>, &'static Make);
+struct Linear(
+    lockfree_object_pool::LinearObjectPool<Vec<u8>>,
+    &'static Make,
+);
 
 impl Buffers for Linear {
     type Buf = lockfree_object_pool::LinearReusable<'static, Vec<u8>>;
@@ -563,7 +566,10 @@ fn fan_in_one() {
             lockfree_object_pool::LinearObjectPool::new(move || made.make(), Vec::clear),
             made,
         ));
-        let object = leak(ObjectPool(object_pool::Pool::new(0, Vec::new), Make::new(size, false)));
+        let object = leak(ObjectPool(
+            object_pool::Pool::new(0, Vec::new),
+            Make::new(size, false),
+        ));
         let locked = leak(MutexVec(Mutex::new(Vec::new()), Make::new(size, false)));
         let runs: [&dyn Fn() -> f64; 7] = [
             &|| fan_in_once(Some(stash), producers),
@@ -595,8 +601,15 @@ fn fan_in_table() {
     let mut processes: Vec<Vec<(String, String, f64)>> = Vec::new();
     for process in 0..FAN_IN_PROCESSES {
         eprintln!("process {} of {FAN_IN_PROCESSES}", process + 1);
-        let out = Command::new(&me).arg("fan-in-one").output().expect("run fan-in-one");
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let out = Command::new(&me)
+            .arg("fan-in-one")
+            .output()
+            .expect("run fan-in-one");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let mut rows: Vec<(String, String, f64)> = String::from_utf8(out.stdout)
             .expect("UTF-8")
             .lines()
@@ -609,10 +622,17 @@ fn fan_in_table() {
             for (row, producers, size) in FAN_IN {
                 let out = Command::new(go)
                     .arg("fanin")
-                    .args([producers, size, FAN_IN_OBJECTS, FAN_IN_REPS, FAN_IN_QUEUE].map(|n| n.to_string()))
+                    .args(
+                        [producers, size, FAN_IN_OBJECTS, FAN_IN_REPS, FAN_IN_QUEUE]
+                            .map(|n| n.to_string()),
+                    )
                     .output()
                     .expect("run the Go fan-in");
-                assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+                assert!(
+                    out.status.success(),
+                    "{}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
                 let ns: f64 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
                 rows.push((row.to_owned(), "Go sync.Pool".to_owned(), ns));
             }
@@ -651,7 +671,10 @@ fn fan_in_table() {
     for (row, _, _) in FAN_IN {
         write!(out, "| {row} |").unwrap();
         for peer in FAN_IN_PEERS {
-            let bests: Vec<f64> = processes.iter().filter_map(|rows| find(rows, row, peer)).collect();
+            let bests: Vec<f64> = processes
+                .iter()
+                .filter_map(|rows| find(rows, row, peer))
+                .collect();
             if bests.is_empty() {
                 write!(out, " not run |").unwrap();
                 continue;
@@ -665,20 +688,7 @@ fn fan_in_table() {
         }
         writeln!(out).unwrap();
     }
-    writeln!(out).unwrap();
-    writeln!(
-        out,
-        "_{}; commit `{}`; {}; {}; `cargo bench --bench flows -- fan-in`._",
-        sitting::date(),
-        sitting::commit(),
-        sitting::machine(),
-        go_version(),
-    )
-    .unwrap();
-    print!("{text}");
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("results/fan_in.md");
-    std::fs::write(&path, text).expect("write benches/results/fan_in.md");
-    eprintln!("written to {}", path.display());
+    write_results(text, "cargo bench --bench flows -- fan-in", "fan_in.md");
 }
 
 // === the table ===
@@ -814,10 +824,16 @@ fn table() {
             .unwrap();
         }
     }
-    writeln!(out).unwrap();
+    write_results(text, "cargo bench --bench flows", "flows.md");
+}
+
+/// Ends a table with the sitting it was measured in, prints it and writes
+/// it to `benches/results/{file}`.
+fn write_results(mut text: String, command: &str, file: &str) {
+    writeln!(text).unwrap();
     writeln!(
-        out,
-        "_{}; commit `{}`; {}; {}; `cargo bench --bench flows`._",
+        text,
+        "_{}; commit `{}`; {}; {}; `{command}`._",
         sitting::date(),
         sitting::commit(),
         sitting::machine(),
@@ -825,8 +841,10 @@ fn table() {
     )
     .unwrap();
     print!("{text}");
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("results/flows.md");
-    std::fs::write(&path, text).expect("write benches/results/flows.md");
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("results")
+        .join(file);
+    std::fs::write(&path, text).unwrap_or_else(|e| panic!("write benches/results/{file}: {e}"));
     eprintln!("written to {}", path.display());
 }
 
