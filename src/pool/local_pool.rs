@@ -514,7 +514,7 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
     #[cold]
     fn preload(&self, shared: &Shared<T>) {
         for _ in 0..self.config.preload {
-            shared.push_single(&shared.orphans, self.create(&shared.orphans));
+            shared.preload(&shared.orphans, self.create(&shared.orphans));
         }
     }
 

@@ -575,6 +575,27 @@ impl<T: Send> Shared<T> {
     /// the singles' stack and ring are made (`singles.rs`).
     #[cold]
     pub(crate) fn push_single<const S: bool>(&self, counters: &Counters<S>, node: Box<Node<T>>) {
+        self.pool_one(counters, node, Overflow::push_one);
+    }
+
+    /// Pools an object that `LocalPool::preload` made, in a pool's state
+    /// not yet published: as a batch of one, which any thread's get finds
+    /// (a single can be missed by a get that finds the singles' stack held
+    /// by another, and makes an object instead).
+    pub(crate) fn preload<const S: bool>(&self, counters: &Counters<S>, node: Box<Node<T>>) {
+        self.pool_one(counters, node, |overflow, node, stamp| {
+            overflow.push(Batch::new(vec![node], stamp));
+        });
+    }
+
+    /// Pools one object, returned or preloaded, with `push`, or drops it
+    /// (rejected) if the overflow is full.
+    fn pool_one<const S: bool>(
+        &self,
+        counters: &Counters<S>,
+        node: Box<Node<T>>,
+        push: impl FnOnce(&Overflow<T>, Box<Node<T>>, u64),
+    ) {
         if self.overflow.reserve(1) == 0 {
             counters.rejected.bump();
             return drop(node);
@@ -583,7 +604,7 @@ impl<T: Send> Shared<T> {
         // sees the object as returned during it, which keeps it one sweep.
         // (It cannot race the pool's close: a return borrows the pool.)
         let stamp = self.epoch.load(Ordering::Acquire);
-        self.overflow.push_one(node, stamp);
+        push(&self.overflow, node, stamp);
         counters.returned.bump();
     }
 
