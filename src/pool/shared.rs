@@ -650,8 +650,9 @@ impl<T: Send> Shared<T> {
 /// thread the child lacks, so walking them could free what the parent
 /// still uses. They are leaked, left in the child's copy of the parent's
 /// memory (`fork.rs`): a child drops only what it made. In the process
-/// that made it, the state drops as its fields do (`close` has dropped
-/// its objects, unless the last reference went with a guard or a hook).
+/// that made it, the state drops as its fields do: closed by the pool's
+/// drop (`close` dropped its objects), or empty, made by a thread that
+/// lost the race to publish it.
 impl<T: Send> Drop for Shared<T> {
     fn drop(&mut self) {
         if !self.overflow.here() {
