@@ -505,3 +505,50 @@ fn every_way_a_child_reaches_its_parents_pools_leaves_them_alone() {
     release.store(true, Ordering::Release);
     drop(std::mem::ManuallyDrop::into_inner(workers));
 }
+
+/// A fork while another thread of the parent is preloading a pool (inside
+/// its `create`, holding the claim to make the pool): the child, which
+/// does not have that thread, makes and fills the pool itself instead of
+/// waiting for it.
+#[test]
+fn a_child_forked_mid_preload_fills_the_pool_itself() {
+    use std::sync::atomic::AtomicUsize;
+    static CALLS: AtomicUsize = AtomicUsize::new(0);
+    static INSIDE: AtomicBool = AtomicBool::new(false);
+    static RELEASE: AtomicBool = AtomicBool::new(false);
+    /// The first call stops until released; the others make at once.
+    fn slow_first() -> Vec<u8> {
+        if CALLS.fetch_add(1, Ordering::Relaxed) == 0 {
+            INSIDE.store(true, Ordering::Release);
+            while !RELEASE.load(Ordering::Acquire) {
+                thread::yield_now();
+            }
+        }
+        buffer()
+    }
+    let pool: Pool = LocalPool::builder(slow_first as fn() -> Vec<u8>)
+        .preload(4)
+        .manual_sweep()
+        .build();
+    /// Releases the first `create`, also if the test fails meanwhile.
+    struct Release;
+    impl Drop for Release {
+        fn drop(&mut self) {
+            RELEASE.store(true, Ordering::Release);
+        }
+    }
+    thread::scope(|s| {
+        let preloading = s.spawn(|| pool.stats().created);
+        let release = Release;
+        while !INSIDE.load(Ordering::Acquire) {
+            thread::yield_now();
+        }
+        wait_for(fork(|| {
+            let held: Vec<_> = (0..4).map(|_| pool.get()).collect();
+            let stats = pool.stats();
+            held.len() == 4 && (stats.created, stats.gets) == (4, 4)
+        }));
+        drop(release);
+        assert_eq!(preloading.join().unwrap(), 4, "the parent's own preload");
+    });
+}
