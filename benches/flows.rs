@@ -592,6 +592,17 @@ fn fan_in_one() {
     }
 }
 
+/// What `command` prints; it must succeed.
+fn stdout(command: &mut Command) -> String {
+    let out = command.output().expect("run a fan-in process");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("UTF-8 output")
+}
+
 /// The fan-in table: `FAN_IN_PROCESSES` processes of `fan_in_one`, each
 /// followed by Go's, into `benches/results/fan_in.md`.
 fn fan_in_table() {
@@ -601,17 +612,7 @@ fn fan_in_table() {
     let mut processes: Vec<Vec<(String, String, f64)>> = Vec::new();
     for process in 0..FAN_IN_PROCESSES {
         eprintln!("process {} of {FAN_IN_PROCESSES}", process + 1);
-        let out = Command::new(&me)
-            .arg("fan-in-one")
-            .output()
-            .expect("run fan-in-one");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let mut rows: Vec<(String, String, f64)> = String::from_utf8(out.stdout)
-            .expect("UTF-8")
+        let mut rows: Vec<(String, String, f64)> = stdout(Command::new(&me).arg("fan-in-one"))
             .lines()
             .map(|line| {
                 let f: Vec<&str> = line.split('\t').collect();
@@ -620,20 +621,15 @@ fn fan_in_table() {
             .collect();
         if let Some(go) = &go {
             for (row, producers, size) in FAN_IN {
-                let out = Command::new(go)
-                    .arg("fanin")
-                    .args(
-                        [producers, size, FAN_IN_OBJECTS, FAN_IN_REPS, FAN_IN_QUEUE]
-                            .map(|n| n.to_string()),
-                    )
-                    .output()
-                    .expect("run the Go fan-in");
-                assert!(
-                    out.status.success(),
-                    "{}",
-                    String::from_utf8_lossy(&out.stderr)
-                );
-                let ns: f64 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
+                let args = [producers, size, FAN_IN_OBJECTS, FAN_IN_REPS, FAN_IN_QUEUE];
+                let ns: f64 = stdout(
+                    Command::new(go)
+                        .arg("fanin")
+                        .args(args.map(|n| n.to_string())),
+                )
+                .trim()
+                .parse()
+                .unwrap();
                 rows.push((row.to_owned(), "Go sync.Pool".to_owned(), ns));
             }
         }
