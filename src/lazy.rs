@@ -11,7 +11,6 @@
 //! parent left. Why not a `OnceLock`:
 //! [`implementation`](crate::implementation), section 7a.
 
-use std::cell::Cell;
 use std::marker::PhantomData;
 use std::panic::AssertUnwindSafe;
 use std::ptr::{self, NonNull};
@@ -251,19 +250,29 @@ impl<T> Drop for LazyArc<T> {
 pub(crate) struct Claim {
     /// The id of the process whose thread is making, or 0.
     process: AtomicUsize,
+    /// The making thread (`this_thread`), while it holds the claim: tells
+    /// a maker whose `make` re-entered, also through other claims taken
+    /// meanwhile, from a thread that waits. Written only by the holder.
+    thread: AtomicUsize,
 }
 
 #[cfg(not(stashpool_loom))]
 std::thread_local! {
-    /// The claim this thread holds (the innermost, for claims taken while
-    /// making under another), to tell a maker that re-enters from one that
-    /// waits.
-    static HELD: Cell<*const Claim> = const { Cell::new(ptr::null()) };
+    /// A thread's mark: its address names the thread while it lives.
+    static THREAD: u8 = const { 0 };
 }
 
 #[cfg(stashpool_loom)]
 loom::thread_local! {
-    static HELD: Cell<*const Claim> = Cell::new(ptr::null());
+    static THREAD: u8 = 0;
+}
+
+/// This thread's name for `Claim::thread`: nonzero, unique among live
+/// threads; 0 once its thread-locals are gone.
+fn this_thread() -> usize {
+    THREAD
+        .try_with(|mark| ptr::from_ref(mark) as usize)
+        .unwrap_or(0)
 }
 
 impl Claim {
@@ -271,6 +280,7 @@ impl Claim {
     pub(crate) const fn new() -> Self {
         Self {
             process: AtomicUsize::new(0),
+            thread: AtomicUsize::new(0),
         }
     }
 
@@ -279,6 +289,7 @@ impl Claim {
     pub(crate) fn new() -> Self {
         Self {
             process: AtomicUsize::new(0),
+            thread: AtomicUsize::new(0),
         }
     }
 
@@ -303,11 +314,17 @@ impl Claim {
             if let Some(value) = made() {
                 return value;
             }
-            // Relaxed: the claim's exchange below acquires.
-            match self.process.load(Ordering::Relaxed) {
+            // Acquire: a holder found here follows the last release (an
+            // exchange continues its release sequence), so `thread` reads
+            // no name older than that release cleared.
+            match self.process.load(Ordering::Acquire) {
                 holder if holder == me => {
-                    let mine = HELD.try_with(|held| ptr::eq(held.get(), self));
-                    assert!(!mine.unwrap_or(false), "{reentered}");
+                    // Relaxed: the holder's own name, or 0, or (read before
+                    // the holder stored it) 0; this thread's name only if
+                    // this thread stored it.
+                    let thread = this_thread();
+                    let mine = thread != 0 && self.thread.load(Ordering::Relaxed) == thread;
+                    assert!(!mine, "{reentered}");
                     crate::sync::thread::yield_now();
                 }
                 // Nobody, or the process this one was forked from.
@@ -327,18 +344,16 @@ impl Claim {
             }
         }
         /// Releases the claim, also if `make` panics.
-        struct Held<'a>(&'a Claim, *const Claim);
+        struct Held<'a>(&'a Claim);
         impl Drop for Held<'_> {
             fn drop(&mut self) {
-                let _ = HELD.try_with(|held| held.set(self.1));
+                self.0.thread.store(0, Ordering::Relaxed);
                 // Release: what the holder made is seen by the next.
                 self.0.process.store(0, Ordering::Release);
             }
         }
-        let outer = HELD
-            .try_with(|held| held.replace(self))
-            .unwrap_or(ptr::null());
-        let _held = Held(self, outer);
+        self.thread.store(this_thread(), Ordering::Relaxed);
+        let _held = Held(self);
         made().unwrap_or_else(make)
     }
 

@@ -434,6 +434,30 @@ fn a_create_that_uses_the_pool_it_preloads_panics() {
     assert_eq!(POOL.stats().created, 1);
 }
 
+/// The same through another preloading pool: `OUTER`'s `create` makes
+/// `INNER`, whose `create` uses `OUTER`. The panic names the re-entry
+/// rather than leave the thread waiting for itself.
+#[test]
+fn a_create_that_reaches_its_pool_through_another_preloading_pool_panics() {
+    static OUTER: LocalPool<u64> = LocalPool::builder(outer as fn() -> u64)
+        .preload(1)
+        .manual_sweep()
+        .build();
+    static INNER: LocalPool<u64> = LocalPool::builder(inner as fn() -> u64)
+        .preload(1)
+        .manual_sweep()
+        .build();
+    fn outer() -> u64 {
+        *INNER.get()
+    }
+    fn inner() -> u64 {
+        OUTER.stats().created
+    }
+    let panic = std::panic::catch_unwind(|| OUTER.stats()).expect_err("re-entered");
+    let message = panic.downcast_ref::<String>().map_or("", String::as_str);
+    assert!(message.contains("preloading"), "{message}");
+}
+
 /// A `create` that panics while preloading leaves what it made pooled,
 /// and the first call panics with it.
 #[test]
