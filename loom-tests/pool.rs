@@ -384,6 +384,44 @@ fn a_thread_that_inherits_a_stash_flushes_it_on_exit() {
     });
 }
 
+/// A thread gives back objects taken on two others (this thread, and one
+/// that has exited, whose id and stash it may inherit, slotless), so it
+/// gathers them for a batch (two under loom), while this thread sweeps;
+/// then it exits with the batch part-filled, and its exit flush hands what
+/// it gathered over. Every object is found again or dropped, once.
+#[test]
+fn gathered_objects_race_a_sweep_and_their_gatherers_exit() {
+    loom::model(|| {
+        hold_thread_id();
+        let ledger = Ledger::new();
+        // A std `Arc`: guards that own their pool hold one.
+        let pool = std::sync::Arc::new(pool(&ledger, 4));
+        let mine = std::sync::Arc::clone(&pool).get_owned();
+        let theirs = {
+            let pool = std::sync::Arc::clone(&pool);
+            thread::spawn(move || pool.get_owned()).join().unwrap()
+        };
+        let gatherer = thread::spawn(move || {
+            drop(mine);
+            drop(theirs);
+        });
+        pool.sweep();
+        gatherer.join().unwrap();
+        // Both come back: the one given back first as any return, the one
+        // gathered with the exit flush (which lands after `join`).
+        let made = pool.stats().created;
+        let (a, b) = (wait_for_one(&pool), wait_for_one(&pool));
+        a.acquire();
+        b.acquire();
+        assert_eq!(pool.stats().created, made, "both were found, none made");
+        a.release();
+        b.release();
+        drop((a, b));
+        let pool = std::sync::Arc::try_unwrap(pool).ok().unwrap();
+        drop_and_check(pool, &ledger);
+    });
+}
+
 /// Lets this thread's stash keep `n` objects, as rounds of its own use
 /// would (a stash keeps none until its thread takes one, and doubles what
 /// it keeps when a get finds it empty after it spilled), then empties the

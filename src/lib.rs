@@ -12,8 +12,9 @@
 //!   say). An empty stash takes a batch from a shared overflow (a
 //!   `crossbeam_deque::Injector`); a full one moves half its objects there;
 //!   and a stash keeps only what its own thread's use calls for (none, for
-//!   a thread that only returns), so objects flow back at once from threads
-//!   that drop them to threads that take them.
+//!   a thread that only returns), so objects flow back from threads that
+//!   drop them to threads that take them: to the taker's own stash, or, from
+//!   a thread that gives back for many takers, in batches of 8.
 //! * **Gives memory back.** A sweep drops every object that has been idle
 //!   since the previous sweep (Go's victim cache): an object returned and
 //!   never taken again survives one sweep and is dropped by the second,

@@ -7,7 +7,7 @@
 //! `Stash`), spills its oldest of one age, down to half its limit, into a
 //! FIFO overflow of batches when full (one object to a LIFO of singles, as
 //! a pool with no stash at all does), and takes a batch (else a single)
-//! when empty; an exiting thread hands its stash to the overflow; a sweep
+//! when empty, keeping of it up to its limit; an exiting thread hands its stash to the overflow; a sweep
 //! drops every object already marked idle, marks the rest, and sheds what
 //! a stash holds beyond its limit. After every step the
 //! pool's `Stats` and the set of live objects must agree with the model.
@@ -120,10 +120,15 @@ impl Model {
                 stash.limit = (stash.limit * 2).clamp(1, self.capacity);
             }
             stash.underflowed = true;
-            // A stash takes a whole batch, else the newest single.
+            // A stash takes the oldest batch, keeps its newest up to the
+            // limit and queues the rest again; else the newest single.
             if let Some(mut batch) = self.overflow.pop_front() {
                 let obj = batch.pop().expect("batches are never empty");
-                stash.objs.append(&mut batch);
+                let keep = batch.len().min(stash.limit);
+                stash.objs.extend(batch.drain(batch.len() - keep..));
+                if !batch.is_empty() {
+                    self.overflow.push_back(batch);
+                }
                 self.stats.reused += 1;
                 return obj.id;
             }

@@ -60,9 +60,11 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPoolBuilder<T, R> {
     /// found it empty since the previous sweep halves it again, and one that
     /// finds the thread took nothing since then sets it back to none. So a
     /// thread that only returns objects other threads took (the consumer of
-    /// a channel) keeps none; and a thread that takes and returns (a loop,
-    /// a burst) soon keeps all it holds. A return that finds the stash at
-    /// its limit moves the older half to the overflow.
+    /// a channel) keeps none but what it gives back for several takers,
+    /// which it gathers into batches of 8 (up to `n`); a thread that only
+    /// takes keeps one; and a thread that takes and returns (a loop, a
+    /// burst) soon keeps all it holds. A return that finds the stash at its limit
+    /// moves the older half to the overflow.
     ///
     /// An object whose guard is dropped on another thread than took it goes
     /// back to the thread that took it (the consumer of a channel gives it

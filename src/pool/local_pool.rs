@@ -27,7 +27,7 @@ use crate::{Recycle, Stats};
 /// took it (a channel's consumer gives it back to the producer's loan book
 /// with one release store, into the object's own node), unless the
 /// dropping thread gives back objects of several threads, which it then
-/// shares through the overflow. A thread whose stash is empty takes what
+/// gathers and passes to the shared overflow eight at a time. A thread whose stash is empty takes what
 /// came back, then a batch from a shared overflow, before making a new
 /// object; a thread whose stash is at its limit moves its oldest half
 /// there.
@@ -668,7 +668,14 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
         // SAFETY: in no book, so the caller's alone; from `Box::leak`.
         let node = unsafe { Box::from_raw(at) };
         match mine {
-            Some(stash) => self.recycle_into_stash(&shared, stash, node, written),
+            Some(stash) if one_taker => self.recycle_into_stash(&shared, stash, node, written),
+            // For several takers (or a taker without a stash): gathered
+            // into batches (`Shared::gather`).
+            Some(stash) => {
+                if let Some(node) = self.recycle(&stash.counters, node, written) {
+                    shared.gather(stash, node);
+                }
+            }
             None => self.recycle_into_overflow(&shared, node, written),
         }
     }
@@ -1187,8 +1194,8 @@ mod tests {
         let (n, guard) = sections(|| pool.get());
         assert_eq!((n, pool.stats().created), (2, created + 1), "made");
         drop(guard);
-        // A thread that gives back several threads' objects shares them
-        // through its own stash.
+        // A thread that gives back several threads' objects gathers them in
+        // its own stash.
         let theirs = thread::scope(|s| s.spawn(|| pool.get()).join().unwrap());
         let (mine_too, other) = (pool.get(), pool.get());
         let given = thread::scope(|s| {

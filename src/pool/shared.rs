@@ -11,7 +11,8 @@
 //! when a sweep finds a holder that has not touched the pool since the
 //! previous sweep. A thread without a slot goes to the overflow one object
 //! at a time (the stashless paths) and asks for one again when a get finds
-//! nothing. Why: [`implementation`](crate::implementation), section 3a.
+//! nothing or when it gives back an object for several takers. Why:
+//! [`implementation`](crate::implementation), section 3a.
 //!
 //! The sweep lock serialises everything that touches another thread's stash
 //! or changes the pool's epoch or its slots: sweeps, making a stash, taking
@@ -28,7 +29,7 @@ use crate::pool::config::{Config, STASHES_PER_CORE, default_max_stashes};
 use crate::pool::exit::{self, Flush};
 use crate::pool::node::{Home, Node, loan};
 use crate::pool::overflow::{Batch, Overflow};
-use crate::pool::stash::{Counters, Returns, Stash, StashBox};
+use crate::pool::stash::{Counters, Local, Returns, Stash, StashBox};
 use crate::sync::{
     Arc, AtomicBool, AtomicCount, AtomicUsize, Mutex, MutexGuard, Ordering, PerThread, lock,
     thread_index, token,
@@ -251,14 +252,16 @@ impl<T: Send> Shared<T> {
     // === slots ===
 
     /// Gives `stash`, this thread's, a slot again after the pool took its
-    /// last one back (module docs), and takes an object with it, in one
-    /// critical section; `None` if no slot is free, or this thread is
-    /// tearing down (its exit flush has run, and would not run again to
-    /// give the slot back). Only a get that finds nothing asks
-    /// (`take_without_slot`); a return without a slot spills
-    /// (`Local::spill`) and asks for none.
+    /// last one back (module docs), or after it inherited the stash of an
+    /// exited thread, and runs `then` on it in the same critical section;
+    /// `None` if no slot is free, or this thread is tearing down (its exit
+    /// flush has run, and would not run again to give the slot back). A
+    /// get that finds nothing asks (`take_without_slot`), and takes an
+    /// object with the slot; so does a return for several takers
+    /// (`gather`), which keeps its object there. Other returns to a stash
+    /// without a slot spill (`Local::spill`) and ask for none.
     #[cold]
-    fn take_slot(&self, stash: &Stash<T>) -> Option<Option<Box<Node<T>>>> {
+    fn take_slot<R>(&self, stash: &Stash<T>, then: impl FnOnce(&mut Local<T>) -> R) -> Option<R> {
         if !exit::alive() || self.no_slot_free(self.held.load(Ordering::Relaxed)) {
             return None;
         }
@@ -268,14 +271,14 @@ impl<T: Send> Shared<T> {
         stash.returns.open.store(token(), Ordering::Relaxed);
         // Under the sweep lock no sweeper holds a claim, so this enters at
         // once; sweeps keep an unheld stash's epoch current too.
-        let taken = stash.with_owner(self.strategy, |local| {
+        let done = stash.with_owner(self.strategy, |local| {
             // A slot again: it starts over as a new stash does (`give_up`).
             local.set_capacity(capacity);
             local.seen = seen;
-            local.take(&stash.returns, &self.overflow)
+            then(local)
         });
         self.rebalance(capacity);
-        Some(taken)
+        Some(done)
     }
 
     /// Whether all slots are held, `held` of them being held; if so, tells
@@ -462,7 +465,7 @@ impl<T: Send> Shared<T> {
         if stash.returns.is_open() {
             return None;
         }
-        match self.take_slot(stash) {
+        match self.take_slot(stash, |local| local.take(&stash.returns, &self.overflow)) {
             Some(taken) => taken,
             None => self.overflow.pop_one(),
         }
@@ -473,6 +476,27 @@ impl<T: Send> Shared<T> {
     #[inline(always)]
     pub(crate) fn push(&self, stash: &Stash<T>, node: Box<Node<T>>) {
         let pushed = stash.with_owner(self.strategy, |local| local.push(node, &self.overflow));
+        self.count_push(stash, pushed);
+    }
+
+    /// Pools an object (already recycled) that this thread gives back for
+    /// several takers in `stash`, this thread's, where it gathers a batch
+    /// (`Local::gather`). A stash without a slot (an exited thread's, which
+    /// this thread inherited with its id, or one whose slot a sweep took
+    /// back) asks for one first: a thread that only gives back passes
+    /// objects on in batches, whichever id it has.
+    #[cold]
+    pub(crate) fn gather(&self, stash: &Stash<T>, node: Box<Node<T>>) {
+        let mut node = Some(node);
+        let mut gather = |local: &mut Local<T>| {
+            let node = node.take().expect("gathered once");
+            local.gather(node, &self.overflow)
+        };
+        let slotted = match stash.returns.is_open() {
+            true => None,
+            false => self.take_slot(stash, &mut gather),
+        };
+        let pushed = slotted.unwrap_or_else(|| stash.with_owner(self.strategy, gather));
         self.count_push(stash, pushed);
     }
 
@@ -921,6 +945,111 @@ mod tests {
             assert_eq!(left, [2, 3, 4]);
             assert_eq!(pool.stats().created, 0);
         });
+    }
+
+    /// A thread whose stash holds no slot (as an heir's, whose exited
+    /// owner's flush gave it back) and that gives back objects taken on
+    /// two other threads asks for a slot, and gathers them: they go on as
+    /// one batch, not one at a time.
+    #[test]
+    fn a_slotless_thread_returning_for_several_takers_passes_batches_on() {
+        use crate::pool::stash::BATCH;
+        within_deadline(|| {
+            let pool: LocalPool<Vec<u8>> = LocalPool::builder(Vec::new as fn() -> Vec<u8>)
+                .manual_sweep()
+                .build();
+            std::thread::scope(|s| {
+                let (to_returner, guards) = mpsc::channel::<Pooled<'_, Vec<u8>>>();
+                let pool = &pool;
+                let returner = s.spawn(move || {
+                    // A stash, empty (a flushed object would race the
+                    // takers' gets).
+                    Pooled::into_inner(pool.get());
+                    let shared = pool.shared.get().unwrap();
+                    let stash = shared.stashes.get().expect("a stash");
+                    // What an exiting owner's flush does: the slot goes back.
+                    shared.flush(stash, token());
+                    assert!(!stash.returns.is_open(), "slotless");
+                    guards.iter().for_each(drop);
+                    stash.returns.is_open()
+                });
+                // This thread's first, so that it holds its own id (and
+                // does not inherit the other taker's once that exits).
+                let mine: Vec<_> = (0..=BATCH).map(|_| pool.get()).collect();
+                let theirs: Vec<_> = s
+                    .spawn(move || (0..=BATCH).map(|_| pool.get()).collect::<Vec<_>>())
+                    .join()
+                    .unwrap();
+                for (a, b) in mine.into_iter().zip(theirs) {
+                    to_returner.send(a).unwrap();
+                    to_returner.send(b).unwrap();
+                }
+                drop(to_returner);
+                assert!(returner.join().unwrap(), "it took a slot");
+            });
+            let shared = pool.shared.get().unwrap();
+            let batch = shared.overflow.pop().expect("a batch went on");
+            assert_eq!(batch.items.len(), BATCH);
+        });
+    }
+
+    /// What a thread gathered for several takers and left part-filled when
+    /// it stopped (blocked, not exited) is idle as any object: the first
+    /// sweep sheds it (a thread that only gives back keeps nothing), the
+    /// second drops it. Under a `max_idle` of two, the stash gathers no
+    /// more than its share.
+    #[test]
+    fn a_part_filled_gather_ages_out_and_keeps_within_max_idle() {
+        use crate::pool::stash::BATCH;
+        for max_idle in [None, Some(2)] {
+            let mut builder = LocalPool::builder(Vec::new as fn() -> Vec<u8>).manual_sweep();
+            if let Some(n) = max_idle {
+                builder = builder.max_idle(n);
+            }
+            let pool: LocalPool<Vec<u8>> = builder.build();
+            std::thread::scope(|s| {
+                let pool = &pool;
+                let mine: Vec<_> = (0..BATCH / 2).map(|_| pool.get()).collect();
+                let theirs: Vec<_> = s
+                    .spawn(move || (0..BATCH / 2).map(|_| pool.get()).collect::<Vec<_>>())
+                    .join()
+                    .unwrap();
+                let (to_gatherer, guards) = mpsc::channel::<Pooled<'_, Vec<u8>>>();
+                let (gathered, stop) = (mpsc::channel(), mpsc::channel::<()>());
+                let gatherer = s.spawn(move || {
+                    guards.iter().for_each(drop);
+                    let shared = pool.shared.get().unwrap();
+                    let stash = shared.stashes.get();
+                    let held = stash.map(|s| s.with_owner(shared.strategy, |l| l.items.len()));
+                    gathered.0.send(held).unwrap();
+                    stop.1.recv().unwrap();
+                });
+                for (a, b) in mine.into_iter().zip(theirs) {
+                    to_gatherer.send(a).unwrap();
+                    to_gatherer.send(b).unwrap();
+                }
+                drop(to_gatherer);
+                let held = gathered.1.recv().unwrap().expect("a stash");
+                let before = pool.stats();
+                match max_idle {
+                    // The first went as any return (one taker so far), the
+                    // rest were gathered: less than a batch, none spilled.
+                    None => assert_eq!((held, before.idle), (BATCH - 1, BATCH), "{before:?}"),
+                    // The stash gathers within its share of the bound.
+                    Some(n) => assert!(held <= n, "{held} gathered past max_idle {n}"),
+                }
+                pool.sweep();
+                pool.sweep();
+                let after = pool.stats();
+                assert_eq!(
+                    (after.idle, after.trimmed),
+                    (0, before.idle as u64),
+                    "{after:?}"
+                );
+                stop.0.send(()).unwrap();
+                gatherer.join().unwrap();
+            });
+        }
     }
 
     /// Many live threads that each return many objects keep at most
