@@ -2,16 +2,17 @@
 //! out of it and back.
 
 use std::fmt;
-use std::mem::{self, ManuallyDrop};
+use std::mem;
 use std::ptr::NonNull;
 
 use crate::lazy::{LazyArc, LazyArcRef};
 use crate::pool::config::Config;
 use crate::pool::guard::{Pooled, PooledOwned};
-use crate::pool::node::{Home, Node, loan};
+use crate::pool::node::{Home, Node};
+use crate::pool::returning::DiscardOnUnwind;
 use crate::pool::shared::Shared;
-use crate::pool::stash::{Counters, Returns, Stash};
-use crate::sync::{Arc, Ordering};
+use crate::pool::stash::{Counters, Stash};
+use crate::sync::Arc;
 use crate::{Recycle, Stats};
 
 /// A pool of reusable objects: Go's `sync.Pool`, with per-thread stashes.
@@ -409,7 +410,7 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
     /// The shared state, made if need be. Its process's: `local` and
     /// `current` make sure of that for every path that reaches it.
     #[inline(always)]
-    fn shared(&self) -> LazyArcRef<'_, Shared<T>> {
+    pub(super) fn shared(&self) -> LazyArcRef<'_, Shared<T>> {
         match self.shared.get() {
             Some(shared) => shared,
             None => self.init(),
@@ -488,7 +489,7 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
     /// The shared state and this thread's stash in it, if it has one: from
     /// the stash cache's first entry, or (out of line) looked up or made.
     #[inline(always)]
-    fn local(&self) -> (LazyArcRef<'_, Shared<T>>, Option<&Stash<T>>) {
+    pub(super) fn local(&self) -> (LazyArcRef<'_, Shared<T>>, Option<&Stash<T>>) {
         if let Some(shared) = self.shared.get() {
             // A hit means this thread remembered its stash in this very
             // table (table ids are never reused), which `local_slow` does
@@ -552,306 +553,6 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
         node
     }
 
-    // === the paths back ===
-    //
-    // `return_lent`: a guard's node, which records the stash it came from;
-    // `return_node`: any other object (`put`). Both end in
-    // `recycle_into_stash`, or in `recycle_into_overflow` on a thread
-    // without a stash; a guard's node in a loan book goes back through the
-    // book (`return_elsewhere`). Each says whether the object may have been
-    // written, which picks `recycle` or `recycle_unwritten`: a guard's node
-    // records it, `with` and `put` lend or take `&mut` access, so theirs
-    // always was.
-
-    /// Returns a node lent by `lend` (from a dropped guard) through
-    /// `recycle`: straight to the stash it came from when this thread took
-    /// it and it is in no book, else as `return_elsewhere` does.
-    ///
-    /// # Safety
-    ///
-    /// `node` must have been lent by this pool's `lend`, and be held by
-    /// the caller, who gives it up.
-    #[inline(always)]
-    pub(crate) unsafe fn return_lent(&self, node: NonNull<Node<T>>) {
-        // SAFETY: the caller holds the node.
-        let (written, home) = unsafe {
-            (
-                Node::take_written(node.as_ptr()),
-                (*node.as_ptr()).home.owned(),
-            )
-        };
-        let Some(stash) = home else {
-            // Out of line, so that the common case stays small enough to
-            // inline into the guard's drop.
-            // SAFETY: the caller's word.
-            return outlined(move || unsafe { self.return_elsewhere(node, written) });
-        };
-        // SAFETY: `owned` found this thread's own stash in the pool that
-        // lent `node` (the caller's word), whose object type is `T`;
-        // stashes live in their own allocations until the pool's shared
-        // state drops (`StashBox`), and `&self` keeps the pool alive for
-        // this call.
-        let stash = unsafe { &*stash.cast::<Stash<T>>() };
-        // SAFETY: in no loan book (`owned`), so the caller's alone; from
-        // `Box::leak`.
-        let node = unsafe { Box::from_raw(node.as_ptr()) };
-        // `lend` made the shared state, and this thread took the node in
-        // this process (a fork gives the child's thread a new token).
-        self.recycle_into_stash(&self.shared(), stash, node, written)
-    }
-
-    /// Returns a lent node in this thread's loan book, or on another thread
-    /// than the one that took it (or on a thread in its teardown): back
-    /// to the book of the stash that lent it, if it is in one (`loans.rs`),
-    /// else as `return_node` does.
-    ///
-    /// # Safety
-    ///
-    /// As `return_lent`.
-    unsafe fn return_elsewhere(&self, node: NonNull<Node<T>>, written: bool) {
-        let at = node.as_ptr();
-        // SAFETY: the caller holds the node.
-        if let Some(stash) = unsafe { (*at).home.mine() } {
-            // Taken on this thread, and in its stash's book.
-            // SAFETY: `mine` found this thread's own stash (see
-            // `return_lent`).
-            let stash = unsafe { &*stash.cast::<Stash<T>>() };
-            // SAFETY: the caller's word.
-            if let Some(node) = unsafe { self.recycle_lent(&stash.counters, node, written) } {
-                // SAFETY: lent from this thread's `stash`, held until now.
-                unsafe { self.shared().push_lent(stash, node) }
-            }
-            return;
-        }
-        let (shared, mine) = self.local();
-        // SAFETY: the caller holds the node. Relaxed: its state was set when
-        // it was lent, and published to this thread with the guard.
-        let tracked = unsafe { Node::loan(at) }.load(Ordering::Relaxed) == loan::LENT;
-        // The stash that lent it, if a thread with a token lent it from one,
-        // in this process.
-        // SAFETY: `lend` recorded a stash of this pool, which lives as long
-        // as the pool's shared state (a forked child's parent state is
-        // never freed).
-        let origin = unsafe { (*at).home.origin() }
-            .map(|origin| unsafe { &*origin.cast::<Stash<T>>() })
-            .filter(|origin| origin.returns.here());
-        // Whether this thread gives back one taking thread's objects, which
-        // then go back to that thread, or several threads', which are
-        // shared (`implementation`, section 3c).
-        let one_taker = match (mine, origin) {
-            (Some(mine), Some(origin)) => mine.returner.note(std::ptr::from_ref(origin).cast()),
-            _ => false,
-        };
-        if let (true, Some(origin)) = (tracked, origin) {
-            // SAFETY: the caller's word; `origin` lent it, in its book.
-            unsafe {
-                match mine {
-                    Some(mine) => self.give_back(&mine.counters, origin, node, written, one_taker),
-                    None => self.give_back(&shared.orphans, origin, node, written, false),
-                }
-            }
-            return;
-        }
-        if tracked {
-            // In a forked child, in its parent's book, which nothing reads
-            // here: this process's now, in no book.
-            // SAFETY: the caller holds the node.
-            unsafe {
-                (*at).home.leave_book();
-                Node::loan(at).store(loan::UNTRACKED, Ordering::Relaxed);
-            }
-        }
-        if let (true, Some(origin)) = (one_taker, origin) {
-            // From now on its objects go back to it.
-            origin.returns.advise(Returns::START);
-        }
-        // SAFETY: in no book, so the caller's alone; from `Box::leak`.
-        let node = unsafe { Box::from_raw(at) };
-        match mine {
-            Some(stash) if one_taker => self.recycle_into_stash(&shared, stash, node, written),
-            // For several takers (or a taker without a stash): gathered
-            // into batches (`Shared::gather`).
-            Some(stash) => {
-                if let Some(node) = self.recycle(&stash.counters, node, written) {
-                    shared.gather(stash, node);
-                }
-            }
-            None => self.recycle_into_overflow(&shared, node, written),
-        }
-    }
-
-    /// Recycles a node that `origin`'s loan book holds, another thread's,
-    /// and gives it back there, counted in `counters` (this thread's).
-    ///
-    /// # Safety
-    ///
-    /// As `return_lent`, for a node in `origin`'s book.
-    unsafe fn give_back<const S: bool>(
-        &self,
-        counters: &Counters<S>,
-        origin: &Stash<T>,
-        node: NonNull<Node<T>>,
-        written: bool,
-        one_taker: bool,
-    ) {
-        // SAFETY: the caller's word.
-        if let Some(node) = unsafe { self.recycle_lent(counters, node, written) } {
-            counters.returned.bump();
-            // SAFETY: the caller's word; `lend` made the shared state.
-            unsafe { self.shared().give_back(origin, node, one_taker) };
-        }
-    }
-
-    /// Passes a lent node's object through `recycle` where it is (it may
-    /// be in a loan book, which other threads read): the node if kept;
-    /// else `None`, its object dropped (`let_go`) and counted discarded,
-    /// also if the recycler panics.
-    ///
-    /// # Safety
-    ///
-    /// As `return_lent`.
-    #[inline(always)]
-    unsafe fn recycle_lent<const S: bool>(
-        &self,
-        counters: &Counters<S>,
-        node: NonNull<Node<T>>,
-        written: bool,
-    ) -> Option<NonNull<Node<T>>> {
-        /// Lets the object go, counted discarded, if `recycle` panics.
-        struct OnUnwind<'a, T: Send + 'static, R: Recycle<T>, const S: bool>(
-            &'a LocalPool<T, R>,
-            &'a Counters<S>,
-            NonNull<Node<T>>,
-        );
-        impl<T: Send + 'static, R: Recycle<T>, const S: bool> Drop for OnUnwind<'_, T, R, S> {
-            fn drop(&mut self) {
-                self.1.discarded.bump();
-                // SAFETY: `recycle_lent`'s caller held the node, and gives
-                // it up.
-                unsafe { self.0.let_go(self.2) }
-            }
-        }
-        let unwinding = OnUnwind(self, counters, node);
-        // SAFETY: the caller holds the node.
-        let value = unsafe { Node::object_mut(node.as_ptr()) };
-        let keep = if written {
-            self.recycler.recycle(value)
-        } else {
-            self.recycler.recycle_unwritten(value)
-        };
-        mem::forget(unwinding);
-        if keep {
-            return Some(node);
-        }
-        counters.discarded.bump();
-        // SAFETY: the caller's word.
-        unsafe { self.let_go(node) };
-        None
-    }
-
-    /// Drops the object of a lent node that leaves the pool.
-    ///
-    /// # Safety
-    ///
-    /// As `return_lent`.
-    #[cold]
-    unsafe fn let_go(&self, node: NonNull<Node<T>>) {
-        // SAFETY: the caller's word.
-        unsafe { self.leave(node, |value| drop(ManuallyDrop::into_inner(value))) }
-    }
-
-    /// The object of a lent node, out of the pool for good (`into_inner`).
-    ///
-    /// # Safety
-    ///
-    /// As `return_lent`.
-    pub(crate) unsafe fn keep_lent(&self, node: NonNull<Node<T>>) -> T {
-        // SAFETY: the caller's word.
-        unsafe { self.leave(node, ManuallyDrop::into_inner) }
-    }
-
-    /// A lent node whose object leaves the pool, handed to `take`: out of
-    /// this thread's loan book if it is in it, and freed; or, in another
-    /// thread's book, left there as an empty shell for that book to free
-    /// (`Node::leave`).
-    ///
-    /// # Safety
-    ///
-    /// As `return_lent`.
-    unsafe fn leave<U>(
-        &self,
-        node: NonNull<Node<T>>,
-        take: impl FnOnce(ManuallyDrop<T>) -> U,
-    ) -> U {
-        // SAFETY: the caller holds the node. Relaxed: as in
-        // `return_elsewhere`.
-        let tracked = unsafe { Node::loan(node.as_ptr()) }.load(Ordering::Relaxed) == loan::LENT;
-        // SAFETY: the caller holds the node.
-        let node = match unsafe { (*node.as_ptr()).home.mine() } {
-            // SAFETY: the caller's word: lent from `stash`, this thread's
-            // (see `return_lent`), in its book.
-            Some(stash) if tracked => unsafe {
-                self.shared().reclaim(&*stash.cast::<Stash<T>>(), node)
-            },
-            // SAFETY: the caller held the node, in another thread's book.
-            None if tracked => return unsafe { Node::leave(node.as_ptr(), take) },
-            // SAFETY: in no book, so the caller's alone; from `Box::leak`.
-            _ => unsafe { Box::from_raw(node.as_ptr()) },
-        };
-        take(node.into_inner())
-    }
-
-    /// Returns an object to the pool through `recycle`, into this thread's
-    /// stash.
-    #[inline(always)]
-    pub(crate) fn return_node(&self, node: Box<Node<T>>, written: bool) {
-        let (shared, stash) = self.local();
-        match stash {
-            Some(stash) => self.recycle_into_stash(&shared, stash, node, written),
-            None => self.recycle_into_overflow(&shared, node, written),
-        }
-    }
-
-    /// Recycles `node` into `stash`, this thread's.
-    #[inline(always)]
-    fn recycle_into_stash(
-        &self,
-        shared: &Shared<T>,
-        stash: &Stash<T>,
-        node: Box<Node<T>>,
-        written: bool,
-    ) {
-        if let Some(node) = self.recycle(&stash.counters, node, written) {
-            shared.push(stash, node);
-        }
-    }
-
-    /// Passes a returned object through `recycle` (`recycle_unwritten` if
-    /// nobody could have written it): the node, if kept; else `None`, the
-    /// object dropped and counted discarded (also if the recycler panics:
-    /// the node then drops as the panic unwinds).
-    #[inline(always)]
-    fn recycle<const S: bool>(
-        &self,
-        counters: &Counters<S>,
-        mut node: Box<Node<T>>,
-        written: bool,
-    ) -> Option<Box<Node<T>>> {
-        let unwinding = DiscardOnUnwind(counters);
-        let keep = if written {
-            self.recycler.recycle(node.value_mut())
-        } else {
-            self.recycler.recycle_unwritten(node.value_mut())
-        };
-        mem::forget(unwinding);
-        if keep {
-            Some(node)
-        } else {
-            counters.discarded.bump();
-            None
-        }
-    }
-
     // === without a stash ===
     //
     // A thread has no stash when every slot of the pool is held by other
@@ -859,14 +560,6 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
     // (its thread id can already belong to another thread). It still pools:
     // objects come from the overflow (or `create`) and go back to it
     // directly, one at a time.
-
-    /// Recycles `node` straight into the overflow (no stash on this thread).
-    #[cold]
-    fn recycle_into_overflow(&self, shared: &Shared<T>, node: Box<Node<T>>, written: bool) {
-        if let Some(node) = self.recycle(&shared.orphans, node, written) {
-            shared.push_single(&shared.orphans, node);
-        }
-    }
 
     /// An object from the overflow, or a new one, for a thread without a
     /// stash.
@@ -886,37 +579,6 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
         mem::forget(unwinding);
         self.recycle_into_overflow(shared, node, true);
         out
-    }
-
-    /// Drops a lent object whose guard is dropped while its thread panics
-    /// (the panic may have left it half-modified), counting it discarded.
-    /// On whatever thread the guard is, so in the shared counts.
-    ///
-    /// # Safety
-    ///
-    /// As `return_lent`.
-    #[cold]
-    pub(crate) unsafe fn discard_unwound(&self, node: NonNull<Node<T>>) {
-        self.shared().orphans.discarded.bump();
-        // SAFETY: the caller's word.
-        unsafe { self.let_go(node) }
-    }
-}
-
-/// Calls `f` out of line: keeps a rare path from growing an inlined caller.
-#[cold]
-#[inline(never)]
-fn outlined<U>(f: impl FnOnce() -> U) -> U {
-    f()
-}
-
-/// Counts an object discarded if `recycle`, or the closure it is lent to,
-/// panics on it.
-struct DiscardOnUnwind<'a, const S: bool>(&'a Counters<S>);
-
-impl<const S: bool> Drop for DiscardOnUnwind<'_, S> {
-    fn drop(&mut self) {
-        self.0.discarded.bump();
     }
 }
 
@@ -975,7 +637,7 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
     #[doc(hidden)]
     pub fn loom_keep_book(&self) {
         if let (_, Some(stash)) = self.local() {
-            stash.returns.advise(Returns::START);
+            stash.returns.advise(crate::pool::stash::Returns::START);
         }
     }
 }

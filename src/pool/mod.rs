@@ -20,6 +20,7 @@ mod node;
 mod overflow;
 mod pool_trait;
 mod recycle;
+mod returning;
 mod shared;
 mod singles;
 mod stash;

@@ -27,9 +27,9 @@ use crate::lazy::LazyArcRef;
 use crate::pool::barrier::{self, Strategy};
 use crate::pool::config::{Config, STASHES_PER_CORE, default_max_stashes};
 use crate::pool::exit::{self, Flush};
-use crate::pool::node::{Home, Node, loan};
+use crate::pool::node::{Home, Node};
 use crate::pool::overflow::{Batch, Overflow};
-use crate::pool::stash::{Counters, Local, Returns, Stash, StashBox};
+use crate::pool::stash::{Counters, Local, Stash, StashBox};
 use crate::sync::{
     Arc, AtomicBool, AtomicCount, AtomicUsize, Mutex, MutexGuard, Ordering, PerThread, lock,
     thread_index, token,
@@ -94,7 +94,7 @@ pub(crate) struct Shared<T: Send> {
     /// Objects dropped by sweeps.
     pub(super) trimmed: AtomicCount,
     /// Counts for threads without a stash (the stashless paths of
-    /// `local_pool.rs`); shared by them all, so bumped with atomic
+    /// `local_pool.rs`, `returning.rs`); shared by them all, so bumped with atomic
     /// read-modify-writes.
     pub(crate) orphans: Counters<true>,
     pub(crate) max_stashed: usize,
@@ -261,7 +261,11 @@ impl<T: Send> Shared<T> {
     /// (`gather`), which keeps its object there. Other returns to a stash
     /// without a slot spill (`Local::spill`) and ask for none.
     #[cold]
-    fn take_slot<R>(&self, stash: &Stash<T>, then: impl FnOnce(&mut Local<T>) -> R) -> Option<R> {
+    pub(super) fn take_slot<R>(
+        &self,
+        stash: &Stash<T>,
+        then: impl FnOnce(&mut Local<T>) -> R,
+    ) -> Option<R> {
         if !exit::alive() || self.no_slot_free(self.held.load(Ordering::Relaxed)) {
             return None;
         }
@@ -384,7 +388,7 @@ impl<T: Send> Shared<T> {
     /// held. If anything unwinds (the barrier cannot fail in practice, but a
     /// kernel may refuse it), the claims `f` did not release are released,
     /// so owners are never locked out.
-    fn with_claimed_stashes(&self, stashes: &[&Stash<T>], mut f: impl FnMut(&Stash<T>)) {
+    pub(super) fn with_claimed_stashes(&self, stashes: &[&Stash<T>], mut f: impl FnMut(&Stash<T>)) {
         struct Release<'a, T>(&'a [&'a Stash<T>], usize);
         impl<T> Drop for Release<'_, T> {
             fn drop(&mut self) {
@@ -471,137 +475,6 @@ impl<T: Send> Shared<T> {
         }
     }
 
-    /// Pools a returned (already recycled) object in `stash`, this
-    /// thread's, spilling to the overflow in the same critical section.
-    #[inline(always)]
-    pub(crate) fn push(&self, stash: &Stash<T>, node: Box<Node<T>>) {
-        let pushed = stash.with_owner(self.strategy, |local| local.push(node, &self.overflow));
-        self.count_push(stash, pushed);
-    }
-
-    /// Pools an object (already recycled) that this thread gives back for
-    /// several takers in `stash`, this thread's, where it gathers a batch
-    /// (`Local::gather`). A stash without a slot (an exited thread's, which
-    /// this thread inherited with its id, or one whose slot a sweep took
-    /// back) asks for one first: a thread that only gives back passes
-    /// objects on in batches, whichever id it has.
-    #[cold]
-    pub(crate) fn gather(&self, stash: &Stash<T>, node: Box<Node<T>>) {
-        let mut node = Some(node);
-        let mut gather = |local: &mut Local<T>| {
-            let node = node.take().expect("gathered once");
-            local.gather(node, &self.overflow)
-        };
-        let slotted = match stash.returns.is_open() {
-            true => None,
-            false => self.take_slot(stash, &mut gather),
-        };
-        let pushed = slotted.unwrap_or_else(|| stash.with_owner(self.strategy, gather));
-        self.count_push(stash, pushed);
-    }
-
-    /// Pools a node lent from `stash` and given back on its owner's
-    /// thread, already recycled: out of the loan book, into the stash, in
-    /// one critical section.
-    ///
-    /// # Safety
-    ///
-    /// `node` was lent from `stash`, which is this thread's, and this
-    /// thread holds it.
-    pub(crate) unsafe fn push_lent(&self, stash: &Stash<T>, node: NonNull<Node<T>>) {
-        let pushed = stash.with_owner(self.strategy, |local| {
-            // SAFETY: the caller's word.
-            let node = unsafe { local.reclaim(node) };
-            local.push(node, &self.overflow)
-        });
-        self.count_push(stash, pushed);
-    }
-
-    /// Takes a node lent from `stash` back on its owner's thread, out of
-    /// the loan book, for a return that does not pool it.
-    ///
-    /// # Safety
-    ///
-    /// As `push_lent`.
-    pub(crate) unsafe fn reclaim(&self, stash: &Stash<T>, node: NonNull<Node<T>>) -> Box<Node<T>> {
-        // SAFETY: the caller's word.
-        stash.with_owner(self.strategy, |local| unsafe { local.reclaim(node) })
-    }
-
-    /// Counts a push; an object that neither the stash nor the overflow
-    /// had room for is dropped, out of the critical section.
-    #[inline(always)]
-    fn count_push(&self, stash: &Stash<T>, pushed: Result<(), Box<Node<T>>>) {
-        match pushed {
-            Ok(()) => stash.counters.returned.bump(),
-            Err(node) => {
-                stash.counters.rejected.bump();
-                drop(node);
-            }
-        }
-    }
-
-    /// Hands a lent node, already recycled on this thread, back to the loan
-    /// book of `origin`, the stash that lent it, another thread's
-    /// (`loans.rs`); advises that stash to keep no book if this thread
-    /// gives back several stashes' loans. If the book has closed (its
-    /// thread exited or lost its slot), collects it.
-    ///
-    /// # Safety
-    ///
-    /// `node` is [`loan::LENT`] in `origin`'s book, and the caller held it
-    /// until now: it is not touched again.
-    pub(crate) unsafe fn give_back(
-        &self,
-        origin: &Stash<T>,
-        node: NonNull<Node<T>>,
-        one_taker: bool,
-    ) {
-        // Release: the recycling happens before the book takes the node (its
-        // acquire in `Loans`). The node is the book's from here on.
-        // SAFETY: the caller held it until now.
-        unsafe { Node::loan(node.as_ptr()) }.store(loan::BACK, Ordering::Release);
-        // Dekker's pattern with the exit flush's close and heavy barrier
-        // (`flush`): either the flush saw the node back, or this sees the
-        // book closed.
-        barrier::light(self.strategy);
-        if !origin.returns.is_open() {
-            self.collect_closed(origin);
-        }
-        if !one_taker {
-            origin.returns.advise(Returns::STOP);
-        }
-    }
-
-    /// Collects the loans given back to `origin`'s book after it closed, as
-    /// an exit flush would have, into the overflow, where the next get finds
-    /// them; unless a thread has opened it since (it inherited the stash
-    /// with its slot, and takes them back itself).
-    #[cold]
-    fn collect_closed(&self, origin: &Stash<T>) {
-        let sweeping = self.lock_sweep();
-        if origin.returns.is_open() {
-            return;
-        }
-        let mut found = Vec::new();
-        self.with_claimed_stashes(&[origin], |stash| {
-            stash.with_claimed(|local| local.loans.collect(&mut found));
-        });
-        if !found.is_empty() {
-            // Pools keep books only without a bound: no room to reserve.
-            self.overflow.push(Batch::new(found, sweeping.epoch));
-        }
-    }
-
-    /// Pools an object returned by a thread without a stash, or whose
-    /// stash holds no slot: straight to the overflow's singles, or dropped
-    /// (rejected) if it is full. Takes no lock, and allocates nothing once
-    /// the singles' stack and ring are made (`singles.rs`).
-    #[cold]
-    pub(crate) fn push_single<const S: bool>(&self, counters: &Counters<S>, node: Box<Node<T>>) {
-        self.pool_one(counters, node, Overflow::push_one);
-    }
-
     /// Pools an object that `LocalPool::preload` made, in a pool's state
     /// not yet published: as a batch of one, which any thread's get finds
     /// (a single can be missed by a get that finds the singles' stack held
@@ -614,7 +487,7 @@ impl<T: Send> Shared<T> {
 
     /// Pools one object, returned or preloaded, with `push`, or drops it
     /// (rejected) if the overflow is full.
-    fn pool_one<const S: bool>(
+    pub(super) fn pool_one<const S: bool>(
         &self,
         counters: &Counters<S>,
         node: Box<Node<T>>,
