@@ -8,6 +8,7 @@
 //! ```text
 //! cargo bench --bench pays                    # both tables, into benches/results/pays.md
 //! cargo bench --bench pays -- buffers         # the second table only
+//! cargo bench --bench pays -- json-log        # the third table only
 //! cargo bench --bench pays -- pipeline opool  # one run
 //! ```
 //!
@@ -64,6 +65,9 @@ mod echo;
 #[path = "../examples/fan_out/work.rs"]
 #[allow(dead_code)]
 mod fan_out;
+#[path = "../examples/json_log/work.rs"]
+#[allow(dead_code)]
+mod json_log;
 #[path = "../examples/common/measure.rs"]
 #[allow(dead_code)]
 mod measure;
@@ -114,6 +118,13 @@ const ROUNDS: usize = 9;
 /// The second table's workloads, and its versions.
 const BUFFER_WORKLOADS: [&str; 2] = ["echo server", "fan-out"];
 const VERSIONS: [&str; 2] = ["stashpool", "plain"];
+
+/// The JSON log's producers, and the records each serialises.
+const JSON_PRODUCERS: usize = 4;
+const JSON_RECORDS: u64 = 250_000;
+
+/// The JSON log's settings: quiet, and beside this many busy loops.
+const BUSY_LOOPS: [usize; 2] = [0, 2];
 
 /// The echo server's clients and the lines each sends.
 const ECHO_CONNECTIONS: usize = 64;
@@ -345,7 +356,7 @@ mod opool_peer {
 /// Runs `workload` with `peer`'s objects in this process; prints what
 /// the run cost (see `Cost`) and the peak resident set in KiB.
 fn run_one(workload: &str, peer: &str) {
-    if BUFFER_WORKLOADS.contains(&workload) {
+    if BUFFER_WORKLOADS.contains(&workload) || workload == "json log" {
         return run_buffers(workload, peer);
     }
     let cost = if workload == "pipeline" {
@@ -486,6 +497,17 @@ fn run_buffers(workload: &str, version: &str) {
         let cpu = cpu_millis() - cpu;
         let created = echo::BUFFERS.stats().created;
         (report.elapsed, report.lines, created, system / cpu)
+    } else if workload == "json log" {
+        let sink = std::io::sink();
+        let report = if plain {
+            json_log::run(json_log::plain, JSON_PRODUCERS, JSON_RECORDS, sink)
+        } else {
+            json_log::run(json_log::pooled, JSON_PRODUCERS, JSON_RECORDS, sink)
+        }
+        .expect("the JSON log runs");
+        let created = json_log::BUFFERS.stats().created;
+        // What bounds it, serde_json, is not timed apart.
+        (report.elapsed, report.records, created, f64::NAN)
     } else {
         let path = env::var(FAN_OUT_INPUT).expect("the input's path, from the table");
         let mut input = std::fs::File::open(path).expect("the fan-out's input");
@@ -667,6 +689,105 @@ fn buffers_table() {
     write_section(&text);
 }
 
+/// The JSON log (`examples/json_log`), pooled and plain in paired rounds
+/// as the second table's, quiet and beside `BUSY_LOOPS` busy loops (this
+/// bench again, spinning, one process each, killed when the rounds end).
+fn json_log_table() {
+    let me = env::current_exe().expect("the bench's own path");
+    // runs[setting][version][round]
+    let mut runs: Vec<[Vec<BufferRun>; 2]> = Vec::new();
+    for busy in BUSY_LOOPS {
+        let mut loops: Vec<_> = (0..busy)
+            .map(|_| Command::new(&me).arg("spin").spawn().expect("a busy loop"))
+            .collect();
+        let mut setting = [Vec::new(), Vec::new()];
+        for round in 0..ROUNDS {
+            eprintln!("{busy} busy loops: round {} of {ROUNDS}", round + 1);
+            let order = if round % 2 == 0 { [0, 1] } else { [1, 0] };
+            for version in order {
+                let run = measure_buffers(&me, "json log", VERSIONS[version], Path::new(""));
+                setting[version].push(run);
+            }
+        }
+        for busy_loop in &mut loops {
+            busy_loop.kill().expect("stop a busy loop");
+            busy_loop.wait().expect("reap a busy loop");
+        }
+        runs.push(setting);
+    }
+
+    let mut text = String::new();
+    let out = &mut text;
+    writeln!(out, "## Fan-in: a JSON log, pooled and plain").unwrap();
+    writeln!(out).unwrap();
+    writeln!(
+        out,
+        "`cargo bench --bench pays -- json-log`: `examples/json_log`, {JSON_PRODUCERS} producers \
+         each serialising {JSON_RECORDS} log records with `serde_json` into a 512-byte buffer \
+         (from a `static` `BytePool`, or `Vec::with_capacity(512)`) and sending it through a \
+         bounded channel to one writer, which writes it through a `BufWriter` and drops it: every \
+         buffer is returned on the writer for four takers. {ROUNDS} rounds per setting, each \
+         running both versions, a fresh process each, the first of them alternating; *busy \
+         loops*: processes spinning beside the rounds on this machine's {} cores. *plain ÷ \
+         stashpool*: the median over the rounds of plain's wall time over stashpool's in the \
+         same round (above 1: stashpool is faster), with the lowest and the highest round; the \
+         rest are medians. CPU: every thread's user and system time.",
+        cores()
+    )
+    .unwrap();
+    writeln!(out).unwrap();
+    writeln!(
+        out,
+        "| busy loops | version | wall (ms) | plain ÷ stashpool (lowest, highest) | CPU (ms) | objects made | allocations per record | peak RSS (MiB) |"
+    )
+    .unwrap();
+    writeln!(
+        out,
+        "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |"
+    )
+    .unwrap();
+    for (busy, runs) in BUSY_LOOPS.iter().zip(&runs) {
+        let mut ratios: Vec<f64> = runs[1]
+            .iter()
+            .zip(&runs[0])
+            .map(|(plain, pooled)| plain.millis / pooled.millis)
+            .collect();
+        ratios.sort_by(|a, b| a.partial_cmp(b).unwrap());
+        for (version, runs) in VERSIONS.iter().zip(runs) {
+            let (ratio, made) = if *version == "plain" {
+                let (low, high) = (ratios[0], ratios[ratios.len() - 1]);
+                (
+                    format!("{:.3} ({low:.3}, {high:.3})", median(ratios.clone())),
+                    "-".to_owned(),
+                )
+            } else {
+                let made = median(runs.iter().map(|r| r.created).collect());
+                ("1".to_owned(), made.to_string())
+            };
+            writeln!(
+                out,
+                "| {busy} | {version} | {:.1} | {ratio} | {:.1} | {made} | {:.2} | {:.1} |",
+                median(runs.iter().map(|r| r.millis).collect()),
+                median(runs.iter().map(|r| r.cpu_millis).collect()),
+                median(runs.iter().map(|r| r.allocations).collect()),
+                median(runs.iter().map(|r| r.hwm).collect()) as f64 / 1024.0,
+            )
+            .unwrap();
+        }
+    }
+    writeln!(out).unwrap();
+    writeln!(
+        out,
+        "_{}; commit `{}`; {}; `cargo bench --bench pays -- json-log`._",
+        sitting::date(),
+        sitting::commit(),
+        sitting::machine(),
+    )
+    .unwrap();
+    print!("{text}");
+    write_section(&text);
+}
+
 /// Writes `section` (a `## ` heading and what follows it) into
 /// benches/results/pays.md, in place of the section of the same heading,
 /// or after the others: each table rewrites its own.
@@ -828,12 +949,18 @@ fn main() {
     match args.as_slice() {
         [workload, peer] => run_one(workload, peer),
         [buffers] if buffers == "buffers" => buffers_table(),
+        [json] if json == "json-log" => json_log_table(),
+        [spin] if spin == "spin" => loop {
+            std::hint::spin_loop();
+        },
         [] => {
             table();
             buffers_table();
+            json_log_table();
         }
         _ => panic!(
-            "usage: pays [buffers | WORKLOAD PEER]; workloads {WORKLOADS:?} {BUFFER_WORKLOADS:?}, \
+            "usage: pays [buffers | json-log | WORKLOAD PEER]; workloads {WORKLOADS:?} \
+             {BUFFER_WORKLOADS:?} \"json log\", \
              peers {PEERS:?} {VERSIONS:?}"
         ),
     }
