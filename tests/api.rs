@@ -252,3 +252,61 @@ fn byte_guards_are_byte_slices() {
         let _: Bytes = Bytes::from_owner(buffers.get_owned());
     }
 }
+
+/// Each note of `Stats`' `Display`, with the setting it names, and none on
+/// a pool that reuses what comes back.
+#[test]
+fn stats_notes_name_what_to_change() {
+    let reusing = LocalPool::new(Vec::<u8>::new);
+    reusing.with(|_| ());
+    reusing.with(|_| ());
+    assert!(
+        !reusing.stats().to_string().contains("note"),
+        "{}",
+        reusing.stats()
+    );
+
+    // Dropped for want of room: max_idle(1), eight objects back at once.
+    let bounded = LocalPool::builder(Vec::<u8>::new)
+        .max_idle(1)
+        .manual_sweep()
+        .build();
+    for _ in 0..4 {
+        let held: Vec<_> = (0..8).map(|_| bounded.get()).collect();
+        drop(held);
+    }
+    let shown = bounded.stats().to_string();
+    assert!(
+        shown.contains("were rejected for want of room: max_idle"),
+        "{shown}"
+    );
+
+    // Every object taken while the others were in use.
+    let live = LocalPool::new(Vec::<u8>::new);
+    let held: Vec<_> = (0..5).map(|_| live.get()).collect();
+    drop(held);
+    let shown = live.stats().to_string();
+    assert!(
+        shown.contains("no get reused an object (5 gets, 5 made)"),
+        "{shown}"
+    );
+
+    // Refused by the recycler: the discarded note names Reset::Keep.
+    struct Refuse;
+    impl Recycle<Vec<u8>> for Refuse {
+        fn create(&self) -> Vec<u8> {
+            Vec::new()
+        }
+        fn recycle(&self, _: &mut Vec<u8>) -> bool {
+            false
+        }
+    }
+    let refusing = LocalPool::new(Refuse);
+    refusing.with(|_| ());
+    refusing.with(|_| ());
+    let shown = refusing.stats().to_string();
+    assert!(
+        shown.contains("were discarded (by the recycler, or a Reset policy: Reset::Keep"),
+        "{shown}"
+    );
+}

@@ -77,9 +77,10 @@ pub type PooledChunkOwned = PooledOwned<Box<[u8]>, ChunkRecycler, ChunkPool>;
 ///
 /// * [`Reset::Zero`] (the default): a chunk comes out zeroed. The guard
 ///   records when it first hands out `&mut` access, and a written chunk is
-///   zeroed when it comes back: a `memset` of the chunk per use, which is
-///   what a `resize` of an empty buffer costs. A chunk only read costs
-///   nothing.
+///   zeroed when it comes back, by the thread that drops it (the guard, or
+///   the last `Bytes` clone: in a tokio server, the runtime worker that
+///   drops it): a `memset` of the chunk per use, which is what a `resize`
+///   of an empty buffer costs. A chunk only read costs nothing.
 /// * [`Reset::Keep`], for `bp`'s behaviour: nothing is zeroed after a chunk
 ///   is made, so **the next user sees the bytes the last one left**. For
 ///   code that uses only the bytes a read returned (`&chunk[..n]`), which

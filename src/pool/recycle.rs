@@ -38,7 +38,10 @@ pub trait Recycle<T> {
     /// Makes a new object: called by `get` when no pooled object is idle.
     fn create(&self) -> T;
 
-    /// Called on every returned object before it is pooled again.
+    /// Called on every returned object before it is pooled again, on the
+    /// thread that returns it: the one that drops the guard (or the last
+    /// `Bytes` clone of a frozen buffer), which pays for the reset. A
+    /// consumer thread that drops what producers filled resets it for them.
     ///
     /// Return `false` to drop the object instead (counted in
     /// [`Stats::discarded`](crate::Stats::discarded)). The default keeps every

@@ -127,12 +127,22 @@ impl Stats {
 /// The counters as `key=value` pairs on one line, in the order of the
 /// fields: for logs, and easy to parse back.
 ///
-/// When the pool discarded most of what came back (more than it kept and
-/// rejected together), a note after a `;` says so: such a pool makes
-/// nearly every object anew, as plain allocation would, which the
-/// counters alone leave to the reader to see. A frame pool under
-/// [`Reset::Zero`](crate::Reset::Zero) does this with written frames of
-/// 1 MiB or more; `Reset::Keep` keeps them.
+/// A note after a `;` says what the counters leave to the reader to see,
+/// and names the setting that changes it:
+///
+/// * the pool **discarded** most of what came back (more than it kept and
+///   rejected together): it makes nearly every object anew, as plain
+///   allocation would. A frame pool under
+///   [`Reset::Zero`](crate::Reset::Zero) drops written frames of 1 MiB or
+///   more; [`Reset::Keep`](crate::Reset::Keep) keeps them; a recycler
+///   that refuses them decides the same.
+/// * it **rejected** most of what came back (more than it kept): its
+///   [`max_idle`](crate::LocalPoolBuilder::max_idle) is below what its
+///   threads hold at once.
+/// * **no get reused an object**: two or more gets, all made, nothing
+///   dropped: each object was taken while the others were in use (or on a
+///   thread of its own), so there was nothing to reuse and the pool saved
+///   nothing.
 ///
 /// # Examples
 ///
@@ -163,9 +173,18 @@ impl Stats {
 /// assert_eq!(
 ///     refusing.stats().to_string(),
 ///     "gets=2 created=2 reused=0 returned=0 discarded=2 rejected=0 trimmed=0 idle=0; \
-///      note: 2 of the 2 objects that came back were discarded (by the pool's recycler \
-///      or Reset policy), so it reuses little of what it makes"
+///      note: 2 of the 2 objects that came back were discarded (by the recycler, or a \
+///      Reset policy: Reset::Keep keeps written frames), so it reuses little of what it makes"
 /// );
+///
+/// // Every object taken before any came back: nothing to reuse.
+/// let frames = LocalPool::new(|| vec![0u8; 1024]);
+/// let all_live: Vec<_> = (0..3).map(|_| frames.get()).collect();
+/// drop(all_live);
+/// assert!(frames.stats().to_string().ends_with(
+///     "note: no get reused an object (3 gets, 3 made): each was taken while the others \
+///      were in use, so the pool saved nothing"
+/// ));
 /// ```
 impl fmt::Display for Stats {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -184,14 +203,27 @@ impl fmt::Display for Stats {
             "gets={gets} created={created} reused={reused} returned={returned} \
              discarded={discarded} rejected={rejected} trimmed={trimmed} idle={idle}"
         )?;
+        let came_back = discarded
+            .saturating_add(*returned)
+            .saturating_add(*rejected);
         if *discarded > returned.saturating_add(*rejected) {
-            let came_back = discarded
-                .saturating_add(*returned)
-                .saturating_add(*rejected);
             write!(
                 f,
                 "; note: {discarded} of the {came_back} objects that came back were discarded \
-                 (by the pool's recycler or Reset policy), so it reuses little of what it makes"
+                 (by the recycler, or a Reset policy: Reset::Keep keeps written frames), so it \
+                 reuses little of what it makes"
+            )?;
+        } else if rejected > returned {
+            write!(
+                f,
+                "; note: {rejected} of the {came_back} objects that came back were rejected for \
+                 want of room: max_idle is below what the threads hold at once"
+            )?;
+        } else if *gets >= 2 && *reused == 0 && *created >= *gets && discarded + rejected == 0 {
+            write!(
+                f,
+                "; note: no get reused an object ({gets} gets, {created} made): each was taken \
+                 while the others were in use, so the pool saved nothing"
             )?;
         }
         Ok(())
