@@ -73,6 +73,26 @@ pub type PooledGrayOwned<P = GrayPool> = PooledFrameOwned<GrayImage, P>;
 /// assert_eq!(coverage(16), 48 * 48);
 /// assert_eq!(MASKS.stats().created, 1);
 /// ```
+///
+/// With `image::imageops`: the functions that take the image `&mut`
+/// (`overlay`, `replace`, `invert`, `brighten_in_place`, ...) render into
+/// a pooled frame; those that return an image (`resize`, `blur`,
+/// `grayscale`) allocate their output whatever the pool, so pool the frames
+/// they read, or copy their output in with `replace`.
+///
+/// ```
+/// use image::{GrayImage, Luma, imageops};
+/// use stashpool::image::GrayPool;
+///
+/// static CANVAS: GrayPool = GrayPool::new(32, 32);
+///
+/// let glyph = GrayImage::from_pixel(8, 8, Luma([200]));
+/// let mut frame = CANVAS.get();
+/// imageops::overlay(&mut *frame, &glyph, 4, 4); // drawn into the pooled frame
+/// imageops::invert(&mut *frame);
+/// assert_eq!(frame.get_pixel(0, 0), &Luma([255]));
+/// assert_eq!(frame.get_pixel(5, 5), &Luma([55]));
+/// ```
 pub type GrayPool = FramePool<GrayImage>;
 
 impl FramePool<GrayImage> {
