@@ -826,12 +826,14 @@ fn json_document(out: &mut Vec<u8>, connection: u64, request: u64) -> io::Result
 }
 
 /// The counters and the pools' statistics, as `key=value` pairs: each
-/// pool's `Stats` as it displays itself, its keys under the pool's name
-/// (`readers.gets=...`).
+/// pool's `Stats` as it displays itself (less a note, which follows a
+/// `;`), its keys under the pool's name (`readers.gets=...`).
 pub fn write_stats(out: &mut impl Write) -> io::Result<()> {
     counters::write_counters(out)?;
     for (name, pool) in pools() {
-        for pair in pool.stats().to_string().split(' ') {
+        let shown = pool.stats().to_string();
+        let counters = shown.split(';').next().unwrap_or_default();
+        for pair in counters.split(' ') {
             write!(out, " {name}.{pair}")?;
         }
     }

@@ -1,8 +1,9 @@
 //! The shared overflow: batches of idle objects that any thread can take.
 //!
 //! A stash at its limit spills a batch of its oldest objects here; an empty
-//! one takes a whole batch back, so one queue operation serves many gets and
-//! puts (Go's `poolChain` plays the same part for its per-P caches). Objects
+//! one takes a batch back, keeps what its limit allows and queues the rest
+//! again, so a queue operation serves several gets and puts (Go's
+//! `poolChain` plays the same part for its per-P caches). Objects
 //! moved one at a time (by threads without a slot, stashes that keep none or
 //! spill one) go to the singles (`singles.rs`), and those that fit there no
 //! more to the batch queue as batches of one; all under one bound:

@@ -36,14 +36,15 @@ enum Route<'a, T> {
     /// Into the loan book of `origin`, which lent it; `stop`: advising it
     /// to keep none.
     Book { origin: &'a Stash<T>, stop: bool },
-    /// Into `mine`, this thread's stash, as its own return; `origin`, its
-    /// one taker, is advised to keep a book.
+    /// Into `mine`, this thread's stash, as its own return; `taker`, if
+    /// this thread gives back its objects alone, is advised to keep a book.
+    /// (With no taker to name, a thread without a stash or another
+    /// process's, there is no book to advise.)
     Stash {
         mine: &'a Stash<T>,
-        origin: &'a Stash<T>,
+        taker: Option<&'a Stash<T>>,
     },
-    /// Gathered in `mine`, this thread's stash, for several takers (or a
-    /// taker that cannot be named: another process's, or none).
+    /// Gathered in `mine`, this thread's stash, for several takers.
     Gather(&'a Stash<T>),
     /// To the overflow alone: this thread has no stash.
     Overflow,
@@ -63,8 +64,12 @@ impl<'a, T> Route<'a, T> {
                 origin,
                 stop: !one_taker,
             },
-            (Some(mine), Some(origin)) if one_taker => Route::Stash { mine, origin },
-            (Some(mine), _) => Route::Gather(mine),
+            (Some(mine), Some(origin)) if one_taker => Route::Stash {
+                mine,
+                taker: Some(origin),
+            },
+            (Some(mine), Some(_)) => Route::Gather(mine),
+            (Some(mine), None) => Route::Stash { mine, taker: None },
             (None, _) => Route::Overflow,
         }
     }
@@ -164,9 +169,11 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
                     None => self.give_back(&shared.orphans, origin, node, written, stop),
                 }
             },
-            Route::Stash { mine, origin } => {
-                // From now on its objects go back to it.
-                origin.returns.advise(Returns::START);
+            Route::Stash { mine, taker } => {
+                if let Some(taker) = taker {
+                    // From now on its objects go back to it.
+                    taker.returns.advise(Returns::START);
+                }
                 self.recycle_into_stash(&shared, mine, boxed(), written);
             }
             Route::Gather(mine) => {

@@ -224,8 +224,8 @@ impl<T: Send> Shared<T> {
         exit::arm();
         // The id may be an exited thread's, whose stash this thread takes
         // over: it holds no slot once the exited thread's flush has run,
-        // and this thread then asks for one when a get finds nothing
-        // (`take_slot`), never when it returns an object.
+        // and this thread then asks for one when a get finds nothing or
+        // when it gathers (`take_slot`), never on its own returns.
         if let Some(stash) = shared.stashes.get() {
             return Some(Self::found(this, stash));
         }
@@ -258,7 +258,8 @@ impl<T: Send> Shared<T> {
     /// flush has run, and would not run again to give the slot back). A
     /// get that finds nothing asks (`take_without_slot`), and takes an
     /// object with the slot; so does a return for several takers
-    /// (`gather`), which keeps its object there. Other returns to a stash
+    /// (`gather`), which gathers its object there (unless the recut of
+    /// `max_idle`'s shares that follows sheds it). Other returns to a stash
     /// without a slot spill (`Local::spill`) and ask for none.
     #[cold]
     pub(super) fn take_slot<R>(
@@ -843,7 +844,14 @@ mod tests {
                     // What an exiting owner's flush does: the slot goes back.
                     shared.flush(stash, token());
                     assert!(!stash.returns.is_open(), "slotless");
-                    guards.iter().for_each(drop);
+                    let mut guards = guards.iter();
+                    // One taker so far: its own return, a single.
+                    drop(guards.next());
+                    // A second taker's: gathered, in a slot taken in the
+                    // same critical section.
+                    let sections = crate::pool::stash::sections::count(|| drop(guards.next()));
+                    assert_eq!(sections, 1, "the gather that takes a slot enters once");
+                    guards.for_each(drop);
                     stash.returns.is_open()
                 });
                 // This thread's first, so that it holds its own id (and
@@ -909,9 +917,15 @@ mod tests {
                     // rest were gathered: less than a batch, none spilled.
                     None => assert_eq!((held, before.idle), (BATCH - 1, BATCH), "{before:?}"),
                     // The stash gathers within its share of the bound.
-                    Some(n) => assert!(held <= n, "{held} gathered past max_idle {n}"),
+                    Some(n) => assert!(held <= n / 2, "{held} gathered past a share of {n}"),
                 }
                 pool.sweep();
+                // Shed to the overflow as victims, not dropped yet (but what
+                // exceeds `max_idle`).
+                let shed = pool.stats();
+                let kept = before.idle.min(max_idle.unwrap_or(usize::MAX));
+                let cut = (before.idle - kept) as u64;
+                assert_eq!((shed.idle, shed.trimmed), (kept, cut), "{shed:?}");
                 pool.sweep();
                 let after = pool.stats();
                 assert_eq!(

@@ -61,7 +61,8 @@ pub(crate) struct Returns {
     /// while the stash holds one of its pool's slots (`shared.rs`); 0 for
     /// a stash without one, which keeps nothing (its capacity is zero): its
     /// owner's gets and returns go to the overflow one by one, and its
-    /// owner asks for a slot again when a get finds nothing. Written under
+    /// owner asks for a slot again when a get finds nothing or when it
+    /// gathers (`Shared::gather`). Written under
     /// the sweep lock: an exit flush or a sweep that takes the slot back
     /// closes the book.
     pub(crate) open: AtomicCount,
@@ -387,8 +388,9 @@ pub(crate) struct Local<T> {
     /// The most objects this stash keeps *now*, at most `capacity`: it
     /// starts at zero and adapts to how the owner uses the pool (see
     /// `underflow` and `age`), so a stash that only receives objects
-    /// (returned on this thread, taken on others) passes them on at once
-    /// instead of keeping them from the threads that take them.
+    /// (returned on this thread, taken on others) passes them on instead of
+    /// keeping them from the threads that take them: at once for one taker,
+    /// a batch at a time for several (`gather`).
     pub(super) limit: usize,
     /// Whether the stash spilled since its last underflow.
     spilled: bool,
@@ -1072,7 +1074,7 @@ mod tests {
     #[test]
     fn a_stash_past_its_limit_spills_down_to_half_of_it_at_once() {
         let overflow = Overflow::new(usize::MAX);
-        // A steal installed six; the stash keeps two.
+        // Six from a steal, with a book; the stash keeps two.
         let mut l = limited(&[1, 2, 3, 4, 5, 6], 0, 3, 2);
         assert!(l.push(Node::boxed(7), &overflow).is_ok());
         assert_eq!(spilled(&overflow), (vec![1, 2, 3, 4, 5], 3));
