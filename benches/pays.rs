@@ -637,33 +637,12 @@ fn buffers_table() {
     )
     .unwrap();
     for (workload, runs) in BUFFER_WORKLOADS.iter().zip(&runs) {
-        let mut ratios: Vec<f64> = runs[1]
-            .iter()
-            .zip(&runs[0])
-            .map(|(plain, pooled)| plain.millis / pooled.millis)
-            .collect();
-        ratios.sort_by(|a, b| a.partial_cmp(b).unwrap());
         let bound = if *workload == "echo server" {
             "system"
         } else {
             "deflate"
         };
-        for (version, runs) in VERSIONS.iter().zip(runs) {
-            let ratio = if *version == "plain" {
-                format!(
-                    "{:.3} ({:.3}, {:.3})",
-                    median(ratios.clone()),
-                    ratios[0],
-                    ratios[ratios.len() - 1]
-                )
-            } else {
-                "1".to_owned()
-            };
-            let made = if *version == "plain" {
-                "-".to_owned()
-            } else {
-                median(runs.iter().map(|r| r.created).collect()).to_string()
-            };
+        for ((version, runs), (ratio, made)) in VERSIONS.iter().zip(runs).zip(paired_cells(runs)) {
             writeln!(
                 out,
                 "| {workload} | {version} | {:.1} | {ratio} | {:.1} | {bound} {:.0}% | {made} | {:.2} | {:.1} |",
@@ -676,17 +655,7 @@ fn buffers_table() {
             .unwrap();
         }
     }
-    writeln!(out).unwrap();
-    writeln!(
-        out,
-        "_{}; commit `{}`; {}; `cargo bench --bench pays -- buffers`._",
-        sitting::date(),
-        sitting::commit(),
-        sitting::machine(),
-    )
-    .unwrap();
-    print!("{text}");
-    write_section(&text);
+    finish(text, "buffers");
 }
 
 /// The JSON log (`examples/json_log`), pooled and plain in paired rounds
@@ -747,23 +716,7 @@ fn json_log_table() {
     )
     .unwrap();
     for (busy, runs) in BUSY_LOOPS.iter().zip(&runs) {
-        let mut ratios: Vec<f64> = runs[1]
-            .iter()
-            .zip(&runs[0])
-            .map(|(plain, pooled)| plain.millis / pooled.millis)
-            .collect();
-        ratios.sort_by(|a, b| a.partial_cmp(b).unwrap());
-        for (version, runs) in VERSIONS.iter().zip(runs) {
-            let (ratio, made) = if *version == "plain" {
-                let (low, high) = (ratios[0], ratios[ratios.len() - 1]);
-                (
-                    format!("{:.3} ({low:.3}, {high:.3})", median(ratios.clone())),
-                    "-".to_owned(),
-                )
-            } else {
-                let made = median(runs.iter().map(|r| r.created).collect());
-                ("1".to_owned(), made.to_string())
-            };
+        for ((version, runs), (ratio, made)) in VERSIONS.iter().zip(runs).zip(paired_cells(runs)) {
             writeln!(
                 out,
                 "| {busy} | {version} | {:.1} | {ratio} | {:.1} | {made} | {:.2} | {:.1} |",
@@ -775,10 +728,38 @@ fn json_log_table() {
             .unwrap();
         }
     }
-    writeln!(out).unwrap();
+    finish(text, "json-log");
+}
+
+/// The two versions' cells of a paired table (`runs[version][round]`,
+/// stashpool first): the ratio (stashpool: 1; plain: the median over the
+/// rounds of plain's time over stashpool's in the same round, with the
+/// lowest and the highest) and the objects made (plain: none).
+fn paired_cells(runs: &[Vec<BufferRun>; 2]) -> [(String, String); 2] {
+    let mut ratios: Vec<f64> = runs[1]
+        .iter()
+        .zip(&runs[0])
+        .map(|(plain, pooled)| plain.millis / pooled.millis)
+        .collect();
+    ratios.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    let (low, high) = (ratios[0], ratios[ratios.len() - 1]);
+    let made = median(runs[0].iter().map(|r| r.created).collect());
+    [
+        ("1".to_owned(), made.to_string()),
+        (
+            format!("{:.3} ({low:.3}, {high:.3})", median(ratios)),
+            "-".to_owned(),
+        ),
+    ]
+}
+
+/// Ends a table with its sitting and the command that made it (`pays --
+/// {mode}`), prints it and writes it into benches/results/pays.md.
+fn finish(mut text: String, mode: &str) {
+    writeln!(text).unwrap();
     writeln!(
-        out,
-        "_{}; commit `{}`; {}; `cargo bench --bench pays -- json-log`._",
+        text,
+        "_{}; commit `{}`; {}; `cargo bench --bench pays -- {mode}`._",
         sitting::date(),
         sitting::commit(),
         sitting::machine(),
