@@ -83,6 +83,64 @@ fn max_idle_bounds_every_stash_and_the_overflow_together() {
     });
 }
 
+/// Threads that each give back the objects of all the others (so each
+/// gathers them, for several takers, into batches within its share): at
+/// every quiescent point every return was pooled or rejected, a sweep
+/// brings the pool within `max_idle`, and every object drops once.
+#[test]
+fn objects_gathered_for_several_takers_keep_within_max_idle() {
+    let _own = own_stashes();
+    run_with_deadline(DEADLINE, || {
+        const THREADS: usize = 4;
+        const EACH: usize = 24;
+        const ROUNDS: usize = 30;
+        const MAX_IDLE: usize = 20;
+        let ledger = Ledger::new();
+        let pool = tracked_pool(&ledger, Some(MAX_IDLE));
+        let (senders, receivers): (Vec<_>, Vec<_>) =
+            (0..THREADS).map(|_| std::sync::mpsc::channel()).unzip();
+        let round = Barrier::new(THREADS + 1);
+        let checked = Barrier::new(THREADS + 1);
+        thread::scope(|s| {
+            for (me, received) in receivers.into_iter().enumerate() {
+                let (pool, senders) = (&pool, senders.clone());
+                let (round, checked) = (&round, &checked);
+                s.spawn(move || {
+                    for _ in 0..ROUNDS {
+                        // Each object goes to another thread, round-robin.
+                        for i in 0..EACH {
+                            let to = (me + 1 + i % (THREADS - 1)) % THREADS;
+                            senders[to].send(pool.get()).unwrap();
+                        }
+                        for _ in 0..EACH {
+                            drop(received.recv().unwrap());
+                        }
+                        round.wait();
+                        checked.wait();
+                    }
+                });
+            }
+            drop(senders);
+            for _ in 0..ROUNDS {
+                round.wait();
+                let before = pool.stats();
+                assert_eq!(before.gets, before.returned + before.rejected, "{before:?}");
+                pool.sweep();
+                let after = pool.stats();
+                assert!(after.idle <= MAX_IDLE, "after a sweep: {after:?}");
+                assert_eq!(
+                    ledger.live(),
+                    after.idle,
+                    "the rest were dropped: {after:?}"
+                );
+                checked.wait();
+            }
+        });
+        drop(pool);
+        assert_eq!(ledger.dropped(), ledger.made(), "each dropped exactly once");
+    });
+}
+
 #[test]
 fn a_thread_keeps_at_most_its_share() {
     let _own = own_stashes();
