@@ -1,5 +1,5 @@
 //! `LocalPool`: the public face of the pool, and the paths an object takes
-//! out of it and back.
+//! out of it (the paths back are `returning.rs`'s).
 
 use std::fmt;
 use std::mem;
