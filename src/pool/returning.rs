@@ -409,9 +409,12 @@ impl<T: Send> Shared<T> {
             let node = node.take().expect("gathered once");
             local.gather(node, &self.overflow)
         };
-        let slotted = match stash.returns.is_open() {
-            true => None,
-            false => self.take_slot(stash, &mut gather),
+        // `take_slot` runs `gather` only if it finds a slot; else the node
+        // is still here, for a section without one.
+        let slotted = if stash.returns.is_open() {
+            None
+        } else {
+            self.take_slot(stash, &mut gather)
         };
         let pushed = slotted.unwrap_or_else(|| stash.with_owner(self.strategy, gather));
         self.count_push(stash, pushed);
