@@ -347,6 +347,12 @@ impl Recycle<Slab> for SlabRecycler {
     fn recycle(&self, slab: &mut Slab) -> bool {
         !slab.spent
     }
+
+    /// The whole slab, carved or not: its memory is freed only with the
+    /// last piece.
+    fn footprint(&self, _: &Slab) -> usize {
+        self.slab_capacity
+    }
 }
 
 /// An empty `BytesMut` with room for `capacity` bytes.

@@ -181,6 +181,10 @@ impl<B: Buffer> Recycle<B> for BufferRecycler {
         Buffer::clear(buf, Token);
         true
     }
+
+    fn footprint(&self, buf: &B) -> usize {
+        Buffer::capacity(buf, Token)
+    }
 }
 
 /// A pooled buffer: goes back to its pool, cleared, when dropped.

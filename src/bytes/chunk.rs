@@ -277,6 +277,10 @@ impl Recycle<Box<[u8]>> for ChunkRecycler {
     fn recycle_unwritten(&self, chunk: &mut Box<[u8]>) -> bool {
         reset::recycle(self, self.reset, chunk, false)
     }
+
+    fn footprint(&self, chunk: &Box<[u8]>) -> usize {
+        chunk.len()
+    }
 }
 
 impl Wipe<Box<[u8]>> for ChunkRecycler {

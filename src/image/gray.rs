@@ -310,6 +310,10 @@ impl Recycle<GrayImage> for GrayRecycler {
     fn recycle_unwritten(&self, frame: &mut GrayImage) -> bool {
         reset::recycle(self, self.reset, frame, false)
     }
+
+    fn footprint(&self, frame: &GrayImage) -> usize {
+        frame.as_raw().capacity()
+    }
 }
 
 impl Wipe<GrayImage> for GrayRecycler {

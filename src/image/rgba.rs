@@ -292,6 +292,10 @@ impl Recycle<RgbaImage> for RgbaRecycler {
     fn recycle_unwritten(&self, frame: &mut RgbaImage) -> bool {
         reset::recycle(self, self.reset, frame, false)
     }
+
+    fn footprint(&self, frame: &RgbaImage) -> usize {
+        frame.as_raw().capacity()
+    }
 }
 
 impl Wipe<RgbaImage> for RgbaRecycler {

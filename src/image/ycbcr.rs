@@ -533,6 +533,10 @@ impl Recycle<YCbCrFrame> for YCbCrRecycler {
     fn recycle_unwritten(&self, frame: &mut YCbCrFrame) -> bool {
         reset::recycle(self, self.reset, frame, false)
     }
+
+    fn footprint(&self, frame: &YCbCrFrame) -> usize {
+        frame.y.capacity() + frame.cb.capacity() + frame.cr.capacity()
+    }
 }
 
 impl Wipe<YCbCrFrame> for YCbCrRecycler {

@@ -82,6 +82,10 @@ impl Recycle<Chunk> for Fresh {
 
     // `Scratch` zeroes what it lent before the buffer comes back here, and
     // its length cannot change: nothing to do.
+
+    fn footprint(&self, chunk: &Chunk) -> usize {
+        chunk.bytes.len()
+    }
 }
 
 /// The most a [`Scratch`] lends at first under [`Reset::Zero`]: a short

@@ -235,6 +235,10 @@ impl Recycle<MmapMut> for MmapRecycler {
     fn recycle_unwritten(&self, map: &mut MmapMut) -> bool {
         reset::recycle(self, self.reset, map, false)
     }
+
+    fn footprint(&self, map: &MmapMut) -> usize {
+        map.len()
+    }
 }
 
 impl Wipe<MmapMut> for MmapRecycler {

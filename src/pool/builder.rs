@@ -153,6 +153,43 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPoolBuilder<T, R> {
         self
     }
 
+    /// Keeps at most `n` bytes idle, as [`Recycle::footprint`] counts
+    /// them, at every instant (the default: no bound): for objects whose
+    /// size varies, such as buffers that grow to fit what they hold, where
+    /// a count of objects bounds nothing.
+    ///
+    /// A returned object is pooled only if its footprint fits in what the
+    /// idle objects leave of `n`; else it is dropped and counted in
+    /// [`Stats::rejected`](crate::Stats::rejected), so an object larger
+    /// than `n` is never kept. A get or a sweep that takes an object frees
+    /// its bytes. Unlike [`max_idle`](Self::max_idle), this is a hard cap:
+    /// the pool counts the bytes in one place that every thread updates,
+    /// on each return that pools an object and each get that reuses one,
+    /// which costs such a get or return one atomic read-modify-write on a
+    /// shared line. That is little beside the objects a byte budget is
+    /// for, large ones; a pool without a budget pays nothing for it. The
+    /// two bounds combine: an object is kept only where both have room.
+    ///
+    /// # Examples
+    ///
+    /// A burst of large buffers leaves no more than the budget behind, with
+    /// no sweep (the complaint of golang/go#23199):
+    ///
+    /// ```
+    /// use stashpool::bytes::BytePool;
+    ///
+    /// let pool = BytePool::builder(1 << 20).max_idle_bytes(2 << 20).manual_sweep().build();
+    /// let burst: Vec<_> = (0..8).map(|_| pool.get()).collect();
+    /// drop(burst);
+    /// let stats = pool.stats();
+    /// assert!(stats.idle_bytes <= 2 << 20);
+    /// assert_eq!((stats.idle, stats.rejected), (2, 6));
+    /// ```
+    pub const fn max_idle_bytes(mut self, n: usize) -> Self {
+        self.config.max_idle_bytes = n;
+        self
+    }
+
     /// Sweeps automatically on this interval, on the process-wide sweeper
     /// thread (the default, every [`DEFAULT_SWEEP_INTERVAL`](crate::DEFAULT_SWEEP_INTERVAL)). Intervals
     /// shorter than [`MIN_SWEEP_INTERVAL`](crate::MIN_SWEEP_INTERVAL) are raised to it.

@@ -64,6 +64,8 @@ pub(crate) fn default_max_stashes() -> usize {
 pub(crate) struct Config {
     pub(crate) max_stashed: usize,
     pub(crate) max_idle: usize,
+    /// The byte budget (`budget.rs`); `usize::MAX`: none.
+    pub(crate) max_idle_bytes: usize,
     /// `None`: manual sweeping only.
     pub(crate) sweep_every: Option<Duration>,
     /// `None`: [`default_max_stashes`].
@@ -76,6 +78,7 @@ impl Config {
     pub(crate) const DEFAULT: Self = Self {
         max_stashed: DEFAULT_MAX_STASHED,
         max_idle: usize::MAX,
+        max_idle_bytes: usize::MAX,
         sweep_every: Some(DEFAULT_SWEEP_INTERVAL),
         max_stashes: None,
         preload: 0,

@@ -515,7 +515,9 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
     #[cold]
     fn preload(&self, shared: &Shared<T>) {
         for _ in 0..self.config.preload {
-            shared.preload(&shared.orphans, self.create(&shared.orphans));
+            let mut node = self.create(&shared.orphans);
+            node.bytes = self.recycler.footprint(node.value_mut());
+            shared.preload(&shared.orphans, node);
         }
     }
 

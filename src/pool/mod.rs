@@ -9,6 +9,7 @@
 #[cfg(not(stashpool_loom))]
 mod background;
 mod barrier;
+mod budget;
 mod builder;
 mod config;
 mod exit;

@@ -59,6 +59,9 @@ pub(crate) struct Node<T> {
     /// The node's place in its stash's loan book, while it has one; only
     /// the book reads and writes it.
     pub(crate) slot: u32,
+    /// The object's `Recycle::footprint` as of its last return, which
+    /// counts it in the pool's idle bytes until a get or a sweep takes it.
+    pub(crate) bytes: usize,
     /// The object; dropped with the node unless the node is [`loan::GONE`].
     value: ManuallyDrop<T>,
 }
@@ -81,6 +84,7 @@ impl<T> Node<T> {
             written: false,
             loan: AtomicU8::new(loan::UNTRACKED),
             slot: 0,
+            bytes: 0,
             value: ManuallyDrop::new(value),
         })
     }
@@ -151,6 +155,17 @@ impl<T> Node<T> {
     pub(crate) unsafe fn read<'a>(this: *const Self) -> &'a T {
         // SAFETY: the caller's word; field by field (see `write`).
         unsafe { &*std::ptr::addr_of!((*this).value).cast::<T>() }
+    }
+
+    /// The `bytes` of a lent node.
+    ///
+    /// # Safety
+    ///
+    /// `this` must be a live node that the caller holds.
+    #[inline(always)]
+    pub(crate) unsafe fn bytes(this: *const Self) -> usize {
+        // SAFETY: the caller's word; field by field (see `write`).
+        unsafe { (*this).bytes }
     }
 
     /// The loan state of a node reached through its pointer.

@@ -94,6 +94,43 @@ pub trait Recycle<T> {
     fn recycle_unwritten(&self, value: &mut T) -> bool {
         self.recycle(value)
     }
+
+    /// The bytes an idle object holds: what
+    /// [`Stats::idle_bytes`](crate::Stats::idle_bytes) adds up and
+    /// [`max_idle_bytes`](crate::LocalPoolBuilder::max_idle_bytes) bounds.
+    /// Called once per return, after `recycle` kept the object, on the
+    /// returning thread; a get reads the figure stored with the object.
+    ///
+    /// The default is `size_of::<T>()`, which counts none of the heap
+    /// memory a `T` owns: implement it as the bytes the object keeps
+    /// allocated (a buffer's capacity, a frame's pixels), as every
+    /// ready-made pool does.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use stashpool::{LocalPool, Recycle};
+    ///
+    /// struct Buffers;
+    ///
+    /// impl Recycle<Vec<u8>> for Buffers {
+    ///     fn create(&self) -> Vec<u8> {
+    ///         Vec::with_capacity(4096)
+    ///     }
+    ///
+    ///     fn footprint(&self, buf: &Vec<u8>) -> usize {
+    ///         buf.capacity()
+    ///     }
+    /// }
+    ///
+    /// let pool = LocalPool::builder(Buffers).max_idle_bytes(1 << 20).build();
+    /// drop(pool.get());
+    /// assert_eq!(pool.stats().idle_bytes, 4096);
+    /// ```
+    fn footprint(&self, value: &T) -> usize {
+        let _ = value;
+        std::mem::size_of::<T>()
+    }
 }
 
 /// Any `Fn() -> T` is a recycler that never resets.

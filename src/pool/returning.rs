@@ -201,9 +201,16 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
     ) {
         // SAFETY: the caller's word.
         if let Some(node) = unsafe { self.recycle_lent(counters, node, written) } {
-            counters.returned.bump();
+            let shared = self.shared();
+            // SAFETY: the caller held it until now.
+            let bytes = unsafe { Node::bytes(node.as_ptr()) };
+            if !shared.admit(counters, bytes) {
+                // SAFETY: the caller's word.
+                return unsafe { self.let_go(node) };
+            }
+            Shared::<T>::count_returned(counters, bytes);
             // SAFETY: the caller's word; `lend` made the shared state.
-            unsafe { self.shared().give_back(origin, node, stop) };
+            unsafe { shared.give_back(origin, node, stop) };
         }
     }
 
@@ -244,10 +251,15 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
         } else {
             self.recycler.recycle_unwritten(value)
         };
-        mem::forget(unwinding);
         if keep {
+            let bytes = self.recycler.footprint(value);
+            mem::forget(unwinding);
+            // SAFETY: the caller holds the node; field by field, as the
+            // book may read its `loan`.
+            unsafe { (*node.as_ptr()).bytes = bytes };
             return Some(node);
         }
+        mem::forget(unwinding);
         counters.discarded.bump();
         // SAFETY: the caller's word.
         unsafe { self.let_go(node) };
@@ -348,6 +360,9 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
         } else {
             self.recycler.recycle_unwritten(node.value_mut())
         };
+        if keep {
+            node.bytes = self.recycler.footprint(node.value_mut());
+        }
         mem::forget(unwinding);
         if keep {
             Some(node)
@@ -392,8 +407,12 @@ impl<T: Send> Shared<T> {
     /// thread's, spilling to the overflow in the same critical section.
     #[inline(always)]
     pub(crate) fn push(&self, stash: &Stash<T>, node: Box<Node<T>>) {
+        let bytes = node.bytes;
+        if !self.admit(&stash.counters, bytes) {
+            return drop(node);
+        }
         let pushed = stash.with_owner(self.strategy, |local| local.push(node, &self.overflow));
-        self.count_push(stash, pushed);
+        self.count_push(stash, pushed, bytes);
     }
 
     /// Pools an object (already recycled) that this thread gives back for
@@ -404,6 +423,10 @@ impl<T: Send> Shared<T> {
     /// objects on in batches, whichever id it has.
     #[cold]
     pub(crate) fn gather(&self, stash: &Stash<T>, node: Box<Node<T>>) {
+        let bytes = node.bytes;
+        if !self.admit(&stash.counters, bytes) {
+            return drop(node);
+        }
         let mut node = Some(node);
         let mut gather = |local: &mut Local<T>| {
             let node = node.take().expect("gathered once");
@@ -417,7 +440,7 @@ impl<T: Send> Shared<T> {
             self.take_slot(stash, &mut gather)
         };
         let pushed = slotted.unwrap_or_else(|| stash.with_owner(self.strategy, gather));
-        self.count_push(stash, pushed);
+        self.count_push(stash, pushed, bytes);
     }
 
     /// Pools a node lent from `stash` and given back on its owner's
@@ -429,12 +452,18 @@ impl<T: Send> Shared<T> {
     /// `node` was lent from `stash`, which is this thread's, and this
     /// thread holds it.
     pub(crate) unsafe fn push_lent(&self, stash: &Stash<T>, node: NonNull<Node<T>>) {
+        // SAFETY: the caller holds the node.
+        let bytes = unsafe { Node::bytes(node.as_ptr()) };
+        if !self.admit(&stash.counters, bytes) {
+            // SAFETY: the caller's word.
+            return drop(unsafe { self.reclaim(stash, node) });
+        }
         let pushed = stash.with_owner(self.strategy, |local| {
             // SAFETY: the caller's word.
             let node = unsafe { local.reclaim(node) };
             local.push(node, &self.overflow)
         });
-        self.count_push(stash, pushed);
+        self.count_push(stash, pushed, bytes);
     }
 
     /// Takes a node lent from `stash` back on its owner's thread, out of
@@ -448,14 +477,15 @@ impl<T: Send> Shared<T> {
         stash.with_owner(self.strategy, |local| unsafe { local.reclaim(node) })
     }
 
-    /// Counts a push; an object that neither the stash nor the overflow
-    /// had room for is dropped, out of the critical section.
+    /// Counts a push of an object of `bytes`; one that neither the stash
+    /// nor the overflow had room for is dropped, out of the critical
+    /// section.
     #[inline(always)]
-    fn count_push(&self, stash: &Stash<T>, pushed: Result<(), Box<Node<T>>>) {
+    fn count_push(&self, stash: &Stash<T>, pushed: Result<(), Box<Node<T>>>, bytes: usize) {
         match pushed {
-            Ok(()) => stash.counters.returned.bump(),
+            Ok(()) => Self::count_returned(&stash.counters, bytes),
             Err(node) => {
-                stash.counters.rejected.bump();
+                self.refuse(&stash.counters, bytes);
                 drop(node);
             }
         }

@@ -25,6 +25,7 @@ use std::ptr::NonNull;
 
 use crate::lazy::LazyArcRef;
 use crate::pool::barrier::{self, Strategy};
+use crate::pool::budget::Budget;
 use crate::pool::config::{Config, STASHES_PER_CORE, default_max_stashes};
 use crate::pool::exit::{self, Flush};
 use crate::pool::node::{Home, Node};
@@ -91,8 +92,11 @@ pub(crate) struct Shared<T: Send> {
     pub(super) wanted: AtomicBool,
     /// Set (under the sweep lock) once the pool has dropped.
     pub(super) closed: AtomicBool,
-    /// Objects dropped by sweeps.
+    /// Objects dropped by sweeps, and their footprints.
     pub(super) trimmed: AtomicCount,
+    pub(super) trimmed_bytes: AtomicCount,
+    /// The bound on idle bytes, if the pool has one (`budget.rs`).
+    pub(super) budget: Option<Budget>,
     /// Counts for threads without a stash (the stashless paths of
     /// `local_pool.rs`, `returning.rs`); shared by them all, so bumped with atomic
     /// read-modify-writes.
@@ -114,6 +118,8 @@ impl<T: Send> Shared<T> {
             wanted: AtomicBool::new(false),
             closed: AtomicBool::new(false),
             trimmed: AtomicCount::new(0),
+            trimmed_bytes: AtomicCount::new(0),
+            budget: Budget::new(config.max_idle_bytes),
             orphans: Counters::default(),
             max_stashed: config.max_stashed,
             strategy: barrier::strategy(),
@@ -437,7 +443,7 @@ impl<T: Send> Shared<T> {
                 local.take(&stash.returns, &self.overflow)
             })
             .or_else(|| self.take_without_slot(stash))?;
-        stash.counters.reused.bump();
+        self.count_reused(&stash.counters, node.bytes);
         Some(node)
     }
 
@@ -450,7 +456,8 @@ impl<T: Send> Shared<T> {
                 local.lend(home, &stash.returns, &self.overflow)
             })
             .or_else(|| Some(self.take_without_slot(stash)?.lend(home)))?;
-        stash.counters.reused.bump();
+        // SAFETY: lent to this thread, which holds it.
+        self.count_reused(&stash.counters, unsafe { Node::bytes(node.as_ptr()) });
         Some(node)
     }
 
@@ -494,8 +501,12 @@ impl<T: Send> Shared<T> {
         node: Box<Node<T>>,
         push: impl FnOnce(&Overflow<T>, Box<Node<T>>, u64),
     ) {
+        let bytes = node.bytes;
+        if !self.admit(counters, bytes) {
+            return drop(node);
+        }
         if self.overflow.reserve(1) == 0 {
-            counters.rejected.bump();
+            self.refuse(counters, bytes);
             return drop(node);
         }
         // Stamped with the sweep count as of now; a sweep running meanwhile
@@ -503,15 +514,58 @@ impl<T: Send> Shared<T> {
         // (It cannot race the pool's close: a return borrows the pool.)
         let stamp = self.epoch.load(Ordering::Acquire);
         push(&self.overflow, node, stamp);
-        counters.returned.bump();
+        Self::count_returned(counters, bytes);
     }
 
     /// One object from the overflow, for a thread without a stash.
     #[cold]
     pub(crate) fn pop_single<const S: bool>(&self, counters: &Counters<S>) -> Option<Box<Node<T>>> {
         let node = self.overflow.pop_one()?;
-        counters.reused.bump();
+        self.count_reused(counters, node.bytes);
         Some(node)
+    }
+
+    // === counting objects in and out ===
+
+    /// Reserves the footprint `bytes` of an object about to be pooled in
+    /// the budget, if the pool has one: false if it has no room, the
+    /// object counted rejected, for the caller to drop.
+    #[inline(always)]
+    pub(super) fn admit<const S: bool>(&self, counters: &Counters<S>, bytes: usize) -> bool {
+        match &self.budget {
+            Some(budget) if !budget.take(bytes) => {
+                counters.rejected.bump();
+                false
+            }
+            _ => true,
+        }
+    }
+
+    /// An object `admit`ted and then refused for want of room elsewhere
+    /// (a full stash and overflow): rejected, its bytes given back.
+    #[cold]
+    pub(super) fn refuse<const S: bool>(&self, counters: &Counters<S>, bytes: usize) {
+        counters.rejected.bump();
+        if let Some(budget) = &self.budget {
+            budget.give(bytes);
+        }
+    }
+
+    /// An object pooled: one more idle, `bytes` more idle bytes.
+    #[inline(always)]
+    pub(super) fn count_returned<const S: bool>(counters: &Counters<S>, bytes: usize) {
+        counters.returned.bump();
+        counters.returned_bytes.add(bytes);
+    }
+
+    /// An object a get took: one less idle, `bytes` given back.
+    #[inline(always)]
+    fn count_reused<const S: bool>(&self, counters: &Counters<S>, bytes: usize) {
+        counters.reused.bump();
+        counters.reused_bytes.add(bytes);
+        if let Some(budget) = &self.budget {
+            budget.give(bytes);
+        }
     }
 
     // === stats ===
@@ -519,9 +573,13 @@ impl<T: Send> Shared<T> {
     pub(crate) fn stats(&self) -> Stats {
         let mut stats = Stats::default();
         let mut sums = self.orphans.snapshot();
+        let mut bytes = self.orphans.bytes();
         self.stashes.for_each(|stash| {
             for (sum, n) in sums.iter_mut().zip(stash.counters.snapshot()) {
                 *sum += n;
+            }
+            for (sum, n) in bytes.iter_mut().zip(stash.counters.bytes()) {
+                *sum = sum.wrapping_add(n);
             }
         });
         let [created, reused, returned, discarded, rejected] = sums;
@@ -539,6 +597,11 @@ impl<T: Send> Shared<T> {
             .saturating_sub(stats.reused)
             .saturating_sub(stats.trimmed);
         stats.idle = usize::try_from(idle).unwrap_or(usize::MAX);
+        let [returned_bytes, reused_bytes] = bytes;
+        let idle_bytes = returned_bytes
+            .saturating_sub(reused_bytes)
+            .saturating_sub(self.trimmed_bytes.load(Ordering::Relaxed));
+        stats.idle_bytes = usize::try_from(idle_bytes).unwrap_or(usize::MAX);
         stats
     }
 }

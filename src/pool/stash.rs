@@ -799,6 +799,9 @@ pub(crate) struct Counters<const SHARED: bool = false> {
     pub(crate) returned: Counter<SHARED>,
     pub(crate) discarded: Counter<SHARED>,
     pub(crate) rejected: Counter<SHARED>,
+    /// The footprints of the objects counted in `returned` and `reused`.
+    pub(crate) returned_bytes: Counter<SHARED>,
+    pub(crate) reused_bytes: Counter<SHARED>,
 }
 
 /// A counter; see [`Counters`].
@@ -821,6 +824,11 @@ impl<const SHARED: bool> Counters<SHARED> {
         .map(Counter::get)
     }
 
+    /// `[returned_bytes, reused_bytes]` now.
+    pub(crate) fn bytes(&self) -> [u64; 2] {
+        [&self.returned_bytes, &self.reused_bytes].map(Counter::get)
+    }
+
     /// Every get counted so far, served or made.
     pub(crate) fn gets(&self) -> u64 {
         self.created.get().wrapping_add(self.reused.get())
@@ -838,11 +846,16 @@ impl<const SHARED: bool> Counters<SHARED> {
 impl<const SHARED: bool> Counter<SHARED> {
     #[inline(always)]
     pub(crate) fn bump(&self) {
+        self.add(1);
+    }
+
+    #[inline(always)]
+    pub(crate) fn add(&self, n: usize) {
         if SHARED {
-            self.0.fetch_add(1, Ordering::Relaxed);
+            self.0.fetch_add(n as u64, Ordering::Relaxed);
         } else {
             let now = self.0.load(Ordering::Relaxed);
-            self.0.store(now.wrapping_add(1), Ordering::Relaxed);
+            self.0.store(now.wrapping_add(n as u64), Ordering::Relaxed);
         }
     }
 

@@ -42,9 +42,14 @@ use std::ops::{Add, AddAssign};
 /// assert_eq!(stats.idle, 1);
 /// assert_eq!(
 ///     stats.to_string(),
-///     "gets=2 created=1 reused=1 returned=2 discarded=0 rejected=0 trimmed=0 idle=1"
+///     "gets=2 created=1 reused=1 returned=2 discarded=0 rejected=0 trimmed=0 idle=1 \
+///      idle_bytes=24"
 /// );
 /// ```
+///
+/// `idle_bytes` is 24 because a closure's pool counts each object as
+/// `size_of::<T>()`, the default [`Recycle::footprint`](crate::Recycle::footprint):
+/// the ready-made pools count what their objects hold.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Stats {
@@ -70,6 +75,10 @@ pub struct Stats {
     pub trimmed: u64,
     /// Objects pooled right now, all threads and the overflow together.
     pub idle: usize,
+    /// The bytes the `idle` objects hold: the sum of their
+    /// [`Recycle::footprint`](crate::Recycle::footprint)s, each as of its
+    /// return. Exact when `idle` is.
+    pub idle_bytes: usize,
 }
 
 impl Stats {
@@ -98,6 +107,7 @@ impl Stats {
             rejected: self.rejected + other.rejected,
             trimmed: self.trimmed + other.trimmed,
             idle: self.idle + other.idle,
+            idle_bytes: self.idle_bytes + other.idle_bytes,
         }
     }
 
@@ -137,8 +147,9 @@ impl Stats {
 ///   more; [`Reset::Keep`](crate::Reset::Keep) keeps them; a recycler
 ///   that refuses them decides the same.
 /// * it **rejected** most of what came back (more than it kept): its
-///   [`max_idle`](crate::LocalPoolBuilder::max_idle) is below what its
-///   threads hold at once.
+///   [`max_idle`](crate::LocalPoolBuilder::max_idle) or
+///   [`max_idle_bytes`](crate::LocalPoolBuilder::max_idle_bytes) is below
+///   what its threads hold at once.
 /// * **no get reused an object**: two or more gets, all made, nothing
 ///   dropped: each object was taken while the others were in use (or on a
 ///   thread of its own), so there was nothing to reuse and the pool saved
@@ -154,7 +165,8 @@ impl Stats {
 /// pool.with(|s| s.push('y'));
 /// assert_eq!(
 ///     format!("buffers: {}", pool.stats()),
-///     "buffers: gets=2 created=1 reused=1 returned=2 discarded=0 rejected=0 trimmed=0 idle=1"
+///     "buffers: gets=2 created=1 reused=1 returned=2 discarded=0 rejected=0 trimmed=0 idle=1 \
+///      idle_bytes=24"
 /// );
 ///
 /// // A recycler that refuses every object: nothing is reused.
@@ -172,7 +184,8 @@ impl Stats {
 /// refusing.with(|_| ());
 /// assert_eq!(
 ///     refusing.stats().to_string(),
-///     "gets=2 created=2 reused=0 returned=0 discarded=2 rejected=0 trimmed=0 idle=0; \
+///     "gets=2 created=2 reused=0 returned=0 discarded=2 rejected=0 trimmed=0 idle=0 \
+///      idle_bytes=0; \
 ///      note: 2 of the 2 objects that came back were discarded (by the recycler, or a \
 ///      Reset policy: Reset::Keep keeps written frames), so it reuses little of what it makes"
 /// );
@@ -197,11 +210,13 @@ impl fmt::Display for Stats {
             rejected,
             trimmed,
             idle,
+            idle_bytes,
         } = self;
         write!(
             f,
             "gets={gets} created={created} reused={reused} returned={returned} \
-             discarded={discarded} rejected={rejected} trimmed={trimmed} idle={idle}"
+             discarded={discarded} rejected={rejected} trimmed={trimmed} idle={idle} \
+             idle_bytes={idle_bytes}"
         )?;
         let came_back = discarded
             .saturating_add(*returned)
@@ -217,7 +232,7 @@ impl fmt::Display for Stats {
             write!(
                 f,
                 "; note: {rejected} of the {came_back} objects that came back were rejected for \
-                 want of room: max_idle is below what the threads hold at once"
+                 want of room: max_idle or max_idle_bytes is below what the threads hold at once"
             )?;
         } else if *gets >= 2 && *reused == 0 && *created >= *gets && discarded + rejected == 0 {
             write!(

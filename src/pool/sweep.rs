@@ -123,7 +123,13 @@ impl<T: Send> Shared<T> {
                     self.overflow.trim(0, true, &mut dead);
                 }
             }
+            let bytes: usize = dead.iter().map(|node| node.bytes).sum();
             self.trimmed.fetch_add(dead.len() as u64, Ordering::Relaxed);
+            self.trimmed_bytes
+                .fetch_add(bytes as u64, Ordering::Relaxed);
+            if let Some(budget) = &self.budget {
+                budget.give(bytes);
+            }
         }
         // Dropped outside the lock: user `Drop` code may use the pool.
         drop_all(dead);

@@ -119,6 +119,27 @@ impl<P: sealed::Resource> ResourceBuilder<P> {
         self
     }
 
+    /// Most bytes the idle objects of each of the pool's `LocalPool`s
+    /// hold, at every instant (see
+    /// [`LocalPoolBuilder::max_idle_bytes`](crate::LocalPoolBuilder::max_idle_bytes)):
+    /// an object returned past it is dropped. Each object counts as what
+    /// it holds: a buffer its capacity, a frame its pixels, a map its
+    /// length. A multi-size pool applies it to each size.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use stashpool::bytes::BytePool;
+    ///
+    /// let pool = BytePool::builder(1024).max_idle_bytes(64 << 10).build();
+    /// pool.with(|buf| buf.push(1));
+    /// assert_eq!(pool.stats().idle_bytes, 1024);
+    /// ```
+    pub const fn max_idle_bytes(mut self, n: usize) -> Self {
+        self.knobs.max_idle_bytes = Some(n);
+        self
+    }
+
     /// Sweeps automatically on this interval (see
     /// [`LocalPoolBuilder::sweep_every`](crate::LocalPoolBuilder::sweep_every)).
     ///
@@ -284,6 +305,7 @@ pub(crate) mod sealed {
     pub struct Knobs {
         pub(crate) max_stashed: Option<usize>,
         pub(crate) max_idle: Option<usize>,
+        pub(crate) max_idle_bytes: Option<usize>,
         pub(crate) sweep: Sweep,
         pub(crate) reset: Reset,
         pub(crate) preload: usize,
@@ -294,6 +316,7 @@ pub(crate) mod sealed {
         pub(crate) const DEFAULT: Self = Self {
             max_stashed: None,
             max_idle: None,
+            max_idle_bytes: None,
             sweep: Sweep::Default,
             reset: Reset::Zero,
             preload: 0,
@@ -311,6 +334,9 @@ pub(crate) mod sealed {
             }
             if let Some(n) = self.max_idle {
                 builder = builder.max_idle(n);
+            }
+            if let Some(n) = self.max_idle_bytes {
+                builder = builder.max_idle_bytes(n);
             }
             builder = match self.sweep {
                 Sweep::Every(interval) => builder.sweep_every(interval),
