@@ -112,7 +112,10 @@ fn configured_byte_pools_are_statics() {
 
     assert_eq!(
         CLASSES.classes().collect::<Vec<_>>(),
-        [64, 128, 256, 512, 1024, 2048, 4096]
+        [
+            64, 80, 96, 112, 128, 160, 192, 224, 256, 320, 384, 448, 512, 640, 768, 896, 1024,
+            1280, 1536, 1792, 2048, 2560, 3072, 3584, 4096
+        ]
     );
     CLASSES.with(100, |buf| buf.push(1));
     assert_eq!(CLASSES.class_stats(100).unwrap().idle, 1);

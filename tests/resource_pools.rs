@@ -223,11 +223,11 @@ fn a_multi_size_pool_keeps_what_it_is_put_where_it_fits_and_discards_the_rest() 
     for capacity in [0, 10, 100, 200, 5000] {
         bytes.put(Vec::with_capacity(capacity));
     }
-    // 100 fits the 64-byte class (64..128), 200 the 128-byte class; 0 and
+    // 100 fits the 96-byte class (96..112), 200 the 192-byte class; 0 and
     // 10 are below the smallest class, 5000 above the largest.
     assert_eq!((bytes.stats().idle, bytes.stats().discarded), (2, 3));
-    assert_eq!(bytes.class_stats(64).unwrap().idle, 1);
-    assert_eq!(bytes.class_stats(128).unwrap().idle, 1);
+    assert_eq!(bytes.class_stats(96).unwrap().idle, 1);
+    assert_eq!(bytes.class_stats(192).unwrap().idle, 1);
 
     let maps = MmapPools::builder(4096, 1 << 14).manual_sweep().build();
     let exact = SizedGuard::into_inner(maps.get(8192));

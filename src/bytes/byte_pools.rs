@@ -1,22 +1,26 @@
-//! `BytePools`: byte buffers in power-of-two size classes, one pool per
-//! class, for callers whose buffer sizes vary.
+//! `BytePools`: byte buffers in size classes four to a doubling, one pool
+//! per class, for callers whose buffer sizes vary.
 
 use super::BufferRecycler;
 use crate::Reset;
-use crate::resource::classes::{SizeClasses, class_pool};
+use crate::resource::classes::{SizeClasses, class_pool, next_class};
 use crate::resource::fallible;
 
 /// The largest class a [`BytePools`] may have: the largest power of two
 /// a `Vec<u8>` can hold (2<sup>62</sup> bytes on 64-bit targets).
 pub const MAX_CLASS: usize = crate::resource::classes::MAX_CLASS;
 
-/// Byte buffers for requests of varying size, pooled in power-of-two size
-/// classes (Go's `bp.MultiBytePool`): one [`BytePool`](super::BytePool)
-/// per size.
+/// Byte buffers for requests of varying size, pooled in size classes
+/// (Go's `bp.MultiBytePool`): one [`BytePool`](super::BytePool) per size.
 ///
-/// `get(len)` takes a buffer from the smallest class that holds `len`
-/// bytes, so a buffer never has less than `len` nor much more than twice
-/// `len` bytes of room. Each class is a [`LocalPool`](crate::LocalPool) of
+/// **The memory rule.** The classes are four to a doubling, as jemalloc
+/// and mimalloc space theirs: every power of two `2^k` from the smallest
+/// class up, and `1.25`, `1.5` and `1.75` times it. `get(len)` takes a
+/// buffer from the smallest class that holds `len` bytes, so for any `len`
+/// from `min` to `max` a buffer has at least `len` and at most `1.25 × len`
+/// bytes of room (a request below `min` gets the smallest class). A pool
+/// keeps idle buffers per class and per thread, up to its `max_idle` per
+/// class, until sweeps drop them. Each class is a [`LocalPool`](crate::LocalPool) of
 /// its own, made on first use; a guard returns its buffer to the class it
 /// came from. A buffer that grew into a larger class, or shrank below its
 /// own, is dropped on return rather than kept in a class where it does not
@@ -34,8 +38,8 @@ pub const MAX_CLASS: usize = crate::resource::classes::MAX_CLASS;
 ///
 /// let small = BUFFERS.get(100); // from the 512-byte class
 /// assert!(small.capacity() >= 512);
-/// let medium = BUFFERS.get(3000); // from the 4096-byte class
-/// assert!((3000..8192).contains(&medium.capacity()));
+/// let medium = BUFFERS.get(3000); // from the 3072-byte class
+/// assert_eq!(medium.capacity(), 3072);
 /// let huge = BUFFERS.get(1 << 20); // larger than the largest class: not pooled
 /// assert!(huge.capacity() >= 1 << 20);
 /// ```
@@ -43,17 +47,21 @@ pub struct BytePools {
     classes: SizeClasses<Vec<u8>, BufferRecycler>,
 }
 
+/// Four classes per doubling (`SizeClasses`' grid of 2<sup>2</sup>).
+const GRID: u32 = 2;
+
 /// The recycler of a class: a buffer that grew into the next class is
-/// dropped (it would waste half its memory here); one that shrank below
-/// its class can no longer serve its requests.
+/// dropped (its room would be wasted here); one that shrank below its
+/// class can no longer serve its requests.
 fn class_recycler(size: usize, _: Reset) -> BufferRecycler {
-    BufferRecycler::new(size, 2 * size - 1)
+    BufferRecycler::new(size, next_class(GRID, size) - 1)
 }
 
 class_pool!(
     BytePools,
     Vec<u8>,
     BufferRecycler,
+    GRID,
     class_recycler,
     "stashpool: BytePools: the smallest class must be non-zero, \
      at most the largest, and the largest at most MAX_CLASS bytes",

@@ -95,6 +95,8 @@ class_pool!(
     MmapPools,
     MmapMut,
     MmapRecycler,
+    // One class per power of two: a map is whole pages.
+    0,
     class_recycler,
     BAD_CLASSES,
     map_anon,

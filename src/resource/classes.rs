@@ -4,9 +4,11 @@
 //!
 //! Two ways to pick a sub-pool, for two kinds of request:
 //!
-//! * [`SizeClasses`]: a request for `len` bytes goes to the smallest
-//!   power-of-two class that holds it, an index computed from `len` with no
-//!   search (`bytes::BytePools`, `mmap::MmapPools`);
+//! * [`SizeClasses`]: a request for `len` bytes goes to the smallest class
+//!   that holds it, an index computed from `len` with no search: one class
+//!   per power of two (`mmap::MmapPools`, whose maps are whole pages), or
+//!   four, as jemalloc and mimalloc space theirs, so that no request gets
+//!   more than a quarter above what it asked for (`bytes::BytePools`);
 //! * [`Shapes`]: a request for a frame of one shape goes to that shape's
 //!   own pool, made on first use (`image::RgbaPools`, `image::YCbCrPools`).
 //!   Programs use a handful of frame shapes, so a short list that only
@@ -26,9 +28,10 @@ use crate::lazy::Lazy;
 use crate::resource::sealed::{Knobs, Token};
 use crate::{LocalPool, Pooled, PooledOwned, Recycle, Reset};
 
-/// One `LocalPool` per power-of-two class from `min` to `max` bytes (both
-/// rounded up), made on first use so that a multi-size pool can be made
-/// in a `const` context.
+/// One `LocalPool` per class from `min` to `max` bytes (both rounded up to
+/// a class), made on first use so that a multi-size pool can be made in a
+/// `const` context. The classes are `2^k`, and with four per doubling also
+/// `1.25`, `1.5` and `1.75` times `2^k` (every size up to 4 is a class).
 ///
 /// The pools are made without a lock (`Lazy`: racing first users each make
 /// a set, one is kept), so that a `fork()` cannot catch them half made
@@ -36,9 +39,12 @@ use crate::{LocalPool, Pooled, PooledOwned, Recycle, Reset};
 /// stay where they are until the multi-size pool drops, so guards can
 /// borrow them.
 pub(crate) struct SizeClasses<T: Send + 'static, R: Recycle<T>> {
-    /// `pools[i]` serves requests of up to `min_class << i` bytes.
+    /// `pools[i]` serves requests of up to the `i`-th class's size.
     pools: Lazy<Box<[LocalPool<T, R>]>>,
-    min_class: usize,
+    /// Classes per doubling, as a power of two: 0 (one) or 2 (four).
+    grid: u32,
+    /// The index of the smallest class on the grid of every class.
+    first: usize,
     max: usize,
     knobs: Knobs,
     /// The recycler of a class of objects of this size.
@@ -50,15 +56,16 @@ pub(crate) struct SizeClasses<T: Send + 'static, R: Recycle<T>> {
 pub(crate) const MAX_CLASS: usize = 1 << (usize::BITS - 2);
 
 impl<T: Send + 'static, R: Recycle<T>> SizeClasses<T, R> {
-    /// Classes for requests of `min` to `max` bytes, each pool made from
-    /// `knobs` and the recycler `recycler` gives for its size.
+    /// Classes for requests of `min` to `max` bytes, `2^grid` per
+    /// doubling, each pool made from `knobs` and the recycler `recycler`
+    /// gives for its size.
     ///
     /// # Panics
     ///
     /// With `message`, if `min` is zero, `min > max` or `max > MAX_CLASS`.
     pub(crate) const fn new(
-        min: usize,
-        max: usize,
+        (min, max): (usize, usize),
+        grid: u32,
         knobs: Knobs,
         recycler: fn(usize, Reset) -> R,
         message: &'static str,
@@ -68,7 +75,8 @@ impl<T: Send + 'static, R: Recycle<T>> SizeClasses<T, R> {
         }
         Self {
             pools: Lazy::new(),
-            min_class: min.next_power_of_two(),
+            grid,
+            first: index(grid, class_above(grid, min)),
             max,
             knobs,
             recycler,
@@ -96,10 +104,9 @@ impl<T: Send + 'static, R: Recycle<T>> SizeClasses<T, R> {
         if len > self.max {
             return None;
         }
-        // `len <= max <= MAX_CLASS`, so this cannot overflow.
-        let size = len.max(self.min_class).next_power_of_two();
-        let class = (size.trailing_zeros() - self.min_class.trailing_zeros()) as usize;
-        self.pools().get(class)
+        // `len <= max <= MAX_CLASS`, so the class cannot overflow.
+        let class = index(self.grid, class_above(self.grid, len.max(1)));
+        self.pools().get(class.saturating_sub(self.first))
     }
 
     /// The pool of the class an object of `size` bytes belongs to: the
@@ -107,18 +114,17 @@ impl<T: Send + 'static, R: Recycle<T>> SizeClasses<T, R> {
     /// then refuses the object as it would a returned one that shrank).
     pub(crate) fn home(&self, size: usize) -> &LocalPool<T, R> {
         let pools = self.pools();
-        let class = match size.checked_ilog2() {
-            Some(log) => (log.saturating_sub(self.min_class.trailing_zeros())) as usize,
-            None => 0,
+        let class = match size {
+            0 => 0,
+            _ => index(self.grid, class_below(self.grid, size)).saturating_sub(self.first),
         };
         &pools[class.min(pools.len() - 1)]
     }
 
     /// The class sizes, smallest first.
     pub(crate) fn sizes(&self) -> impl Iterator<Item = usize> + '_ {
-        let max_class = self.max.next_power_of_two();
-        let count = max_class.trailing_zeros() - self.min_class.trailing_zeros() + 1;
-        (0..count).map(|class| self.min_class << class)
+        let last = index(self.grid, class_above(self.grid, self.max));
+        (self.first..=last).map(|class| size(self.grid, class))
     }
 
     /// The largest request that is pooled.
@@ -130,6 +136,59 @@ impl<T: Send + 'static, R: Recycle<T>> SizeClasses<T, R> {
     pub(crate) fn knobs(&self) -> &Knobs {
         &self.knobs
     }
+}
+
+// === the class grid ===
+//
+// With `2^g` classes per doubling, the classes are every size up to `2^g`,
+// then, above each `2^k`, the multiples of `2^(k-g)` up to `2^(k+1)`. A
+// class's index counts them from 1.
+
+/// The distance from a class of `2^k <= size < 2^(k+1)` to the next.
+const fn step(grid: u32, size: usize) -> usize {
+    match size.ilog2().checked_sub(grid) {
+        Some(shift) => 1 << shift,
+        None => 1,
+    }
+}
+
+/// The smallest class of at least `len` (`1 <= len <= MAX_CLASS`).
+const fn class_above(grid: u32, len: usize) -> usize {
+    let step = step(grid, len);
+    len.div_ceil(step) * step
+}
+
+/// The largest class of at most `size` (`size >= 1`).
+const fn class_below(grid: u32, size: usize) -> usize {
+    let step = step(grid, size);
+    size / step * step
+}
+
+/// The index of `class`, a class on the grid.
+const fn index(grid: u32, class: usize) -> usize {
+    let per = 1 << grid;
+    if class <= per {
+        return class - 1;
+    }
+    let k = class.ilog2();
+    per - 1 + per * (k - grid) as usize + ((class >> (k - grid)) - per)
+}
+
+/// The size of the class with index `index`.
+const fn size(grid: u32, index: usize) -> usize {
+    let per = 1 << grid;
+    if index < per {
+        return index + 1;
+    }
+    let above = index - (per - 1);
+    let (octave, nth) = (above / per, above % per);
+    (per + nth) << octave
+}
+
+/// The size of the class after the class `size` (the largest a buffer of
+/// that class may grow to before it belongs to the next, less one).
+pub(crate) const fn next_class(grid: u32, size: usize) -> usize {
+    size + step(grid, size)
 }
 
 /// A multi-size pool of byte-sized objects, `struct $ty { classes:
@@ -145,6 +204,7 @@ macro_rules! class_pool {
         $ty:ident,
         $object:ty,
         $recycler:ty,
+        $grid:expr,
         $class_recycler:expr,
         $bad:expr,
         $alone:expr,
@@ -152,8 +212,8 @@ macro_rules! class_pool {
         $path:literal
     ) => {
         impl $ty {
-            /// A pool with a class for every power of two from `min` to
-            /// `max` bytes (each rounded up to a power of two); requests
+            /// A pool with classes from `min` to `max` bytes (each rounded
+            /// up to a class; the type's docs give the spacing); requests
             /// above `max` are not pooled.
             ///
             /// `const`, so a pool can be a `static`; the classes are made
@@ -194,8 +254,8 @@ macro_rules! class_pool {
             ) -> Self {
                 Self {
                     classes: $crate::resource::classes::SizeClasses::new(
-                        min,
-                        max,
+                        (min, max),
+                        $grid,
                         knobs,
                         $class_recycler,
                         $bad,
@@ -346,7 +406,8 @@ macro_rules! class_pool {
             /// ```
             #[doc = concat!("let pool = ", $path, "::new(4096, 1 << 20);")]
             /// let classes: Vec<usize> = pool.classes().collect();
-            /// assert!(classes.windows(2).all(|pair| pair[1] == 2 * pair[0]));
+            /// assert_eq!((classes[0], classes[classes.len() - 1]), (4096, 1 << 20));
+            /// assert!(classes.windows(2).all(|pair| pair[1] > pair[0]));
             /// ```
             pub fn classes(&self) -> impl Iterator<Item = usize> + '_ {
                 self.classes.sizes()
@@ -698,7 +759,7 @@ mod tests {
 
     #[test]
     fn classes_round_up_to_powers_of_two() {
-        let classes = SizeClasses::new(100, 1000, Knobs::DEFAULT, sized, "test pool");
+        let classes = SizeClasses::new((100, 1000), 0, Knobs::DEFAULT, sized, "test pool");
         assert_eq!(classes.sizes().collect::<Vec<_>>(), [128, 256, 512, 1024]);
         assert!(classes.made().is_empty(), "made on first use");
         let class = |len| classes.get(len).map(|pool| *pool.get());
@@ -735,7 +796,7 @@ mod tests {
             sized(size, reset)
         }
 
-        let classes = SizeClasses::new(1, 4, Knobs::DEFAULT, held, "test pool");
+        let classes = SizeClasses::new((1, 4), 0, Knobs::DEFAULT, held, "test pool");
         let classes = &classes;
         std::thread::scope(|s| {
             let holder = s.spawn(|| {
@@ -762,13 +823,63 @@ mod tests {
 
     #[test]
     fn an_object_is_filed_under_the_largest_class_it_can_serve() {
-        let classes = SizeClasses::new(128, 1024, Knobs::DEFAULT, sized, "test pool");
+        let classes = SizeClasses::new((128, 1024), 0, Knobs::DEFAULT, sized, "test pool");
         let home = |size| *classes.home(size).get();
         assert_eq!(home(0), 128);
         assert_eq!(home(100), 128);
         assert_eq!(home(255), 128);
         assert_eq!(home(256), 256);
         assert_eq!(home(1 << 20), 1024);
+        let quarters = SizeClasses::new((128, 1024), 2, Knobs::DEFAULT, sized, "test pool");
+        let home = |size| *quarters.home(size).get();
+        assert_eq!(
+            (home(100), home(159), home(160), home(1000)),
+            (128, 128, 160, 896)
+        );
+    }
+
+    #[test]
+    fn four_classes_per_doubling() {
+        let classes = SizeClasses::new((65, 1000), 2, Knobs::DEFAULT, sized, "test pool");
+        let sizes: Vec<usize> = classes.sizes().collect();
+        assert_eq!(
+            sizes,
+            [
+                80, 96, 112, 128, 160, 192, 224, 256, 320, 384, 448, 512, 640, 768, 896, 1024
+            ]
+        );
+        let class = |len| classes.get(len).map(|pool| *pool.get());
+        assert_eq!(
+            (class(1), class(65), class(81), class(128), class(129)),
+            (Some(80), Some(80), Some(96), Some(128), Some(160))
+        );
+        assert_eq!((class(1000), class(1001)), (Some(1024), None));
+        let small = SizeClasses::new((1, 20), 2, Knobs::DEFAULT, sized, "test pool");
+        assert_eq!(
+            small.sizes().collect::<Vec<_>>(),
+            [1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16, 20]
+        );
+    }
+
+    /// The grid's index and size are inverse, and every class is within a
+    /// quarter of every length it serves (from the fourth class on: below
+    /// it, every size is a class).
+    #[test]
+    fn the_grid_wastes_at_most_a_quarter() {
+        // Up to 2^60 bytes, on either grid.
+        for (grid, classes) in [(0, 60), (2, 4 * 58)] {
+            for index in 0..classes {
+                let class = size(grid, index);
+                assert_eq!(super::index(grid, class), index, "grid {grid}");
+                assert_eq!(class_above(grid, class), class);
+                assert_eq!(class_below(grid, class), class);
+                assert_eq!(class_above(grid, class + 1), size(grid, index + 1));
+            }
+        }
+        for len in (1..100_000).chain([MAX_CLASS / 3, MAX_CLASS - 1, MAX_CLASS]) {
+            let class = class_above(2, len);
+            assert!(class >= len && class - len <= len / 4, "{len} -> {class}");
+        }
     }
 
     #[test]
