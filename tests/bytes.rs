@@ -230,15 +230,27 @@ fn classes_are_four_to_a_doubling_from_min_to_max() {
 
 proptest::proptest! {
     /// The memory rule: a buffer for any `len` from `min` to `max` has at
-    /// least `len` and at most a quarter more bytes of room.
+    /// least `len` and at most a quarter more bytes of room, new or
+    /// reused: after buffers were written, grown, shrunk and put.
     #[test]
-    fn a_buffer_wastes_at_most_a_quarter(min in 1usize..5000, span in 0usize..100_000, pick in 0.0f64..1.0) {
-        let max = min + span;
-        let pool = classes(min, max);
-        let len = min + ((span as f64) * pick) as usize;
-        let buf = pool.get(len);
-        proptest::prop_assert!(SizedGuard::is_pooled(&buf));
-        proptest::prop_assert!(buf.capacity() >= len && buf.capacity() - len <= len / 4, "{} for {}", buf.capacity(), len);
+    fn a_buffer_wastes_at_most_a_quarter(
+        min in 1usize..5000,
+        span in 0usize..100_000,
+        uses in proptest::collection::vec((0.0f64..1.0, 0usize..3, 0usize..300), 1..12),
+    ) {
+        let pool = classes(min, min + span);
+        for (pick, how, extra) in uses {
+            let len = min + ((span as f64) * pick) as usize;
+            let mut buf = pool.get(len);
+            proptest::prop_assert!(SizedGuard::is_pooled(&buf));
+            let room = buf.capacity();
+            proptest::prop_assert!(room >= len && room - len <= len / 4, "{} for {}", room, len);
+            match how {
+                0 => buf.resize(room + extra, 1), // grows
+                1 => buf.shrink_to(room.saturating_sub(extra)),
+                _ => pool.put(Vec::with_capacity(len + extra)),
+            }
+        }
     }
 }
 

@@ -3,7 +3,7 @@
 
 use super::BufferRecycler;
 use crate::Reset;
-use crate::resource::classes::{SizeClasses, class_pool, next_class};
+use crate::resource::classes::{SizeClasses, class_pool};
 use crate::resource::fallible;
 
 /// The largest class a [`BytePools`] may have: the largest power of two
@@ -18,14 +18,17 @@ pub const MAX_CLASS: usize = crate::resource::classes::MAX_CLASS;
 /// class up, and `1.25`, `1.5` and `1.75` times it. `get(len)` takes a
 /// buffer from the smallest class that holds `len` bytes, so for any `len`
 /// from `min` to `max` a buffer has at least `len` and at most `1.25 × len`
-/// bytes of room (a request below `min` gets the smallest class). A pool
-/// keeps idle buffers per class and per thread, up to its `max_idle` per
-/// class, until sweeps drop them. Each class is a [`LocalPool`](crate::LocalPool) of
-/// its own, made on first use; a guard returns its buffer to the class it
-/// came from. A buffer that grew into a larger class, or shrank below its
-/// own, is dropped on return rather than kept in a class where it does not
-/// belong. Requests larger than [`max_capacity`](Self::max_capacity) get a
-/// plain allocation that is dropped, not pooled, when the guard drops.
+/// bytes of room (a request below `min` gets the smallest class). A class
+/// keeps only buffers of exactly its size: one that grew or shrank is
+/// dropped on return, and one given with `put` is kept if its capacity is
+/// a class's. Idle buffers stay per class and per thread until sweeps drop
+/// them; `max_idle` bounds each class's count, and
+/// [`max_idle_bytes`](crate::ResourceBuilder::max_idle_bytes) the bytes of
+/// all classes together, at every instant. Each class is a
+/// [`LocalPool`](crate::LocalPool) of its own, made on first use; a guard
+/// returns its buffer to the class it came from. Requests larger than
+/// [`max_capacity`](Self::max_capacity) get a plain allocation that is
+/// dropped, not pooled, when the guard drops.
 ///
 /// Returned buffers are cleared, as in a [`BytePool`](super::BytePool).
 ///
@@ -50,11 +53,11 @@ pub struct BytePools {
 /// Four classes per doubling (`SizeClasses`' grid of 2<sup>2</sup>).
 const GRID: u32 = 2;
 
-/// The recycler of a class: a buffer that grew into the next class is
-/// dropped (its room would be wasted here); one that shrank below its
-/// class can no longer serve its requests.
+/// The recycler of a class: it keeps only buffers of exactly its size. One
+/// that grew would hand a later request more than a quarter above what it
+/// asked for; one that shrank could not serve it.
 fn class_recycler(size: usize, _: Reset) -> BufferRecycler {
-    BufferRecycler::new(size, next_class(GRID, size) - 1)
+    BufferRecycler::new(size, size)
 }
 
 class_pool!(

@@ -185,12 +185,6 @@ const fn size(grid: u32, index: usize) -> usize {
     (per + nth) << octave
 }
 
-/// The size of the class after the class `size` (the largest a buffer of
-/// that class may grow to before it belongs to the next, less one).
-pub(crate) const fn next_class(grid: u32, size: usize) -> usize {
-    size + step(grid, size)
-}
-
 /// A multi-size pool of byte-sized objects, `struct $ty { classes:
 /// SizeClasses<$object, $recycler> }`: its `new` and `builder`, the calls
 /// `get`, `try_get`, `get_owned`, `with` and `put` by length, its classes'
