@@ -408,7 +408,8 @@ static STATIC: Owners = LocalPool::builder(owned as fn() -> Owned)
 
 /// Every other way a child reaches a pool made before the fork: `stats`,
 /// `sweep` and `clear` start the child's own state; an owned guard and
-/// frozen `Bytes` taken before and dropped in the child come back to it;
+/// frozen `Bytes` taken before and dropped in the child come back to it; a
+/// multi-size pool's byte budget counts afresh;
 /// the sweeper registry holds the child's pools only; a `static` pool, the
 /// ready-made pools and a worker pool with a task queued are used or
 /// dropped. None of it drops a parent's object, runs a parent's task or
@@ -434,8 +435,12 @@ fn every_way_a_child_reaches_its_parents_pools_leaves_them_alone() {
         (bytes, buf.freeze())
     };
     drop((0..4).map(|_| bytes.get()).collect::<Vec<_>>());
-    let sizes = stashpool::bytes::BytePools::new(64, 1 << 20);
+    // A budget that one buffer of the 112 KiB class fills, in the parent.
+    let sizes = stashpool::bytes::BytePools::builder(64, 1 << 20)
+        .max_idle_bytes(1 << 17)
+        .build();
     drop(sizes.get(100_000));
+    assert_eq!(sizes.stats().idle_bytes, 112 << 10);
     // One worker, held in a task until the child has ended, and a task
     // queued behind it that holds a parent's object.
     // Dropped in the parent only once its worker is released (the child's
@@ -492,6 +497,10 @@ fn every_way_a_child_reaches_its_parents_pools_leaves_them_alone() {
         }
         ok &= bytes.stats().idle <= 1;
         drop(bytes);
+        // The classes' budget is the child's own, empty: it keeps one.
+        drop(sizes.get(100_000));
+        let stats = sizes.stats();
+        ok &= (stats.idle, stats.idle_bytes, stats.rejected) == (1, 112 << 10, 0);
         drop(sizes);
         // The worker pool: the parent's worker is not here to join, and the
         // queued task is the parent's, neither run nor dropped here.

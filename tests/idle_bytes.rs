@@ -10,7 +10,7 @@ use std::thread;
 use std::time::Duration;
 
 use common::run_with_deadline;
-use stashpool::bytes::BytePool;
+use stashpool::bytes::{BytePool, BytePools};
 use stashpool::{LocalPool, Recycle};
 
 const DEADLINE: Duration = Duration::from_secs(60);
@@ -271,4 +271,60 @@ fn a_budget_below_one_object_keeps_nothing() {
     // 1000 + 30000 + 7 fit; 65536 does not, 123457 does not.
     assert_eq!((stats.idle, stats.idle_bytes), (3, 31_007), "{stats:?}");
     assert_eq!((stats.created, stats.rejected), (5, 2), "{stats:?}");
+}
+
+/// A multi-size pool's classes share one budget: threads take buffers of
+/// mixed sizes, hold some across rounds, give some back on other threads;
+/// at every quiescent point the classes together hold at most the budget,
+/// and `idle_bytes` is each class's idle count times its size.
+#[test]
+fn the_classes_of_a_multi_size_pool_share_one_budget() {
+    run_with_deadline(DEADLINE, || {
+        const THREADS: usize = 4;
+        const ROUNDS: usize = 20;
+        const BUDGET: usize = 1 << 20;
+        let pool = BytePools::builder(1024, 1 << 18)
+            .max_idle_bytes(BUDGET)
+            .manual_sweep()
+            .build();
+        let (senders, receivers): (Vec<_>, Vec<_>) = (0..THREADS).map(|_| mpsc::channel()).unzip();
+        let round = Barrier::new(THREADS + 1);
+        let checked = Barrier::new(THREADS + 1);
+        thread::scope(|s| {
+            for (me, received) in receivers.into_iter().enumerate() {
+                let (pool, senders) = (&pool, senders.clone());
+                let (round, checked) = (&round, &checked);
+                s.spawn(move || {
+                    for r in 0..ROUNDS {
+                        let len =
+                            |i: usize| 1000 + (me * 7919 + r * 104_729 + i * 65_537) % 250_000;
+                        let held: Vec<_> = (0..6).map(|i| pool.get(len(i))).collect();
+                        senders[(me + 1) % THREADS].send(pool.get(len(6))).unwrap();
+                        drop(held);
+                        drop(received.recv().unwrap());
+                        round.wait();
+                        checked.wait();
+                    }
+                });
+            }
+            drop(senders);
+            for r in 0..ROUNDS {
+                round.wait();
+                let stats = pool.stats();
+                assert!(stats.idle_bytes <= BUDGET, "round {r}: {stats:?}");
+                let counted: usize = pool
+                    .classes()
+                    .map(|size| size * pool.class_stats(size).unwrap().idle)
+                    .sum();
+                assert_eq!(stats.idle_bytes, counted, "round {r}: {stats:?}");
+                assert_eq!(stats.gets, stats.returned + stats.rejected, "{stats:?}");
+                if r % 4 == 0 {
+                    pool.sweep();
+                    assert!(pool.stats().idle_bytes <= BUDGET);
+                }
+                checked.wait();
+            }
+        });
+        assert!(pool.stats().rejected > 0, "{:?}", pool.stats());
+    });
 }

@@ -8,23 +8,32 @@
 //! or pools an object one read-modify-write on a line all threads share;
 //! a pool without a budget pays a test. Why one counter rather than shares
 //! per stash: [`implementation`](crate::implementation), section 3d.
+//!
+//! The pools of a multi-size pool share one (`Family`): their buffers of
+//! every size count against one budget.
 
-use crate::sync::{AtomicUsize, Ordering};
+use std::ptr::NonNull;
+
+use crate::lazy::LazyArc;
+use crate::pool::fork;
+use crate::sync::{Arc, AtomicUsize, Ordering};
 
 pub(crate) struct Budget {
     /// The most bytes `idle` may reach.
     max: usize,
     /// The footprints of the objects pooled now.
     idle: AtomicUsize,
+    /// The process generation it counts for (`fork.rs`).
+    generation: usize,
 }
 
 impl Budget {
-    /// The budget of a pool built with `max_idle_bytes(max)`; `None`
-    /// without one (`usize::MAX`).
-    pub(crate) fn new(max: usize) -> Option<Self> {
-        (max != usize::MAX).then(|| Self {
+    /// A budget of `max` bytes, for a pool's state in this process.
+    pub(crate) fn new(max: usize) -> Arc<Self> {
+        Arc::new(Self {
             max,
             idle: AtomicUsize::new(0),
+            generation: fork::generation(),
         })
     }
 
@@ -47,13 +56,71 @@ impl Budget {
     }
 }
 
+/// One budget for several pools, the classes of a multi-size pool: each
+/// pool's state takes this process's `Budget` when it is made, so a forked
+/// child, whose pools make new states that hold none of the parent's
+/// objects, counts from zero in a budget of its own.
+pub(crate) struct Family {
+    max: usize,
+    current: LazyArc<Budget>,
+}
+
+impl Family {
+    pub(crate) fn new(max: usize) -> Self {
+        Self {
+            max,
+            current: LazyArc::new(),
+        }
+    }
+
+    /// This process's budget, made if need be.
+    pub(crate) fn current(&self) -> Arc<Budget> {
+        let make = || Budget::new(self.max);
+        let current = match self.current.get() {
+            Some(budget) if budget.generation == fork::generation() => budget,
+            Some(stale) => self.current.renew(stale, make, |_| ()),
+            None => self.current.get_or_make(make, |_| ()),
+        };
+        current.to_arc()
+    }
+}
+
+/// A pool's reference to the `Family` it shares a budget with, in its
+/// `Config`: an address, so that the configuration stays `Copy`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct FamilyRef(NonNull<Family>);
+
+// SAFETY: an address of a `Family`, which is `Sync`; dereferenced only
+// under `get`'s contract.
+unsafe impl Send for FamilyRef {}
+// SAFETY: as above.
+unsafe impl Sync for FamilyRef {}
+
+impl FamilyRef {
+    pub(crate) fn new(family: &Arc<Family>) -> Self {
+        Self(NonNull::from(&**family))
+    }
+
+    /// The family.
+    ///
+    /// # Safety
+    ///
+    /// The `Arc` this was made from is alive: the multi-size pool that made
+    /// it keeps it until the pools it configured with this have dropped,
+    /// and only those pools call this, while borrowed.
+    pub(crate) unsafe fn get(&self) -> &Family {
+        // SAFETY: the caller's word.
+        unsafe { self.0.as_ref() }
+    }
+}
+
 #[cfg(all(test, not(stashpool_loom)))]
 mod tests {
     use super::*;
 
     #[test]
     fn takes_up_to_the_budget_and_no_further() {
-        let budget = Budget::new(10).unwrap();
+        let budget = Budget::new(10);
         assert!(budget.take(6));
         assert!(!budget.take(5), "6 + 5 > 10");
         assert!(budget.take(4));
@@ -61,6 +128,13 @@ mod tests {
         budget.give(6);
         assert!(budget.take(6));
         assert!(!budget.take(usize::MAX), "no overflow past the budget");
-        assert!(Budget::new(usize::MAX).is_none());
+    }
+
+    #[test]
+    fn a_family_shares_one_budget_per_process() {
+        let family = Family::new(10);
+        assert!(family.current().take(7));
+        assert!(!family.current().take(7), "the same budget");
+        assert!(Arc::ptr_eq(&family.current(), &family.current()));
     }
 }

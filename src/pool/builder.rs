@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use crate::Recycle;
 use crate::lazy::LazyArc;
+use crate::pool::budget::FamilyRef;
 use crate::pool::config::{Config, sweep_interval};
 use crate::pool::local_pool::LocalPool;
 
@@ -187,6 +188,13 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPoolBuilder<T, R> {
     /// ```
     pub const fn max_idle_bytes(mut self, n: usize) -> Self {
         self.config.max_idle_bytes = n;
+        self
+    }
+
+    /// Counts this pool's idle bytes in `family`'s budget, with the other
+    /// pools configured with it (a multi-size pool's classes).
+    pub(crate) fn share_budget(mut self, family: FamilyRef) -> Self {
+        self.config.family = Some(family);
         self
     }
 

@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use crate::pool::budget::FamilyRef;
+
 /// How many objects one thread keeps in its private stash by default.
 ///
 /// A stash slot is one pointer, so the stash itself costs 1 KiB; what the
@@ -66,6 +68,8 @@ pub(crate) struct Config {
     pub(crate) max_idle: usize,
     /// The byte budget (`budget.rs`); `usize::MAX`: none.
     pub(crate) max_idle_bytes: usize,
+    /// The budget shared with other pools, in place of `max_idle_bytes`.
+    pub(crate) family: Option<FamilyRef>,
     /// `None`: manual sweeping only.
     pub(crate) sweep_every: Option<Duration>,
     /// `None`: [`default_max_stashes`].
@@ -79,6 +83,7 @@ impl Config {
         max_stashed: DEFAULT_MAX_STASHED,
         max_idle: usize::MAX,
         max_idle_bytes: usize::MAX,
+        family: None,
         sweep_every: Some(DEFAULT_SWEEP_INTERVAL),
         max_stashes: None,
         preload: 0,

@@ -9,7 +9,7 @@
 #[cfg(not(stashpool_loom))]
 mod background;
 mod barrier;
-mod budget;
+pub(crate) mod budget;
 mod builder;
 mod config;
 mod exit;

@@ -96,7 +96,7 @@ pub(crate) struct Shared<T: Send> {
     pub(super) trimmed: AtomicCount,
     pub(super) trimmed_bytes: AtomicCount,
     /// The bound on idle bytes, if the pool has one (`budget.rs`).
-    pub(super) budget: Option<Budget>,
+    pub(super) budget: Option<Arc<Budget>>,
     /// Counts for threads without a stash (the stashless paths of
     /// `local_pool.rs`, `returning.rs`); shared by them all, so bumped with atomic
     /// read-modify-writes.
@@ -119,7 +119,13 @@ impl<T: Send> Shared<T> {
             closed: AtomicBool::new(false),
             trimmed: AtomicCount::new(0),
             trimmed_bytes: AtomicCount::new(0),
-            budget: Budget::new(config.max_idle_bytes),
+            budget: match config.family {
+                // SAFETY: only a pool of the family makes its state, while
+                // borrowed (`FamilyRef::get`).
+                Some(family) => Some(unsafe { family.get() }.current()),
+                None => (config.max_idle_bytes != usize::MAX)
+                    .then(|| Budget::new(config.max_idle_bytes)),
+            },
             orphans: Counters::default(),
             max_stashed: config.max_stashed,
             strategy: barrier::strategy(),

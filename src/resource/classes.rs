@@ -25,7 +25,9 @@ use std::ops::{Deref, DerefMut};
 use std::sync::OnceLock;
 
 use crate::lazy::Lazy;
+use crate::pool::budget::{Family, FamilyRef};
 use crate::resource::sealed::{Knobs, Token};
+use crate::sync::Arc;
 use crate::{LocalPool, Pooled, PooledOwned, Recycle, Reset};
 
 /// One `LocalPool` per class from `min` to `max` bytes (both rounded up to
@@ -39,8 +41,7 @@ use crate::{LocalPool, Pooled, PooledOwned, Recycle, Reset};
 /// stay where they are until the multi-size pool drops, so guards can
 /// borrow them.
 pub(crate) struct SizeClasses<T: Send + 'static, R: Recycle<T>> {
-    /// `pools[i]` serves requests of up to the `i`-th class's size.
-    pools: Lazy<Box<[LocalPool<T, R>]>>,
+    pools: Lazy<Classes<T, R>>,
     /// Classes per doubling, as a power of two: 0 (one) or 2 (four).
     grid: u32,
     /// The index of the smallest class on the grid of every class.
@@ -49,6 +50,17 @@ pub(crate) struct SizeClasses<T: Send + 'static, R: Recycle<T>> {
     knobs: Knobs,
     /// The recycler of a class of objects of this size.
     recycler: fn(usize, Reset) -> R,
+}
+
+/// The classes' pools, and the byte budget they share.
+struct Classes<T: Send + 'static, R: Recycle<T>> {
+    /// `pools[i]` serves requests of up to the `i`-th class's size.
+    /// Dropped before `family`, which they refer to.
+    pools: Box<[LocalPool<T, R>]>,
+    /// With `max_idle_bytes`, one budget for every class, not one each: a
+    /// class per quarter of a doubling would multiply it many times over.
+    #[allow(dead_code)] // Kept for the pools, which refer to it.
+    family: Option<Arc<Family>>,
 }
 
 /// The largest class a pool of power-of-two classes may have: the largest
@@ -85,16 +97,31 @@ impl<T: Send + 'static, R: Recycle<T>> SizeClasses<T, R> {
 
     /// Every class's pool, smallest first, made now if need be.
     fn pools(&self) -> &[LocalPool<T, R>] {
-        self.pools.get_or_make(|| {
-            self.sizes()
-                .map(|size| self.knobs.pool((self.recycler)(size, self.knobs.reset)))
-                .collect()
-        })
+        let classes = self.pools.get_or_make(|| {
+            let family = self
+                .knobs
+                .max_idle_bytes
+                .map(|max| Arc::new(Family::new(max)));
+            let pools = self
+                .sizes()
+                .map(|size| {
+                    let recycler = (self.recycler)(size, self.knobs.reset);
+                    let builder = self.knobs.apply(LocalPool::builder(recycler));
+                    match &family {
+                        Some(family) => builder.share_budget(FamilyRef::new(family)),
+                        None => builder,
+                    }
+                    .build()
+                })
+                .collect();
+            Classes { pools, family }
+        });
+        &classes.pools
     }
 
     /// The pools made so far: all of them, or none before the first use.
     pub(crate) fn made(&self) -> &[LocalPool<T, R>] {
-        self.pools.get().map_or(&[], |pools| pools)
+        self.pools.get().map_or(&[], |classes| &classes.pools)
     }
 
     /// The pool of the smallest class that holds `len` bytes, or `None`
@@ -229,7 +256,8 @@ macro_rules! class_pool {
             }
 
             /// A builder, to set the core knobs (they apply to every
-            /// class, `max_idle` to each class).
+            /// class, `max_idle` to each class, `max_idle_bytes` to all
+            /// classes together).
             ///
             /// # Examples
             ///
@@ -830,6 +858,27 @@ mod tests {
             (home(100), home(159), home(160), home(1000)),
             (128, 128, 160, 896)
         );
+    }
+
+    /// With `max_idle_bytes`, one budget for all the classes: objects of
+    /// `size_of::<usize>()` bytes each (the default footprint), two of
+    /// three kept whatever their class.
+    #[test]
+    fn the_classes_share_one_byte_budget() {
+        let knobs = Knobs {
+            max_idle_bytes: Some(2 * std::mem::size_of::<usize>()),
+            ..Knobs::DEFAULT
+        };
+        let classes = SizeClasses::new((1, 20), 2, knobs, sized, "test pool");
+        let held: Vec<_> = [3, 9, 17]
+            .iter()
+            .map(|&len| classes.get(len).unwrap().get())
+            .collect();
+        drop(held);
+        let stats: Vec<_> = classes.made().iter().map(LocalPool::stats).collect();
+        let total: crate::Stats = stats.iter().copied().sum();
+        assert_eq!((total.idle, total.rejected), (2, 1), "{total:?}");
+        assert_eq!(stats.iter().filter(|stats| stats.returned == 1).count(), 2);
     }
 
     #[test]

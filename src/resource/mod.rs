@@ -124,16 +124,25 @@ impl<P: sealed::Resource> ResourceBuilder<P> {
     /// [`LocalPoolBuilder::max_idle_bytes`](crate::LocalPoolBuilder::max_idle_bytes)):
     /// an object returned past it is dropped. Each object counts as what
     /// it holds: a buffer its capacity, a frame its pixels, a map its
-    /// length. A multi-size pool applies it to each size.
+    /// length. A multi-size pool applies it to all its sizes together:
+    /// one budget for its classes, not one each.
     ///
     /// # Examples
     ///
     /// ```
-    /// use stashpool::bytes::BytePool;
+    /// use stashpool::bytes::{BytePool, BytePools};
     ///
     /// let pool = BytePool::builder(1024).max_idle_bytes(64 << 10).build();
     /// pool.with(|buf| buf.push(1));
     /// assert_eq!(pool.stats().idle_bytes, 1024);
+    ///
+    /// // 48 KiB for the classes together: a 32 KiB buffer and a 16 KiB
+    /// // one fit, a second 16 KiB one does not.
+    /// let pools = BytePools::builder(1024, 1 << 20).max_idle_bytes(48 << 10).build();
+    /// let bufs = [pools.get(32 << 10), pools.get(16 << 10), pools.get(16 << 10)];
+    /// drop(bufs);
+    /// let stats = pools.stats();
+    /// assert_eq!((stats.idle_bytes, stats.rejected), (48 << 10, 1));
     /// ```
     pub const fn max_idle_bytes(mut self, n: usize) -> Self {
         self.knobs.max_idle_bytes = Some(n);
