@@ -236,3 +236,40 @@ fn a_multi_size_pool_keeps_what_it_is_put_where_it_fits_and_discards_the_rest() 
     maps.put(memmap2::MmapMut::map_anon(5000).unwrap()); // no class is 5000 bytes
     assert_eq!((maps.stats().idle, maps.stats().discarded), (1, 1));
 }
+
+/// A multi-size pool preloads each class or shape on its first use (its
+/// counters included), and a byte budget stops the preload where it is
+/// full.
+#[test]
+fn multi_size_pools_preload_each_class_on_its_first_use() {
+    let bytes = BytePools::builder(1024, 1 << 16)
+        .preload(3)
+        .max_idle_bytes(4 * 2048)
+        .manual_sweep()
+        .build();
+    let buf = bytes.get(2000);
+    let class = bytes.class_stats(2000).unwrap();
+    assert_eq!(
+        (class.created, class.idle),
+        (3, 2),
+        "of 3, one taken: {class:?}"
+    );
+    drop(buf);
+    // Three 1024-byte buffers: the budget holds two more after 3 x 2048.
+    let small = bytes.class_stats(1024).unwrap();
+    assert_eq!(
+        (small.created, small.idle, small.rejected),
+        (3, 2, 1),
+        "{small:?}"
+    );
+    // `stats` reaches every class, and the budget is full: the other
+    // classes' preloads are all refused.
+    let stats = bytes.stats();
+    assert_eq!(stats.idle_bytes, 4 * 2048, "{stats:?}");
+    assert_eq!(stats.created, 3 * bytes.classes().count() as u64);
+
+    let frames = RgbaPools::builder().preload(2).manual_sweep().build();
+    drop(frames.get(8, 8));
+    let stats = frames.stats();
+    assert_eq!((stats.created, stats.idle), (2, 2), "{stats:?}");
+}

@@ -7,7 +7,7 @@ use ::image::{GrayImage, RgbaImage};
 
 use super::{GrayRecycler, RgbaRecycler, Subsampling, YCbCrFrame, YCbCrRecycler};
 use crate::resource::classes::Shapes;
-use crate::resource::sealed::{Contents, Knobs, Resource, Token};
+use crate::resource::sealed::{Contents, Knobs, Preload, Resource, Token};
 use crate::resource::{object_pool, resource_pool};
 use crate::{LocalPool, Pooled, PooledOwned, Recycle, Reset};
 
@@ -522,6 +522,8 @@ impl<F: Frame> Contents for FramePools<F> {}
 impl<F: Frame> Resource for FramePools<F> {
     type Params = F::Params;
 }
+
+impl<F: Frame> Preload for FramePools<F> {}
 
 impl<F: Frame> fmt::Debug for FramePools<F> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

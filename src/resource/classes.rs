@@ -453,6 +453,8 @@ macro_rules! class_pool {
             type Params = (usize, usize);
         }
 
+        impl $crate::resource::sealed::Preload for $ty {}
+
         $crate::resource::const_build!(
             [] $ty,
             |params, knobs| $ty::with_knobs(params, knobs),

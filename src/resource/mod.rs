@@ -220,10 +220,11 @@ impl<P: sealed::Resource + sealed::Preload> ResourceBuilder<P> {
     /// Sweeps trim them as any idle object: preloaded and never taken,
     /// they are gone after two sweeps. Default `0`.
     ///
-    /// The pools of one kind of object of one size have it; the
-    /// multi-size pools, which make their classes on first use, do not,
-    /// nor does `CopyPool`, whose copy buffers and `read_all` vectors are
-    /// two kinds.
+    /// A multi-size pool preloads each class (or frame shape) with `n`
+    /// on that class's first use, `stats()` included. Under a
+    /// [`max_idle_bytes`](Self::max_idle_bytes), a preload stops where the
+    /// budget is full. `CopyPool`, whose copy buffers and `read_all`
+    /// vectors are two kinds, has no `preload`.
     ///
     /// # Examples
     ///
@@ -238,12 +239,22 @@ impl<P: sealed::Resource + sealed::Preload> ResourceBuilder<P> {
     /// # drop(chunks);
     /// ```
     ///
-    /// A multi-size pool has nothing to preload before its first request:
-    ///
-    /// ```compile_fail
+    /// ```
     /// use stashpool::bytes::BytePools;
     ///
-    /// let pools = BytePools::builder(64, 4096).preload(4).build();
+    /// let pools = BytePools::builder(1024, 8192).preload(2).build();
+    /// let buf = pools.get(3000); // the 3072-byte class's first use
+    /// assert_eq!(pools.class_stats(3000).unwrap().created, 2);
+    /// assert_eq!(pools.class_stats(3000).unwrap().idle, 1);
+    /// # drop(buf);
+    /// ```
+    ///
+    /// `CopyPool` has none:
+    ///
+    /// ```compile_fail
+    /// use stashpool::io::CopyPool;
+    ///
+    /// let pool = CopyPool::builder(4096).preload(4).build();
     /// ```
     pub const fn preload(mut self, n: usize) -> Self {
         self.knobs.preload = n;
@@ -291,8 +302,8 @@ pub(crate) mod sealed {
     /// Sealed: implemented by the crate's pools only.
     pub trait Contents {}
 
-    /// A ready-made pool of objects of one size, made with the pool: its
-    /// builder has [`preload`](ResourceBuilder::preload).
+    /// A ready-made pool of one kind of object: its builder has
+    /// [`preload`](ResourceBuilder::preload).
     ///
     /// Sealed: implemented by the crate's pools only.
     pub trait Preload {}
