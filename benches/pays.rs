@@ -9,6 +9,7 @@
 //! cargo bench --bench pays                    # both tables, into benches/results/pays.md
 //! cargo bench --bench pays -- buffers         # the second table only
 //! cargo bench --bench pays -- json-log        # the third table only
+//! cargo bench --bench pays -- archive         # the fourth table only
 //! cargo bench --bench pays -- pipeline opool  # one run
 //! ```
 //!
@@ -56,6 +57,9 @@
 #![cfg_attr(not(target_os = "linux"), allow(dead_code, unused_imports))]
 
 // The examples' own code; the parts only the examples print are unused.
+#[path = "../examples/archive/work.rs"]
+#[allow(dead_code)]
+mod archive;
 #[path = "../examples/compress/work.rs"]
 #[allow(dead_code)]
 mod compress;
@@ -122,6 +126,9 @@ const VERSIONS: [&str; 2] = ["stashpool", "plain"];
 /// The JSON log's producers, and the records each serialises.
 const JSON_PRODUCERS: usize = 4;
 const JSON_RECORDS: u64 = 250_000;
+
+/// Files per archive run.
+const ARCHIVE_FILES: usize = 120;
 
 /// The JSON log's settings: quiet, and beside this many busy loops.
 const BUSY_LOOPS: [usize; 2] = [0, 2];
@@ -356,7 +363,7 @@ mod opool_peer {
 /// Runs `workload` with `peer`'s objects in this process; prints what
 /// the run cost (see `Cost`) and the peak resident set in KiB.
 fn run_one(workload: &str, peer: &str) {
-    if BUFFER_WORKLOADS.contains(&workload) || workload == "json log" {
+    if BUFFER_WORKLOADS.contains(&workload) || ["json log", "archive"].contains(&workload) {
         return run_buffers(workload, peer);
     }
     let cost = if workload == "pipeline" {
@@ -497,6 +504,15 @@ fn run_buffers(workload: &str, version: &str) {
         let cpu = cpu_millis() - cpu;
         let created = echo::BUFFERS.stats().created;
         (report.elapsed, report.lines, created, system / cpu)
+    } else if workload == "archive" {
+        let kind = if plain {
+            archive::Kind::Plain
+        } else {
+            archive::Kind::Pooled
+        };
+        let report = archive::run(kind, ARCHIVE_FILES);
+        let created = archive::BUFFERS.stats().created;
+        (report.elapsed, report.files as u64, created, f64::NAN)
     } else if workload == "json log" {
         let sink = std::io::sink();
         let report = if plain {
@@ -658,14 +674,64 @@ fn buffers_table() {
     finish(text, "buffers");
 }
 
-/// The JSON log (`examples/json_log`), pooled and plain in paired rounds
-/// as the second table's, quiet and beside `BUSY_LOOPS` busy loops (this
-/// bench again, spinning, one process each, killed when the rounds end).
-fn json_log_table() {
+/// The JSON log (`examples/json_log`), quiet and beside `BUSY_LOOPS` busy
+/// loops.
+fn json_log_table() -> Paired {
+    Paired {
+        workload: "json log",
+        mode: "json-log",
+        busy_loops: &BUSY_LOOPS,
+        heading: "Fan-in: a JSON log, pooled and plain",
+        description: format!(
+            "`cargo bench --bench pays -- json-log`: `examples/json_log`, {JSON_PRODUCERS} \
+             producers each serialising {JSON_RECORDS} log records with `serde_json` into a \
+             512-byte buffer (from a `static` `BytePool`, or `Vec::with_capacity(512)`) and \
+             sending it through a bounded channel to one writer, which writes it through a \
+             `BufWriter` and drops it: every buffer is returned on the writer for four takers."
+        ),
+        item: "record",
+    }
+}
+
+/// The archive (`examples/archive`), quiet.
+fn archive_table() -> Paired {
+    Paired {
+        workload: "archive",
+        mode: "archive",
+        busy_loops: &[0],
+        heading: "Memory: an archive of files of 1 to 8 MiB, pooled and plain",
+        description: format!(
+            "`cargo bench --bench pays -- archive`: `examples/archive`, {ARCHIVE_FILES} files of \
+             1 to 8 MiB generated into an input buffer and deflated (level 6) into an output \
+             buffer on rayon's threads; pooled, both buffers from a `static` `BytePools` (four \
+             classes per doubling) under `max_idle_bytes({} MiB)` and the compressors from a \
+             `LocalPool`, else `Vec::with_capacity` and `Compress::new` per file.",
+            archive::MAX_IDLE_BYTES >> 20
+        ),
+        item: "file",
+    }
+}
+
+/// A paired table of two versions of one program (`VERSIONS`), in the
+/// second table's rounds: `heading`, then `description`, then a row per
+/// version for each setting of `busy_loops` (quiet, or beside this many
+/// busy loops: this bench again, spinning, one process each, killed when
+/// the rounds end); `mode` is the argument that makes it, `workload` the
+/// one that runs a version, `item` what its allocations are counted per.
+struct Paired {
+    workload: &'static str,
+    mode: &'static str,
+    busy_loops: &'static [usize],
+    heading: &'static str,
+    description: String,
+    item: &'static str,
+}
+
+fn paired_table(table: Paired) {
     let me = env::current_exe().expect("the bench's own path");
     // runs[setting][version][round]
     let mut runs: Vec<[Vec<BufferRun>; 2]> = Vec::new();
-    for busy in BUSY_LOOPS {
+    for &busy in table.busy_loops {
         let mut loops: Vec<_> = (0..busy)
             .map(|_| Command::new(&me).arg("spin").spawn().expect("a busy loop"))
             .collect();
@@ -674,7 +740,7 @@ fn json_log_table() {
             eprintln!("{busy} busy loops: round {} of {ROUNDS}", round + 1);
             let order = if round % 2 == 0 { [0, 1] } else { [1, 0] };
             for version in order {
-                let run = measure_buffers(&me, "json log", VERSIONS[version], Path::new(""));
+                let run = measure_buffers(&me, table.workload, VERSIONS[version], Path::new(""));
                 setting[version].push(run);
             }
         }
@@ -687,48 +753,49 @@ fn json_log_table() {
 
     let mut text = String::new();
     let out = &mut text;
-    writeln!(out, "## Fan-in: a JSON log, pooled and plain").unwrap();
+    writeln!(out, "## {}", table.heading).unwrap();
     writeln!(out).unwrap();
     writeln!(
         out,
-        "`cargo bench --bench pays -- json-log`: `examples/json_log`, {JSON_PRODUCERS} producers \
-         each serialising {JSON_RECORDS} log records with `serde_json` into a 512-byte buffer \
-         (from a `static` `BytePool`, or `Vec::with_capacity(512)`) and sending it through a \
-         bounded channel to one writer, which writes it through a `BufWriter` and drops it: every \
-         buffer is returned on the writer for four takers. {ROUNDS} rounds per setting, each \
-         running both versions, a fresh process each, the first of them alternating; *busy \
-         loops*: processes spinning beside the rounds on this machine's {} cores. *plain ÷ \
-         stashpool*: the median over the rounds of plain's wall time over stashpool's in the \
-         same round (above 1: stashpool is faster), with the lowest and the highest round; the \
-         rest are medians. CPU: every thread's user and system time.",
+        "{} {ROUNDS} rounds per setting, each running both versions, a fresh process each, \
+         the first of them alternating; *busy loops*: processes spinning beside the rounds on \
+         this machine's {} cores. *plain ÷ stashpool*: the median over the rounds of plain's \
+         wall time over stashpool's in the same round (above 1: stashpool is faster), with the \
+         lowest and the highest round; the rest are medians. CPU: every thread's user and \
+         system time. *RSS ÷ plain*: the version's median peak RSS over plain's.",
+        table.description,
         cores()
     )
     .unwrap();
     writeln!(out).unwrap();
     writeln!(
         out,
-        "| busy loops | version | wall (ms) | plain ÷ stashpool (lowest, highest) | CPU (ms) | objects made | allocations per record | peak RSS (MiB) |"
+        "| busy loops | version | wall (ms) | plain ÷ stashpool (lowest, highest) | CPU (ms) | objects made | allocations per {} | peak RSS (MiB) | RSS ÷ plain |",
+        table.item
     )
     .unwrap();
     writeln!(
         out,
-        "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |"
+        "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
     )
     .unwrap();
-    for (busy, runs) in BUSY_LOOPS.iter().zip(&runs) {
-        for ((version, runs), (ratio, made)) in VERSIONS.iter().zip(runs).zip(paired_cells(runs)) {
+    let rss = |runs: &[BufferRun]| median(runs.iter().map(|r| r.hwm).collect()) as f64;
+    for (busy, setting) in table.busy_loops.iter().zip(&runs) {
+        let cells = paired_cells(setting);
+        for ((version, runs), (ratio, made)) in VERSIONS.iter().zip(setting).zip(cells) {
             writeln!(
                 out,
-                "| {busy} | {version} | {:.1} | {ratio} | {:.1} | {made} | {:.2} | {:.1} |",
+                "| {busy} | {version} | {:.1} | {ratio} | {:.1} | {made} | {:.2} | {:.1} | {:.2} |",
                 median(runs.iter().map(|r| r.millis).collect()),
                 median(runs.iter().map(|r| r.cpu_millis).collect()),
                 median(runs.iter().map(|r| r.allocations).collect()),
-                median(runs.iter().map(|r| r.hwm).collect()) as f64 / 1024.0,
+                rss(runs) / 1024.0,
+                rss(runs) / rss(&setting[1]),
             )
             .unwrap();
         }
     }
-    finish(text, "json-log");
+    finish(text, table.mode);
 }
 
 /// The two versions' cells of a paired table (`runs[version][round]`,
@@ -930,18 +997,20 @@ fn main() {
     match args.as_slice() {
         [workload, peer] => run_one(workload, peer),
         [buffers] if buffers == "buffers" => buffers_table(),
-        [json] if json == "json-log" => json_log_table(),
+        [json] if json == "json-log" => paired_table(json_log_table()),
+        [archive] if archive == "archive" => paired_table(archive_table()),
         [spin] if spin == "spin" => loop {
             std::hint::spin_loop();
         },
         [] => {
             table();
             buffers_table();
-            json_log_table();
+            paired_table(json_log_table());
+            paired_table(archive_table());
         }
         _ => panic!(
-            "usage: pays [buffers | json-log | WORKLOAD PEER]; workloads {WORKLOADS:?} \
-             {BUFFER_WORKLOADS:?} \"json log\", \
+            "usage: pays [buffers | json-log | archive | WORKLOAD PEER]; workloads {WORKLOADS:?} \
+             {BUFFER_WORKLOADS:?} \"json log\" \"archive\", \
              peers {PEERS:?} {VERSIONS:?}"
         ),
     }
