@@ -83,8 +83,10 @@
 //! than dereference to one, have std's `into_inner` method.
 //!
 //! In names, "capacity" is a size in bytes (`BytePool::capacity`,
-//! `MmapPool::capacity`, `max_capacity`), and counts of objects are
-//! `max_*` (`max_stashed`, `max_idle`).
+//! `MmapPool::capacity`, `max_capacity`), counts of objects are `max_*`
+//! (`max_stashed`, `max_idle`), and what idle objects hold, as
+//! [`Recycle::footprint`] counts it, is `*_bytes` (`max_idle_bytes`,
+//! `Stats::idle_bytes`).
 
 //! # Configured statics and pools in structs
 //!
