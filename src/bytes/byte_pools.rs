@@ -24,7 +24,12 @@ pub const MAX_CLASS: usize = crate::resource::classes::MAX_CLASS;
 /// a class's. Idle buffers stay per class and per thread until sweeps drop
 /// them; `max_idle` bounds each class's count, and
 /// [`max_idle_bytes`](crate::ResourceBuilder::max_idle_bytes) the bytes of
-/// all classes together, at every instant. Each class is a
+/// all classes together, at every instant. Set it where sizes vary widely:
+/// a class is then seldom asked for again while one of its buffers is
+/// idle, and every idle byte is one the allocator cannot give to another
+/// size (`examples/archive`, files of 1 to 8 MiB, reuses few buffers and
+/// keeps its peak memory near plain `Vec`s' with a budget of half its
+/// largest file). Each class is a
 /// [`LocalPool`](crate::LocalPool) of its own, made on first use; a guard
 /// returns its buffer to the class it came from. Requests larger than
 /// [`max_capacity`](Self::max_capacity) get a plain allocation that is
