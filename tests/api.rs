@@ -276,8 +276,16 @@ fn stats_notes_name_what_to_change() {
         drop(held);
     }
     let shown = bounded.stats().to_string();
+    let room = "were rejected for want of room: max_idle or max_idle_bytes is below";
+    assert!(shown.contains(room), "{shown}");
+    // And for want of bytes: a budget below one buffer.
+    let budgeted = stashpool::bytes::BytePool::builder(4096)
+        .max_idle_bytes(1024)
+        .build();
+    budgeted.with(|_| ());
+    let shown = budgeted.stats().to_string();
     assert!(
-        shown.contains("were rejected for want of room: max_idle"),
+        shown.contains(room) && shown.contains("idle_bytes=0"),
         "{shown}"
     );
 

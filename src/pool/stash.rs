@@ -792,16 +792,21 @@ impl<T> Local<T> {
 
 /// Operation counts (see [`crate::Stats`]). A stash's counters have one
 /// writer, its owner; `SHARED` counters are bumped by any thread.
+///
+/// In declaration order (`repr(C)`): those a get or a return writes first,
+/// so that in a stash they share one cache line.
 #[derive(Default)]
+#[repr(C)]
 pub(crate) struct Counters<const SHARED: bool = false> {
     pub(crate) created: Counter<SHARED>,
     pub(crate) reused: Counter<SHARED>,
+    /// The footprints of the objects counted in `reused`.
+    pub(crate) reused_bytes: Counter<SHARED>,
     pub(crate) returned: Counter<SHARED>,
+    /// The footprints of the objects counted in `returned`.
+    pub(crate) returned_bytes: Counter<SHARED>,
     pub(crate) discarded: Counter<SHARED>,
     pub(crate) rejected: Counter<SHARED>,
-    /// The footprints of the objects counted in `returned` and `reused`.
-    pub(crate) returned_bytes: Counter<SHARED>,
-    pub(crate) reused_bytes: Counter<SHARED>,
 }
 
 /// A counter; see [`Counters`].
