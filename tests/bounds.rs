@@ -2,11 +2,12 @@
 
 mod common;
 
+use std::sync::mpsc::{Receiver, Sender};
 use std::sync::{Arc, Barrier, Mutex, MutexGuard};
 use std::thread;
 use std::time::Duration;
 
-use common::{Ledger, Tracked, run_with_deadline};
+use common::{Ledger, Tracked, in_rounds, run_with_deadline};
 use stashpool::{LocalPool, Pool};
 
 type Maker = Box<dyn Fn() -> Tracked + Send + Sync>;
@@ -97,44 +98,27 @@ fn objects_gathered_for_several_takers_keep_within_max_idle() {
         const MAX_IDLE: usize = 20;
         let ledger = Ledger::new();
         let pool = tracked_pool(&ledger, Some(MAX_IDLE));
-        let (senders, receivers): (Vec<_>, Vec<_>) =
-            (0..THREADS).map(|_| std::sync::mpsc::channel()).unzip();
-        let round = Barrier::new(THREADS + 1);
-        let checked = Barrier::new(THREADS + 1);
-        thread::scope(|s| {
-            for (me, received) in receivers.into_iter().enumerate() {
-                let (pool, senders) = (&pool, senders.clone());
-                let (round, checked) = (&round, &checked);
-                s.spawn(move || {
-                    for _ in 0..ROUNDS {
-                        // Each object goes to another thread, round-robin.
-                        for i in 0..EACH {
-                            let to = (me + 1 + i % (THREADS - 1)) % THREADS;
-                            senders[to].send(pool.get()).unwrap();
-                        }
-                        for _ in 0..EACH {
-                            drop(received.recv().unwrap());
-                        }
-                        round.wait();
-                        checked.wait();
-                    }
-                });
+        let work = |me: usize, _, senders: &[Sender<_>], received: &Receiver<_>| {
+            // Each object goes to another thread, round-robin.
+            for i in 0..EACH {
+                let to = (me + 1 + i % (THREADS - 1)) % THREADS;
+                senders[to].send(pool.get()).unwrap();
             }
-            drop(senders);
-            for _ in 0..ROUNDS {
-                round.wait();
-                let before = pool.stats();
-                assert_eq!(before.gets, before.returned + before.rejected, "{before:?}");
-                pool.sweep();
-                let after = pool.stats();
-                assert!(after.idle <= MAX_IDLE, "after a sweep: {after:?}");
-                assert_eq!(
-                    ledger.live(),
-                    after.idle,
-                    "the rest were dropped: {after:?}"
-                );
-                checked.wait();
+            for _ in 0..EACH {
+                drop(received.recv().unwrap());
             }
+        };
+        in_rounds(THREADS, ROUNDS, work, |_| {
+            let before = pool.stats();
+            assert_eq!(before.gets, before.returned + before.rejected, "{before:?}");
+            pool.sweep();
+            let after = pool.stats();
+            assert!(after.idle <= MAX_IDLE, "after a sweep: {after:?}");
+            assert_eq!(
+                ledger.live(),
+                after.idle,
+                "the rest were dropped: {after:?}"
+            );
         });
         drop(pool);
         assert_eq!(ledger.dropped(), ledger.made(), "each dropped exactly once");

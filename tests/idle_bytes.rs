@@ -9,7 +9,7 @@ use std::sync::{Arc, Barrier};
 use std::thread;
 use std::time::Duration;
 
-use common::run_with_deadline;
+use common::{in_rounds, run_with_deadline};
 use stashpool::bytes::{BytePool, BytePools};
 use stashpool::{LocalPool, Recycle};
 
@@ -162,40 +162,25 @@ fn max_idle_bytes_bounds_the_idle_bytes_at_every_quiescent_point() {
         const BUDGET: usize = 300_000;
         let ledger = Arc::new(Ledger::default());
         let pool = blob_pool(&ledger, Some(BUDGET));
-        let (senders, receivers): (Vec<_>, Vec<_>) = (0..THREADS).map(|_| mpsc::channel()).unzip();
-        let round = Barrier::new(THREADS + 1);
-        let checked = Barrier::new(THREADS + 1);
-        thread::scope(|s| {
-            for (me, received) in receivers.into_iter().enumerate() {
-                let (pool, senders) = (&pool, senders.clone());
-                let (round, checked) = (&round, &checked);
-                s.spawn(move || {
-                    for r in 0..ROUNDS {
-                        // Some kept and dropped here, some sent to the
-                        // next thread, which drops them.
-                        let held: Vec<_> = (0..(me + r) % 7 + 1).map(|_| pool.get()).collect();
-                        senders[(me + 1) % THREADS].send(pool.get()).unwrap();
-                        drop(held);
-                        drop(received.recv().unwrap());
-                        round.wait();
-                        checked.wait();
-                    }
-                });
-            }
-            drop(senders);
-            for r in 0..ROUNDS {
-                round.wait();
-                let stats = pool.stats();
-                assert!(stats.idle_bytes <= BUDGET, "round {r}: {stats:?}");
-                assert_eq!(stats.idle_bytes, ledger.idle(), "round {r}: {stats:?}");
-                assert_eq!(stats.gets, stats.returned + stats.rejected, "{stats:?}");
-                if r % 3 == 0 {
-                    pool.sweep();
-                    let swept = pool.stats();
-                    assert!(swept.idle_bytes <= BUDGET, "after a sweep: {swept:?}");
-                    assert_eq!(swept.idle_bytes, ledger.idle(), "after a sweep");
-                }
-                checked.wait();
+        let work =
+            |me: usize, r: usize, senders: &[mpsc::Sender<_>], received: &mpsc::Receiver<_>| {
+                // Some kept and dropped here, some sent to the next thread,
+                // which drops them.
+                let held: Vec<_> = (0..(me + r) % 7 + 1).map(|_| pool.get()).collect();
+                senders[(me + 1) % THREADS].send(pool.get()).unwrap();
+                drop(held);
+                drop(received.recv().unwrap());
+            };
+        in_rounds(THREADS, ROUNDS, work, |r| {
+            let stats = pool.stats();
+            assert!(stats.idle_bytes <= BUDGET, "round {r}: {stats:?}");
+            assert_eq!(stats.idle_bytes, ledger.idle(), "round {r}: {stats:?}");
+            assert_eq!(stats.gets, stats.returned + stats.rejected, "{stats:?}");
+            if r % 3 == 0 {
+                pool.sweep();
+                let swept = pool.stats();
+                assert!(swept.idle_bytes <= BUDGET, "after a sweep: {swept:?}");
+                assert_eq!(swept.idle_bytes, ledger.idle(), "after a sweep");
             }
         });
         let stats = pool.stats();
@@ -287,42 +272,26 @@ fn the_classes_of_a_multi_size_pool_share_one_budget() {
             .max_idle_bytes(BUDGET)
             .manual_sweep()
             .build();
-        let (senders, receivers): (Vec<_>, Vec<_>) = (0..THREADS).map(|_| mpsc::channel()).unzip();
-        let round = Barrier::new(THREADS + 1);
-        let checked = Barrier::new(THREADS + 1);
-        thread::scope(|s| {
-            for (me, received) in receivers.into_iter().enumerate() {
-                let (pool, senders) = (&pool, senders.clone());
-                let (round, checked) = (&round, &checked);
-                s.spawn(move || {
-                    for r in 0..ROUNDS {
-                        let len =
-                            |i: usize| 1000 + (me * 7919 + r * 104_729 + i * 65_537) % 250_000;
-                        let held: Vec<_> = (0..6).map(|i| pool.get(len(i))).collect();
-                        senders[(me + 1) % THREADS].send(pool.get(len(6))).unwrap();
-                        drop(held);
-                        drop(received.recv().unwrap());
-                        round.wait();
-                        checked.wait();
-                    }
-                });
-            }
-            drop(senders);
-            for r in 0..ROUNDS {
-                round.wait();
-                let stats = pool.stats();
-                assert!(stats.idle_bytes <= BUDGET, "round {r}: {stats:?}");
-                let counted: usize = pool
-                    .classes()
-                    .map(|size| size * pool.class_stats(size).unwrap().idle)
-                    .sum();
-                assert_eq!(stats.idle_bytes, counted, "round {r}: {stats:?}");
-                assert_eq!(stats.gets, stats.returned + stats.rejected, "{stats:?}");
-                if r % 4 == 0 {
-                    pool.sweep();
-                    assert!(pool.stats().idle_bytes <= BUDGET);
-                }
-                checked.wait();
+        let work =
+            |me: usize, r: usize, senders: &[mpsc::Sender<_>], received: &mpsc::Receiver<_>| {
+                let len = |i: usize| 1000 + (me * 7919 + r * 104_729 + i * 65_537) % 250_000;
+                let held: Vec<_> = (0..6).map(|i| pool.get(len(i))).collect();
+                senders[(me + 1) % THREADS].send(pool.get(len(6))).unwrap();
+                drop(held);
+                drop(received.recv().unwrap());
+            };
+        in_rounds(THREADS, ROUNDS, work, |r| {
+            let stats = pool.stats();
+            assert!(stats.idle_bytes <= BUDGET, "round {r}: {stats:?}");
+            let counted: usize = pool
+                .classes()
+                .map(|size| size * pool.class_stats(size).unwrap().idle)
+                .sum();
+            assert_eq!(stats.idle_bytes, counted, "round {r}: {stats:?}");
+            assert_eq!(stats.gets, stats.returned + stats.rejected, "{stats:?}");
+            if r % 4 == 0 {
+                pool.sweep();
+                assert!(pool.stats().idle_bytes <= BUDGET);
             }
         });
         assert!(pool.stats().rejected > 0, "{:?}", pool.stats());

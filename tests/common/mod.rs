@@ -137,3 +137,39 @@ impl Ledger {
         Ledger::track(self)
     }
 }
+
+/// Runs `threads` threads in `rounds` rounds that pass objects between
+/// them: in each round thread `me` runs `work(me, round, senders,
+/// received)` (`senders[i]` reaches thread `i`, `received` is its own
+/// end), then every thread waits at a barrier while this thread runs
+/// `check(round)`: a quiescent point, with no get or return in progress.
+pub fn in_rounds<O: Send>(
+    threads: usize,
+    rounds: usize,
+    work: impl Fn(usize, usize, &[std::sync::mpsc::Sender<O>], &std::sync::mpsc::Receiver<O>) + Sync,
+    mut check: impl FnMut(usize),
+) {
+    use std::sync::Barrier;
+    let (senders, receivers): (Vec<_>, Vec<_>) =
+        (0..threads).map(|_| std::sync::mpsc::channel()).unzip();
+    let (round, checked) = (Barrier::new(threads + 1), Barrier::new(threads + 1));
+    std::thread::scope(|s| {
+        for (me, received) in receivers.into_iter().enumerate() {
+            let (senders, work) = (senders.clone(), &work);
+            let (round, checked) = (&round, &checked);
+            s.spawn(move || {
+                for r in 0..rounds {
+                    work(me, r, &senders, &received);
+                    round.wait();
+                    checked.wait();
+                }
+            });
+        }
+        drop(senders);
+        for r in 0..rounds {
+            round.wait();
+            check(r);
+            checked.wait();
+        }
+    });
+}
