@@ -297,3 +297,52 @@ fn the_classes_of_a_multi_size_pool_share_one_budget() {
         assert!(pool.stats().rejected > 0, "{:?}", pool.stats());
     });
 }
+
+/// A `footprint` that panics: the object it measured is dropped and
+/// counted discarded, on a return and in a preload, and the pool goes on.
+#[test]
+fn a_panicking_footprint_drops_its_object_counted() {
+    struct Panics;
+    impl Recycle<Vec<u8>> for Panics {
+        fn create(&self) -> Vec<u8> {
+            Vec::with_capacity(8)
+        }
+        fn footprint(&self, buf: &Vec<u8>) -> usize {
+            assert!(buf.is_empty(), "footprint panics on a written buffer");
+            buf.capacity()
+        }
+    }
+    let pool = LocalPool::builder(Panics).manual_sweep().build();
+    let returned = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        pool.with(|buf| buf.push(1));
+    }));
+    assert!(returned.is_err());
+    drop(pool.get());
+    let stats = pool.stats();
+    assert_eq!(
+        (stats.created, stats.discarded, stats.idle, stats.idle_bytes),
+        (2, 1, 1, 8)
+    );
+
+    struct PanicsAlways;
+    impl Recycle<u8> for PanicsAlways {
+        fn create(&self) -> u8 {
+            0
+        }
+        fn footprint(&self, _: &u8) -> usize {
+            panic!("no footprint")
+        }
+    }
+    let preloaded = LocalPool::builder(PanicsAlways)
+        .preload(2)
+        .manual_sweep()
+        .build();
+    let first = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| preloaded.stats()));
+    assert!(first.is_err(), "the preload's panic reaches the first call");
+    let stats = preloaded.stats();
+    assert_eq!(
+        (stats.created, stats.discarded, stats.idle),
+        (1, 1, 0),
+        "{stats:?}"
+    );
+}

@@ -516,7 +516,10 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
     fn preload(&self, shared: &Shared<T>) {
         for _ in 0..self.config.preload {
             let mut node = self.create(&shared.orphans);
+            // A panic in `footprint` drops the object, counted discarded.
+            let unwinding = DiscardOnUnwind(&shared.orphans);
             node.bytes = self.recycler.footprint(node.value_mut());
+            mem::forget(unwinding);
             shared.preload(&shared.orphans, node);
         }
     }
