@@ -7,9 +7,9 @@
 /// objects (so nothing one user wrote is seen by the next) or to refuse
 /// objects that should not be kept, such as a buffer that grew too large.
 ///
-/// Neither method runs while the pool holds any lock or any thread's stash,
-/// so both may use the pool themselves, and a panic in either leaves the
-/// pool intact (the object concerned is dropped).
+/// No method runs while the pool holds any lock or any thread's stash, so
+/// each may use the pool itself, and a panic in any leaves the pool intact
+/// (the object concerned, if any, is dropped and counted discarded).
 ///
 /// # Examples
 ///
