@@ -65,6 +65,29 @@ impl Recycle<Blob> for Blobs {
     }
 }
 
+/// The footprint of every blob `FixedBlobs` makes.
+const FIXED: usize = 4096;
+
+/// Blobs of one size, which the recycler declares, so that no return
+/// weighs one: its `footprint` is never called.
+struct FixedBlobs(Arc<Ledger>);
+
+impl Recycle<Blob> for FixedBlobs {
+    const FIXED_FOOTPRINT: Option<usize> = Some(FIXED);
+
+    fn create(&self) -> Blob {
+        self.0.made.fetch_add(FIXED, Ordering::SeqCst);
+        Blob {
+            bytes: FIXED,
+            ledger: Arc::clone(&self.0),
+        }
+    }
+
+    fn footprint(&self, _: &Blob) -> usize {
+        panic!("a fixed footprint is never weighed")
+    }
+}
+
 fn blob_pool(ledger: &Arc<Ledger>, max_idle_bytes: Option<usize>) -> LocalPool<Blob, Blobs> {
     let blobs = Blobs {
         ledger: Arc::clone(ledger),
@@ -87,7 +110,23 @@ fn blob_pool(ledger: &Arc<Ledger>, max_idle_bytes: Option<usize>) -> LocalPool<B
 fn idle_bytes_add_up_the_footprints_wherever_the_objects_are() {
     run_with_deadline(DEADLINE, || {
         let ledger = Arc::new(Ledger::default());
-        let pool = blob_pool(&ledger, None);
+        objects_everywhere(&blob_pool(&ledger, None), &ledger);
+    });
+}
+
+/// The same with one footprint for all, which the pool multiplies by the
+/// idle count rather than weighing each return.
+#[test]
+fn a_fixed_footprint_is_counted_wherever_the_objects_are() {
+    run_with_deadline(DEADLINE, || {
+        let ledger = Arc::new(Ledger::default());
+        let fixed = FixedBlobs(Arc::clone(&ledger));
+        objects_everywhere(&LocalPool::builder(fixed).manual_sweep().build(), &ledger);
+    });
+}
+
+fn objects_everywhere<R: Recycle<Blob> + Sync>(pool: &LocalPool<Blob, R>, ledger: &Ledger) {
+    {
         let (parked, checked) = (Barrier::new(4), Barrier::new(4));
         thread::scope(|s| {
             let (pool, parked, checked) = (&pool, &parked, &checked);
@@ -147,6 +186,32 @@ fn idle_bytes_add_up_the_footprints_wherever_the_objects_are() {
         assert_eq!(pool.stats().idle_bytes, ledger.idle() - (a.bytes + b.bytes));
         pool.clear();
         assert_eq!(pool.stats().idle_bytes, 0);
+    }
+}
+
+/// A pool with a byte budget keeps no per-thread stashes: an object one
+/// thread returns is idle where any thread's get finds it, while its
+/// returner still runs (without the budget, that thread's stash keeps it).
+#[test]
+fn a_budget_keeps_every_idle_object_shared() {
+    run_with_deadline(DEADLINE, || {
+        for (budget, made) in [(Some(1 << 20), 1), (None, 2)] {
+            let ledger = Arc::new(Ledger::default());
+            let pool = blob_pool(&ledger, budget);
+            let (returned, taken) = (Barrier::new(2), Barrier::new(2));
+            thread::scope(|s| {
+                s.spawn(|| {
+                    drop(pool.get());
+                    returned.wait();
+                    taken.wait();
+                });
+                returned.wait();
+                let blob = pool.get();
+                assert_eq!(pool.stats().created, made, "budget {budget:?}");
+                drop(blob);
+                taken.wait();
+            });
+        }
     });
 }
 

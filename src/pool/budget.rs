@@ -5,9 +5,11 @@
 //! quiescent points: a returned object's footprint is reserved before it
 //! is pooled, and given back when a get or a sweep takes it. One counter
 //! for the whole pool, so a budget costs each get and return that reuses
-//! or pools an object one read-modify-write on a line all threads share;
-//! a pool without a budget pays a test. Why one counter rather than shares
-//! per stash: [`implementation`](crate::implementation), section 3d.
+//! or pools an object one read-modify-write on a line all threads share,
+//! and a pool with one keeps no stashes (`Shared::stash_capacity`): only
+//! the stashless paths and sweeps read the budget, and a stash's get and
+//! return never test for one. Why one counter rather than shares per
+//! stash: [`implementation`](crate::implementation), section 3d.
 //!
 //! The pools of a multi-size pool share one (`Family`): their buffers of
 //! every size count against one budget.

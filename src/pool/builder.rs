@@ -79,7 +79,8 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPoolBuilder<T, R> {
     ///
     /// `0` is allowed and means no private stash: every return goes to the
     /// overflow and every get comes from it, a shared pool with no thread
-    /// affinity (and one overflow operation per get and per put).
+    /// affinity (and one overflow operation per get and per put). A byte
+    /// budget ([`max_idle_bytes`](Self::max_idle_bytes)) implies it.
     ///
     /// At most 8 threads per core (`available_parallelism`) keep a stash in
     /// a pool at once: the threads that use *this* pool, first come first
@@ -165,11 +166,15 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPoolBuilder<T, R> {
     /// than `n` is never kept. A get or a sweep that takes an object frees
     /// its bytes. Unlike [`max_idle`](Self::max_idle), this is a hard cap:
     /// the pool counts the bytes in one place that every thread updates,
-    /// on each return that pools an object and each get that reuses one,
-    /// which costs such a get or return one atomic read-modify-write on a
-    /// shared line. That is little beside the objects a byte budget is
-    /// for, large ones; a pool without a budget pays nothing for it. The
-    /// two bounds combine: an object is kept only where both have room.
+    /// on each return that pools an object and each get that reuses one.
+    /// Since every such get and return writes a line all threads share,
+    /// a pool with a budget keeps no per-thread stashes: its idle objects
+    /// are all in the shared overflow, as with
+    /// [`max_stashed(0)`](Self::max_stashed), and each get and return costs
+    /// a shared operation or two. That is little beside the objects a byte
+    /// budget is for, large ones; a pool without a budget pays nothing for
+    /// it. The two bounds combine: an object is kept only where both have
+    /// room.
     ///
     /// # Examples
     ///

@@ -196,7 +196,7 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
         self.made()?;
         let (shared, stash) = self.local();
         let node = match stash {
-            Some(stash) => shared.lend(stash)?,
+            Some(stash) => shared.lend(stash, Self::WEIGHED)?,
             None => Node::lend(shared.pop_single(&shared.orphans)?, Home::NONE),
         };
         Some(Pooled::new(self, node))
@@ -267,7 +267,7 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
         let Some(stash) = stash else {
             return self.with_stashless(&shared, f);
         };
-        let mut node = match shared.take(stash) {
+        let mut node = match shared.take(stash, Self::WEIGHED) {
             Some(node) => node,
             None => self.create(&stash.counters),
         };
@@ -296,7 +296,7 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
     #[inline(always)]
     pub fn put(&self, value: T) {
         // Whatever the caller did to it, the pool has not recycled it.
-        self.return_node(Node::boxed(value), true);
+        self.return_node(self.boxed(value), true);
     }
 
     /// One sweep now: the analogue of one Go GC cycle for this pool.
@@ -449,7 +449,7 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
     ) -> LazyArcRef<'a, Shared<T>> {
         let panicked = std::cell::Cell::new(None);
         let make = || {
-            let shared = Arc::new(Shared::new(&self.config));
+            let shared = Arc::new(Shared::new(&self.config, R::FIXED_FOOTPRINT));
             let preload = || self.preload(&shared);
             if let Err(panic) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(preload)) {
                 panicked.set(Some(panic));
@@ -518,7 +518,7 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
             let mut node = self.create(&shared.orphans);
             // A panic in `footprint` drops the object, counted discarded.
             let unwinding = DiscardOnUnwind(&shared.orphans);
-            node.bytes = self.recycler.footprint(node.value_mut());
+            node.bytes = self.footprint(node.value_mut());
             mem::forget(unwinding);
             shared.preload(&shared.orphans, node);
         }
@@ -542,7 +542,7 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
     fn lend(&self) -> NonNull<Node<T>> {
         let (shared, stash) = self.local();
         match stash {
-            Some(stash) => match shared.lend(stash) {
+            Some(stash) => match shared.lend(stash, Self::WEIGHED) {
                 Some(node) => node,
                 None => shared.lend_made(stash, self.create(&stash.counters)),
             },
@@ -553,9 +553,28 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
     /// A new object, counted in `counters`.
     #[cold]
     fn create<const S: bool>(&self, counters: &Counters<S>) -> Box<Node<T>> {
-        let node = Node::boxed(self.recycler.create());
+        let node = self.boxed(self.recycler.create());
         counters.created.bump();
         node
+    }
+
+    /// Whether returns weigh objects: not if every object weighs the same
+    /// (`Recycle::FIXED_FOOTPRINT`), which its node then records from the
+    /// start, and which `Shared::stats` multiplies by the idle count.
+    pub(super) const WEIGHED: bool = R::FIXED_FOOTPRINT.is_none();
+
+    /// A node for `value`, new to the pool.
+    fn boxed(&self, value: T) -> Box<Node<T>> {
+        let mut node = Node::boxed(value);
+        node.bytes = R::FIXED_FOOTPRINT.unwrap_or(0);
+        node
+    }
+
+    /// `value`'s footprint: `Recycle::FIXED_FOOTPRINT`, else the
+    /// recycler's `footprint`.
+    #[inline(always)]
+    pub(super) fn footprint(&self, value: &T) -> usize {
+        R::FIXED_FOOTPRINT.unwrap_or_else(|| self.recycler.footprint(value))
     }
 
     // === without a stash ===

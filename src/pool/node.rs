@@ -59,8 +59,9 @@ pub(crate) struct Node<T> {
     /// The node's place in its stash's loan book, while it has one; only
     /// the book reads and writes it.
     pub(crate) slot: u32,
-    /// The object's `Recycle::footprint` as of its last return, which
-    /// counts it in the pool's idle bytes until a get or a sweep takes it.
+    /// The object's `Recycle::footprint` as of its last return (or, if
+    /// fixed, from its creation), which counts it in the pool's idle bytes
+    /// until a get or a sweep takes it.
     pub(crate) bytes: usize,
     /// The object; dropped with the node unless the node is [`loan::GONE`].
     value: ManuallyDrop<T>,

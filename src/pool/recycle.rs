@@ -100,6 +100,8 @@ pub trait Recycle<T> {
     /// [`max_idle_bytes`](crate::LocalPoolBuilder::max_idle_bytes) bounds.
     /// Called once per return, after `recycle` kept the object, on the
     /// returning thread; a get reads the figure stored with the object.
+    /// Never called where [`FIXED_FOOTPRINT`](Self::FIXED_FOOTPRINT) is
+    /// `Some`.
     ///
     /// The default is `size_of::<T>()`, which counts none of the heap
     /// memory a `T` owns: implement it as the bytes the object keeps
@@ -131,10 +133,41 @@ pub trait Recycle<T> {
         let _ = value;
         std::mem::size_of::<T>()
     }
+
+    /// `Some(n)`: every object holds `n` bytes, whatever its state, so the
+    /// pool counts objects and multiplies, and never calls
+    /// [`footprint`](Self::footprint); a get and a return on a thread's
+    /// stash then count no bytes at all. `None` (the default): each object
+    /// is weighed as it is returned. A closure's pool is
+    /// `Some(size_of::<T>())`, the default `footprint`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use stashpool::{LocalPool, Recycle};
+    ///
+    /// /// Fixed-size scratch blocks: no return needs weighing.
+    /// struct Blocks;
+    ///
+    /// impl Recycle<Box<[u8; 4096]>> for Blocks {
+    ///     const FIXED_FOOTPRINT: Option<usize> = Some(4096);
+    ///
+    ///     fn create(&self) -> Box<[u8; 4096]> {
+    ///         Box::new([0; 4096])
+    ///     }
+    /// }
+    ///
+    /// let pool = LocalPool::new(Blocks);
+    /// drop((pool.get(), pool.get()));
+    /// assert_eq!(pool.stats().idle_bytes, 2 * 4096);
+    /// ```
+    const FIXED_FOOTPRINT: Option<usize> = None;
 }
 
 /// Any `Fn() -> T` is a recycler that never resets.
 impl<T, F: Fn() -> T> Recycle<T> for F {
+    const FIXED_FOOTPRINT: Option<usize> = Some(std::mem::size_of::<T>());
+
     #[inline]
     fn create(&self) -> T {
         self()

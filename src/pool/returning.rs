@@ -201,16 +201,10 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
     ) {
         // SAFETY: the caller's word.
         if let Some(node) = unsafe { self.recycle_lent(counters, node, written) } {
-            let shared = self.shared();
             // SAFETY: the caller held it until now.
-            let bytes = unsafe { Node::bytes(node.as_ptr()) };
-            if !shared.admit(counters, bytes) {
-                // SAFETY: the caller's word.
-                return unsafe { self.let_go(node) };
-            }
-            Shared::<T>::count_returned(counters, bytes);
+            Shared::<T>::count_returned(counters, unsafe { Node::bytes(node.as_ptr()) });
             // SAFETY: the caller's word; `lend` made the shared state.
-            unsafe { shared.give_back(origin, node, stop) };
+            unsafe { self.shared().give_back(origin, node, stop) };
         }
     }
 
@@ -252,11 +246,13 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
             self.recycler.recycle_unwritten(value)
         };
         if keep {
-            let bytes = self.recycler.footprint(value);
+            if Self::WEIGHED {
+                let bytes = self.recycler.footprint(value);
+                // SAFETY: the caller holds the node; field by field, as the
+                // book may read its `loan`.
+                unsafe { (*node.as_ptr()).bytes = bytes };
+            }
             mem::forget(unwinding);
-            // SAFETY: the caller holds the node; field by field, as the
-            // book may read its `loan`.
-            unsafe { (*node.as_ptr()).bytes = bytes };
             return Some(node);
         }
         mem::forget(unwinding);
@@ -339,7 +335,7 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
         written: bool,
     ) {
         if let Some(node) = self.recycle(&stash.counters, node, written) {
-            shared.push(stash, node);
+            shared.push(stash, node, Self::WEIGHED);
         }
     }
 
@@ -360,7 +356,7 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
         } else {
             self.recycler.recycle_unwritten(node.value_mut())
         };
-        if keep {
+        if keep && Self::WEIGHED {
             node.bytes = self.recycler.footprint(node.value_mut());
         }
         mem::forget(unwinding);
@@ -406,13 +402,10 @@ impl<T: Send> Shared<T> {
     /// Pools a returned (already recycled) object in `stash`, this
     /// thread's, spilling to the overflow in the same critical section.
     #[inline(always)]
-    pub(crate) fn push(&self, stash: &Stash<T>, node: Box<Node<T>>) {
+    pub(crate) fn push(&self, stash: &Stash<T>, node: Box<Node<T>>, weighed: bool) {
         let bytes = node.bytes;
-        if !self.admit(&stash.counters, bytes) {
-            return drop(node);
-        }
         let pushed = stash.with_owner(self.strategy, |local| local.push(node, &self.overflow));
-        self.count_push(stash, pushed, bytes);
+        self.count_push(stash, pushed, weighed.then_some(bytes));
     }
 
     /// Pools an object (already recycled) that this thread gives back for
@@ -424,9 +417,6 @@ impl<T: Send> Shared<T> {
     #[cold]
     pub(crate) fn gather(&self, stash: &Stash<T>, node: Box<Node<T>>) {
         let bytes = node.bytes;
-        if !self.admit(&stash.counters, bytes) {
-            return drop(node);
-        }
         let mut node = Some(node);
         let mut gather = |local: &mut Local<T>| {
             let node = node.take().expect("gathered once");
@@ -440,7 +430,7 @@ impl<T: Send> Shared<T> {
             self.take_slot(stash, &mut gather)
         };
         let pushed = slotted.unwrap_or_else(|| stash.with_owner(self.strategy, gather));
-        self.count_push(stash, pushed, bytes);
+        self.count_push(stash, pushed, Some(bytes));
     }
 
     /// Pools a node lent from `stash` and given back on its owner's
@@ -454,16 +444,12 @@ impl<T: Send> Shared<T> {
     pub(crate) unsafe fn push_lent(&self, stash: &Stash<T>, node: NonNull<Node<T>>) {
         // SAFETY: the caller holds the node.
         let bytes = unsafe { Node::bytes(node.as_ptr()) };
-        if !self.admit(&stash.counters, bytes) {
-            // SAFETY: the caller's word.
-            return drop(unsafe { self.reclaim(stash, node) });
-        }
         let pushed = stash.with_owner(self.strategy, |local| {
             // SAFETY: the caller's word.
             let node = unsafe { local.reclaim(node) };
             local.push(node, &self.overflow)
         });
-        self.count_push(stash, pushed, bytes);
+        self.count_push(stash, pushed, Some(bytes));
     }
 
     /// Takes a node lent from `stash` back on its owner's thread, out of
@@ -477,15 +463,20 @@ impl<T: Send> Shared<T> {
         stash.with_owner(self.strategy, |local| unsafe { local.reclaim(node) })
     }
 
-    /// Counts a push of an object of `bytes`; one that neither the stash
-    /// nor the overflow had room for is dropped, out of the critical
-    /// section.
+    /// Counts a push of an object of `bytes` (`None`: not weighed, see
+    /// `Shared::take`); one that neither the stash nor the overflow had
+    /// room for is dropped, out of the critical section.
     #[inline(always)]
-    fn count_push(&self, stash: &Stash<T>, pushed: Result<(), Box<Node<T>>>, bytes: usize) {
+    fn count_push(&self, stash: &Stash<T>, pushed: Result<(), Box<Node<T>>>, bytes: Option<usize>) {
         match pushed {
-            Ok(()) => Self::count_returned(&stash.counters, bytes),
+            Ok(()) => {
+                stash.counters.returned.bump();
+                if let Some(bytes) = bytes {
+                    stash.counters.returned_bytes.add(bytes);
+                }
+            }
             Err(node) => {
-                self.refuse(&stash.counters, bytes);
+                stash.counters.rejected.bump();
                 drop(node);
             }
         }

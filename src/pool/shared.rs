@@ -97,6 +97,8 @@ pub(crate) struct Shared<T: Send> {
     pub(super) trimmed_bytes: AtomicCount,
     /// The bound on idle bytes, if the pool has one (`budget.rs`).
     pub(super) budget: Option<Arc<Budget>>,
+    /// `Recycle::FIXED_FOOTPRINT`: what every object weighs, if the same.
+    fixed_footprint: Option<usize>,
     /// Counts for threads without a stash (the stashless paths of
     /// `local_pool.rs`, `returning.rs`); shared by them all, so bumped with atomic
     /// read-modify-writes.
@@ -106,7 +108,7 @@ pub(crate) struct Shared<T: Send> {
 }
 
 impl<T: Send> Shared<T> {
-    pub(crate) fn new(config: &Config) -> Self {
+    pub(crate) fn new(config: &Config, fixed_footprint: Option<usize>) -> Self {
         crate::pool::fork::guard();
         Self {
             stashes: PerThread::new(),
@@ -126,6 +128,7 @@ impl<T: Send> Shared<T> {
                 None => (config.max_idle_bytes != usize::MAX)
                     .then(|| Budget::new(config.max_idle_bytes)),
             },
+            fixed_footprint,
             orphans: Counters::default(),
             max_stashed: config.max_stashed,
             strategy: barrier::strategy(),
@@ -429,9 +432,13 @@ impl<T: Send> Shared<T> {
     }
 
     /// The capacity of each stash when the pool has `stashes` of them: the
-    /// pool's `max_stashed`, or the stash's share of `max_idle`.
+    /// pool's `max_stashed`, or the stash's share of `max_idle`; none under
+    /// a byte budget, which every get and return that moves an object
+    /// updates, so that the paths a budget takes are the stashless ones
+    /// (`budget.rs`).
     pub(super) fn stash_capacity(&self, stashes: usize) -> usize {
         match self.overflow.max_idle {
+            _ if self.budget.is_some() => 0,
             None => self.max_stashed,
             Some(max_idle) => self.max_stashed.min(max_idle / stashes.max(1)),
         }
@@ -442,20 +449,25 @@ impl<T: Send> Shared<T> {
     /// An object for this thread, from `stash` (its own), in one critical
     /// section: the stash's newest, else what came back to its book, else
     /// the overflow's (`Local::take`). `None`: make one.
+    ///
+    /// Counted reused, and its bytes if `weighed`: a pool whose objects all
+    /// weigh the same (`LocalPool::WEIGHED`) counts no bytes on a stash's
+    /// gets and returns, the paths every use takes, and `stats` multiplies
+    /// instead; what the other paths count for it is never read.
     #[inline(always)]
-    pub(crate) fn take(&self, stash: &Stash<T>) -> Option<Box<Node<T>>> {
+    pub(crate) fn take(&self, stash: &Stash<T>, weighed: bool) -> Option<Box<Node<T>>> {
         let node = stash
             .with_owner(self.strategy, |local| {
                 local.take(&stash.returns, &self.overflow)
             })
             .or_else(|| self.take_without_slot(stash))?;
-        self.count_reused(&stash.counters, node.bytes);
+        Self::count_reused(&stash.counters, weighed.then_some(node.bytes));
         Some(node)
     }
 
     /// `take`, for a guard: the object is lent from `stash` (`Local::lend`).
     #[inline(always)]
-    pub(crate) fn lend(&self, stash: &Stash<T>) -> Option<NonNull<Node<T>>> {
+    pub(crate) fn lend(&self, stash: &Stash<T>, weighed: bool) -> Option<NonNull<Node<T>>> {
         let home = Home::here(std::ptr::from_ref(stash).cast());
         let node = stash
             .with_owner(self.strategy, |local| {
@@ -463,7 +475,8 @@ impl<T: Send> Shared<T> {
             })
             .or_else(|| Some(self.take_without_slot(stash)?.lend(home)))?;
         // SAFETY: lent to this thread, which holds it.
-        self.count_reused(&stash.counters, unsafe { Node::bytes(node.as_ptr()) });
+        let bytes = weighed.then(|| unsafe { Node::bytes(node.as_ptr()) });
+        Self::count_reused(&stash.counters, bytes);
         Some(node)
     }
 
@@ -527,7 +540,10 @@ impl<T: Send> Shared<T> {
     #[cold]
     pub(crate) fn pop_single<const S: bool>(&self, counters: &Counters<S>) -> Option<Box<Node<T>>> {
         let node = self.overflow.pop_one()?;
-        self.count_reused(counters, node.bytes);
+        Self::count_reused(counters, Some(node.bytes));
+        if let Some(budget) = &self.budget {
+            budget.give(node.bytes);
+        }
         Some(node)
     }
 
@@ -564,13 +580,13 @@ impl<T: Send> Shared<T> {
         counters.returned_bytes.add(bytes);
     }
 
-    /// An object a get took: one less idle, `bytes` given back.
+    /// An object a get took: one less idle, `bytes` fewer idle bytes
+    /// (`None`: not weighed, see `take`).
     #[inline(always)]
-    fn count_reused<const S: bool>(&self, counters: &Counters<S>, bytes: usize) {
+    fn count_reused<const S: bool>(counters: &Counters<S>, bytes: Option<usize>) {
         counters.reused.bump();
-        counters.reused_bytes.add(bytes);
-        if let Some(budget) = &self.budget {
-            budget.give(bytes);
+        if let Some(bytes) = bytes {
+            counters.reused_bytes.add(bytes);
         }
     }
 
@@ -603,11 +619,16 @@ impl<T: Send> Shared<T> {
             .saturating_sub(stats.reused)
             .saturating_sub(stats.trimmed);
         stats.idle = usize::try_from(idle).unwrap_or(usize::MAX);
-        let [returned_bytes, reused_bytes] = bytes;
-        let idle_bytes = returned_bytes
-            .saturating_sub(reused_bytes)
-            .saturating_sub(self.trimmed_bytes.load(Ordering::Relaxed));
-        stats.idle_bytes = usize::try_from(idle_bytes).unwrap_or(usize::MAX);
+        stats.idle_bytes = match self.fixed_footprint {
+            Some(footprint) => stats.idle.saturating_mul(footprint),
+            None => {
+                let [returned_bytes, reused_bytes] = bytes;
+                let idle_bytes = returned_bytes
+                    .saturating_sub(reused_bytes)
+                    .saturating_sub(self.trimmed_bytes.load(Ordering::Relaxed));
+                usize::try_from(idle_bytes).unwrap_or(usize::MAX)
+            }
+        };
         stats
     }
 }
