@@ -147,6 +147,12 @@ impl<T: Send> Shared<T> {
         T: 'static,
     {
         let shared = this.get();
+        // A pool whose stashes could keep nothing (`max_stashed(0)`,
+        // `max_idle(0)`, a byte budget) has none: every get and return
+        // comes here, and goes straight to the overflow.
+        if shared.stash_capacity(1) == 0 {
+            return None;
+        }
         if let Some(stash) = shared.stashes.cached_later() {
             return Some(stash);
         }
@@ -216,12 +222,9 @@ impl<T: Send> Shared<T> {
         T: 'static,
     {
         let shared = this.get();
-        // A pool whose stashes can keep nothing (`max_stashed(0)`, or
-        // `max_idle(0)`) makes none: every object goes through the overflow.
-        // No slot free: no stash either. Checked without the lock first,
-        // since a thread without a stash comes here on every get and return.
-        if shared.stash_capacity(1) == 0 || shared.no_slot_free(shared.held.load(Ordering::Relaxed))
-        {
+        // No slot free: no stash. Checked without the lock first, since a
+        // thread without a stash comes here on every get and return.
+        if shared.no_slot_free(shared.held.load(Ordering::Relaxed)) {
             return None;
         }
         // The thread's id, taken now if it has none (an index into the
