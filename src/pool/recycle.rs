@@ -136,8 +136,8 @@ pub trait Recycle<T> {
 
     /// `Some(n)`: every object holds `n` bytes, whatever its state, so the
     /// pool counts objects and multiplies, and never calls
-    /// [`footprint`](Self::footprint); a get and a return on a thread's
-    /// stash then count no bytes at all. `None` (the default): each object
+    /// [`footprint`](Self::footprint); a get and a return then count no
+    /// bytes at all. `None` (the default): each object
     /// is weighed as it is returned. A closure's pool is
     /// `Some(size_of::<T>())`, the default `footprint`.
     ///

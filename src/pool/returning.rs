@@ -202,7 +202,8 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
         // SAFETY: the caller's word.
         if let Some(node) = unsafe { self.recycle_lent(counters, node, written) } {
             // SAFETY: the caller held it until now.
-            Shared::<T>::count_returned(counters, unsafe { Node::bytes(node.as_ptr()) });
+            let bytes = Self::WEIGHED.then(|| unsafe { Node::bytes(node.as_ptr()) });
+            Shared::<T>::count_returned(counters, bytes);
             // SAFETY: the caller's word; `lend` made the shared state.
             unsafe { self.shared().give_back(origin, node, stop) };
         }
@@ -430,7 +431,7 @@ impl<T: Send> Shared<T> {
             self.take_slot(stash, &mut gather)
         };
         let pushed = slotted.unwrap_or_else(|| stash.with_owner(self.strategy, gather));
-        self.count_push(stash, pushed, Some(bytes));
+        self.count_push(stash, pushed, self.weigh(bytes));
     }
 
     /// Pools a node lent from `stash` and given back on its owner's
@@ -449,7 +450,7 @@ impl<T: Send> Shared<T> {
             let node = unsafe { local.reclaim(node) };
             local.push(node, &self.overflow)
         });
-        self.count_push(stash, pushed, Some(bytes));
+        self.count_push(stash, pushed, self.weigh(bytes));
     }
 
     /// Takes a node lent from `stash` back on its owner's thread, out of
@@ -469,12 +470,7 @@ impl<T: Send> Shared<T> {
     #[inline(always)]
     fn count_push(&self, stash: &Stash<T>, pushed: Result<(), Box<Node<T>>>, bytes: Option<usize>) {
         match pushed {
-            Ok(()) => {
-                stash.counters.returned.bump();
-                if let Some(bytes) = bytes {
-                    stash.counters.returned_bytes.add(bytes);
-                }
-            }
+            Ok(()) => Self::count_returned(&stash.counters, bytes),
             Err(node) => {
                 stash.counters.rejected.bump();
                 drop(node);

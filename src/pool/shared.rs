@@ -454,9 +454,9 @@ impl<T: Send> Shared<T> {
     /// the overflow's (`Local::take`). `None`: make one.
     ///
     /// Counted reused, and its bytes if `weighed`: a pool whose objects all
-    /// weigh the same (`LocalPool::WEIGHED`) counts no bytes on a stash's
-    /// gets and returns, the paths every use takes, and `stats` multiplies
-    /// instead; what the other paths count for it is never read.
+    /// weigh the same (`LocalPool::WEIGHED`) counts no bytes, and `stats`
+    /// multiplies instead. Here and in `push`, the paths every use takes,
+    /// the caller says so at compile time; the others test (`weigh`).
     #[inline(always)]
     pub(crate) fn take(&self, stash: &Stash<T>, weighed: bool) -> Option<Box<Node<T>>> {
         let node = stash
@@ -536,14 +536,14 @@ impl<T: Send> Shared<T> {
         // (It cannot race the pool's close: a return borrows the pool.)
         let stamp = self.epoch.load(Ordering::Acquire);
         push(&self.overflow, node, stamp);
-        Self::count_returned(counters, bytes);
+        Self::count_returned(counters, self.weigh(bytes));
     }
 
     /// One object from the overflow, for a thread without a stash.
     #[cold]
     pub(crate) fn pop_single<const S: bool>(&self, counters: &Counters<S>) -> Option<Box<Node<T>>> {
         let node = self.overflow.pop_one()?;
-        Self::count_reused(counters, Some(node.bytes));
+        Self::count_reused(counters, self.weigh(node.bytes));
         if let Some(budget) = &self.budget {
             budget.give(node.bytes);
         }
@@ -576,11 +576,20 @@ impl<T: Send> Shared<T> {
         }
     }
 
-    /// An object pooled: one more idle, `bytes` more idle bytes.
+    /// `bytes` to count, if this pool weighs its objects: for the paths
+    /// that `take` and `push` leave out, which test for it.
+    pub(super) fn weigh(&self, bytes: usize) -> Option<usize> {
+        self.fixed_footprint.is_none().then_some(bytes)
+    }
+
+    /// An object pooled: one more idle, `bytes` more idle bytes (`None`:
+    /// not weighed, see `take`).
     #[inline(always)]
-    pub(super) fn count_returned<const S: bool>(counters: &Counters<S>, bytes: usize) {
+    pub(super) fn count_returned<const S: bool>(counters: &Counters<S>, bytes: Option<usize>) {
         counters.returned.bump();
-        counters.returned_bytes.add(bytes);
+        if let Some(bytes) = bytes {
+            counters.returned_bytes.add(bytes);
+        }
     }
 
     /// An object a get took: one less idle, `bytes` fewer idle bytes
