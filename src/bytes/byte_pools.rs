@@ -24,7 +24,8 @@ pub const MAX_CLASS: usize = crate::resource::classes::MAX_CLASS;
 /// a class's. Idle buffers stay per class and per thread until sweeps drop
 /// them; `max_idle` bounds each class's count, and
 /// [`max_idle_bytes`](crate::ResourceBuilder::max_idle_bytes) the bytes of
-/// all classes together, at every instant. Set it where sizes vary widely:
+/// all classes together, at every instant (its buffers are then shared by
+/// all threads, none kept per thread). Set it where sizes vary widely:
 /// a class is then seldom asked for again while one of its buffers is
 /// idle, and every idle byte is one the allocator cannot give to another
 /// size (`examples/archive`, files of 1 to 8 MiB, reuses few buffers and

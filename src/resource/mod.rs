@@ -125,7 +125,8 @@ impl<P: sealed::Resource> ResourceBuilder<P> {
     /// an object returned past it is dropped. Each object counts as what
     /// it holds: a buffer its capacity, a frame its pixels, a map its
     /// length. A multi-size pool applies it to all its sizes together:
-    /// one budget for its classes, not one each.
+    /// one budget for its classes, not one each. A pool with a budget keeps
+    /// no per-thread stashes.
     ///
     /// # Examples
     ///
