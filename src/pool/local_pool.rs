@@ -516,10 +516,12 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
     fn preload(&self, shared: &Shared<T>) {
         for _ in 0..self.config.preload {
             let mut node = self.create(&shared.orphans);
-            // A panic in `footprint` drops the object, counted discarded.
-            let unwinding = DiscardOnUnwind(&shared.orphans);
-            node.bytes = self.footprint(node.value_mut());
-            mem::forget(unwinding);
+            if Self::WEIGHED {
+                // A panic in `footprint` drops the object, counted discarded.
+                let unwinding = DiscardOnUnwind(&shared.orphans);
+                node.bytes = self.recycler.footprint(node.value_mut());
+                mem::forget(unwinding);
+            }
             shared.preload(&shared.orphans, node);
         }
     }
@@ -568,13 +570,6 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
         let mut node = Node::boxed(value);
         node.bytes = R::FIXED_FOOTPRINT.unwrap_or(0);
         node
-    }
-
-    /// `value`'s footprint: `Recycle::FIXED_FOOTPRINT`, else the
-    /// recycler's `footprint`.
-    #[inline(always)]
-    pub(super) fn footprint(&self, value: &T) -> usize {
-        R::FIXED_FOOTPRINT.unwrap_or_else(|| self.recycler.footprint(value))
     }
 
     // === without a stash ===
