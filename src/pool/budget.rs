@@ -1,8 +1,8 @@
 //! A pool's byte budget (`max_idle_bytes`).
 //!
-//! It bounds the bytes the pool's idle objects hold, wherever they are
-//! (stashes, loan books, the overflow), at every instant, not only at
-//! quiescent points: a returned object's footprint is reserved before it
+//! It bounds the bytes the pool's idle objects hold, all in the overflow
+//! (a pool with a budget keeps no stashes, below), at every instant, not
+//! only at quiescent points: a returned object's footprint is reserved before it
 //! is pooled, and given back when a get or a sweep takes it. One counter
 //! for the whole pool, so a budget costs each get and return that reuses
 //! or pools an object one read-modify-write on a line all threads share,

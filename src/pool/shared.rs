@@ -566,8 +566,8 @@ impl<T: Send> Shared<T> {
         }
     }
 
-    /// An object `admit`ted and then refused for want of room elsewhere
-    /// (a full stash and overflow): rejected, its bytes given back.
+    /// An object `admit`ted and then refused for want of room in the
+    /// overflow: rejected, its bytes given back.
     #[cold]
     pub(super) fn refuse<const S: bool>(&self, counters: &Counters<S>, bytes: usize) {
         counters.rejected.bump();

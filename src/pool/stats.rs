@@ -77,7 +77,9 @@ pub struct Stats {
     pub idle: usize,
     /// The bytes the `idle` objects hold: the sum of their
     /// [`Recycle::footprint`](crate::Recycle::footprint)s, each as of its
-    /// return. Exact when `idle` is.
+    /// return, or `idle` times
+    /// [`FIXED_FOOTPRINT`](crate::Recycle::FIXED_FOOTPRINT). Exact when
+    /// `idle` is.
     pub idle_bytes: usize,
 }
 
