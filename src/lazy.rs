@@ -15,7 +15,7 @@ use std::marker::PhantomData;
 use std::panic::AssertUnwindSafe;
 use std::ptr::{self, NonNull};
 
-use crate::sync::{Arc, AtomicPtr, AtomicUsize, Ordering};
+use crate::sync::{Arc, AtomicPtr, AtomicUsize, Ordering, loom_const_fn};
 
 /// A `T` made by the first [`get_or_make`](Lazy::get_or_make).
 pub(crate) struct Lazy<T> {
@@ -32,21 +32,13 @@ pub(crate) struct Lazy<T> {
 }
 
 impl<T> Lazy<T> {
-    /// `const`, so that a pool holding one can be made in a `static`.
-    #[cfg(not(stashpool_loom))]
-    pub(crate) const fn new() -> Self {
-        Self {
-            value: AtomicPtr::new(ptr::null_mut()),
-            _owns: PhantomData,
-        }
-    }
-
-    /// Not `const` under loom, whose atomics are not.
-    #[cfg(stashpool_loom)]
-    pub(crate) fn new() -> Self {
-        Self {
-            value: AtomicPtr::new(ptr::null_mut()),
-            _owns: PhantomData,
+    loom_const_fn! {
+        /// `const`, so that a pool holding one can be made in a `static`.
+        pub(crate) fn new() -> Self {
+            Self {
+                value: AtomicPtr::new(ptr::null_mut()),
+                _owns: PhantomData,
+            }
         }
     }
 
@@ -131,22 +123,13 @@ pub(crate) struct LazyArc<T> {
 }
 
 impl<T> LazyArc<T> {
-    #[cfg(not(stashpool_loom))]
-    pub(crate) const fn new() -> Self {
-        Self {
-            ptr: AtomicPtr::new(ptr::null_mut()),
-            claim: Claim::new(),
-            _owns: PhantomData,
-        }
-    }
-
-    /// Under loom, atomics cannot be made in a `const` context.
-    #[cfg(stashpool_loom)]
-    pub(crate) fn new() -> Self {
-        Self {
-            ptr: AtomicPtr::new(ptr::null_mut()),
-            claim: Claim::new(),
-            _owns: PhantomData,
+    loom_const_fn! {
+        pub(crate) fn new() -> Self {
+            Self {
+                ptr: AtomicPtr::new(ptr::null_mut()),
+                claim: Claim::new(),
+                _owns: PhantomData,
+            }
         }
     }
 
@@ -276,20 +259,12 @@ fn this_thread() -> usize {
 }
 
 impl Claim {
-    #[cfg(not(stashpool_loom))]
-    pub(crate) const fn new() -> Self {
-        Self {
-            process: AtomicUsize::new(0),
-            thread: AtomicUsize::new(0),
-        }
-    }
-
-    /// Under loom, atomics cannot be made in a `const` context.
-    #[cfg(stashpool_loom)]
-    pub(crate) fn new() -> Self {
-        Self {
-            process: AtomicUsize::new(0),
-            thread: AtomicUsize::new(0),
+    loom_const_fn! {
+        pub(crate) fn new() -> Self {
+            Self {
+                process: AtomicUsize::new(0),
+                thread: AtomicUsize::new(0),
+            }
         }
     }
 

@@ -58,29 +58,25 @@ impl Default for AtomicCount {
     }
 }
 
+// Truncation is the documented wrap on narrow targets.
+#[allow(clippy::unnecessary_cast, clippy::cast_possible_truncation)]
 impl AtomicCount {
     pub(crate) fn new(value: u64) -> Self {
-        // Truncation is the documented wrap on narrow targets.
-        #[allow(clippy::unnecessary_cast, clippy::cast_possible_truncation)]
         Self(CountWord::new(value as _))
     }
 
     #[inline(always)]
     pub(crate) fn load(&self, order: Ordering) -> u64 {
-        #[allow(clippy::unnecessary_cast)]
-        let value = self.0.load(order) as u64;
-        value
+        self.0.load(order) as u64
     }
 
     #[inline(always)]
     pub(crate) fn store(&self, value: u64, order: Ordering) {
-        #[allow(clippy::unnecessary_cast, clippy::cast_possible_truncation)]
         self.0.store(value as _, order)
     }
 
     #[inline(always)]
     pub(crate) fn fetch_add(&self, value: u64, order: Ordering) {
-        #[allow(clippy::unnecessary_cast, clippy::cast_possible_truncation)]
         self.0.fetch_add(value as _, order);
     }
 }
@@ -125,6 +121,18 @@ impl UniqueIds {
         }
     }
 }
+
+/// A `const fn` but under loom, whose atomics and locks cannot be made in a
+/// `const` context: one body for both.
+macro_rules! loom_const_fn {
+    ($(#[$attr:meta])* $vis:vis fn $($rest:tt)*) => {
+        #[cfg(not(stashpool_loom))]
+        $(#[$attr])* $vis const fn $($rest)*
+        #[cfg(stashpool_loom)]
+        $(#[$attr])* $vis fn $($rest)*
+    };
+}
+pub(crate) use loom_const_fn;
 
 /// Clears a flag when dropped, also on unwinding: a stash's `busy` or
 /// `claimed`, the singles' stack claim. Release: publishes what its holder

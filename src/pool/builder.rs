@@ -274,48 +274,39 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPoolBuilder<T, R> {
         self
     }
 
-    /// Makes the pool.
-    ///
-    /// `const`, so a configured pool can be a `static` (see the type's
-    /// docs); nothing is allocated until the pool is first used.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use stashpool::LocalPool;
-    ///
-    /// static IDS: LocalPool<String> = LocalPool::builder(String::new as fn() -> String)
-    ///     .max_stashed(4)
-    ///     .build();
-    ///
-    /// IDS.with(|id| id.push_str("abc"));
-    /// assert_eq!(IDS.stats().created, 1);
-    /// ```
-    #[cfg(not(stashpool_loom))]
-    pub const fn build(self) -> LocalPool<T, R> {
-        // A `const fn` cannot move the recycler out of `self` (the builder
-        // would be left for a destructor it cannot run): it is read out,
-        // and the builder forgotten.
-        // SAFETY: `recycler` is read once, and `self` is forgotten right
-        // after, so it is neither used nor dropped again: a move, done by
-        // hand. Nothing between the two can unwind.
-        let recycler = unsafe { std::ptr::read(&self.recycler) };
-        let config = self.config;
-        std::mem::forget(self);
-        LocalPool {
-            recycler,
-            config,
-            shared: LazyArc::new(),
-        }
-    }
-
-    /// Makes the pool (under loom, not `const`: loom's atomics are not).
-    #[cfg(stashpool_loom)]
-    pub fn build(self) -> LocalPool<T, R> {
-        LocalPool {
-            recycler: self.recycler,
-            config: self.config,
-            shared: LazyArc::new(),
+    crate::sync::loom_const_fn! {
+        /// Makes the pool.
+        ///
+        /// `const`, so a configured pool can be a `static` (see the type's
+        /// docs); nothing is allocated until the pool is first used.
+        ///
+        /// # Examples
+        ///
+        /// ```
+        /// use stashpool::LocalPool;
+        ///
+        /// static IDS: LocalPool<String> = LocalPool::builder(String::new as fn() -> String)
+        ///     .max_stashed(4)
+        ///     .build();
+        ///
+        /// IDS.with(|id| id.push_str("abc"));
+        /// assert_eq!(IDS.stats().created, 1);
+        /// ```
+        pub fn build(self) -> LocalPool<T, R> {
+            // A `const fn` cannot move the recycler out of `self` (the builder
+            // would be left for a destructor it cannot run): it is read out,
+            // and the builder forgotten.
+            // SAFETY: `recycler` is read once, and `self` is forgotten right
+            // after, so it is neither used nor dropped again: a move, done by
+            // hand. Nothing between the two can unwind.
+            let recycler = unsafe { std::ptr::read(&self.recycler) };
+            let config = self.config;
+            std::mem::forget(self);
+            LocalPool {
+                recycler,
+                config,
+                shared: LazyArc::new(),
+            }
         }
     }
 }

@@ -40,25 +40,21 @@ pub(crate) const STASHES_PER_CORE: usize = 8;
 /// The bound on a pool's stashes: [`STASHES_PER_CORE`] per core, read once
 /// per process. Under loom, none (models bound it explicitly).
 pub(crate) fn default_max_stashes() -> usize {
-    #[cfg(not(stashpool_loom))]
-    {
-        use std::sync::atomic::{AtomicUsize, Ordering};
-        // Not a `OnceLock` (`implementation`, section 7a): threads that
-        // race here compute the same answer, and any of them may store it.
-        static MAX: AtomicUsize = AtomicUsize::new(0);
-        match MAX.load(Ordering::Relaxed) {
-            0 => {
-                let cores = std::thread::available_parallelism().map_or(1, usize::from);
-                let max = cores.saturating_mul(STASHES_PER_CORE);
-                MAX.store(max, Ordering::Relaxed);
-                max
-            }
-            max => max,
-        }
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    // Not a `OnceLock` (`implementation`, section 7a): threads that
+    // race here compute the same answer, and any of them may store it.
+    static MAX: AtomicUsize = AtomicUsize::new(0);
+    if cfg!(stashpool_loom) {
+        return usize::MAX;
     }
-    #[cfg(stashpool_loom)]
-    {
-        usize::MAX
+    match MAX.load(Ordering::Relaxed) {
+        0 => {
+            let cores = std::thread::available_parallelism().map_or(1, usize::from);
+            let max = cores.saturating_mul(STASHES_PER_CORE);
+            MAX.store(max, Ordering::Relaxed);
+            max
+        }
+        max => max,
     }
 }
 

@@ -117,20 +117,6 @@ impl<'a, T: Send + 'static, R: Recycle<T>> Pooled<'a, T, R> {
         // borrows, which cannot move or drop while the guard lives.
         unsafe { &*(*this.node.as_ptr()).lender.cast::<LocalPool<T, R>>() }
     }
-
-    fn value(&self) -> &T {
-        // SAFETY: the guard holds the node (see `node`), and `&self`
-        // shares it.
-        unsafe { Node::read(self.node.as_ptr()) }
-    }
-
-    /// The object for writing: marks the node written (see
-    /// [`Recycle::recycle_unwritten`]).
-    #[inline(always)]
-    fn value_mut(&mut self) -> &mut T {
-        // SAFETY: the guard holds the node, and `&mut self` is unique.
-        unsafe { Node::write(self.node.as_ptr()) }
-    }
 }
 
 impl<T: Send + 'static, R: Recycle<T>> Drop for Pooled<'_, T, R> {
@@ -238,19 +224,6 @@ impl<T: Send + 'static, R: Recycle<T>, P> PooledOwned<T, R, P> {
     pub fn pool(this: &Self) -> &Arc<P> {
         &this.owner
     }
-
-    fn value(&self) -> &T {
-        // SAFETY: as in `Pooled::value`.
-        unsafe { Node::read(self.node.as_ptr()) }
-    }
-
-    /// The object for writing: marks the node written (see
-    /// [`Recycle::recycle_unwritten`]).
-    #[inline(always)]
-    fn value_mut(&mut self) -> &mut T {
-        // SAFETY: as in `Pooled::value_mut`.
-        unsafe { Node::write(self.node.as_ptr()) }
-    }
 }
 
 impl<T: Send + 'static, R: Recycle<T>, P> Drop for PooledOwned<T, R, P> {
@@ -309,7 +282,8 @@ macro_rules! guard_impls {
 
             #[inline(always)]
             fn deref(&self) -> &T {
-                self.value()
+                // SAFETY: the guard holds the node, and `&self` shares it.
+                unsafe { Node::read(self.node.as_ptr()) }
             }
         }
 
@@ -320,7 +294,10 @@ macro_rules! guard_impls {
         {
             #[inline(always)]
             fn deref_mut(&mut self) -> &mut T {
-                self.value_mut()
+                // The object for writing: marks the node written (see
+                // [`Recycle::recycle_unwritten`]).
+                // SAFETY: the guard holds the node, and `&mut self` is unique.
+                unsafe { Node::write(self.node.as_ptr()) }
             }
         }
 
@@ -333,7 +310,7 @@ macro_rules! guard_impls {
             R: Recycle<T>,
         {
             fn as_ref(&self) -> &U {
-                self.value().as_ref()
+                (**self).as_ref()
             }
         }
 
@@ -344,7 +321,7 @@ macro_rules! guard_impls {
             R: Recycle<T>,
         {
             fn as_mut(&mut self) -> &mut U {
-                self.value_mut().as_mut()
+                (**self).as_mut()
             }
         }
 
@@ -365,15 +342,15 @@ macro_rules! guard_impls {
             R: Recycle<T>,
         {
             fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-                self.value_mut().write(buf)
+                (**self).write(buf)
             }
 
             fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
-                self.value_mut().write_all(buf)
+                (**self).write_all(buf)
             }
 
             fn flush(&mut self) -> io::Result<()> {
-                self.value_mut().flush()
+                (**self).flush()
             }
         }
 
@@ -384,7 +361,7 @@ macro_rules! guard_impls {
             R: Recycle<T>,
         {
             fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-                self.value_mut().read(buf)
+                (**self).read(buf)
             }
         }
 
@@ -395,7 +372,7 @@ macro_rules! guard_impls {
             R: Recycle<T>,
         {
             fn write_str(&mut self, s: &str) -> fmt::Result {
-                self.value_mut().write_str(s)
+                (**self).write_str(s)
             }
         }
     };

@@ -111,35 +111,30 @@ pub struct LocalPool<T: Send + 'static, R: Recycle<T> = fn() -> T> {
 }
 
 impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
-    /// A pool with the default configuration and background sweeping on.
-    ///
-    /// `const`, so a pool can be a `static`; nothing is allocated and no
-    /// thread is started until the pool is first used.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use stashpool::LocalPool;
-    ///
-    /// static BUFS: LocalPool<Vec<u8>> = LocalPool::new(|| Vec::with_capacity(4096));
-    ///
-    /// let mut buf = BUFS.get();
-    /// buf.extend_from_slice(b"abc");
-    /// assert!(buf.capacity() >= 4096);
-    /// ```
-    #[cfg(not(stashpool_loom))]
-    pub const fn new(recycler: R) -> Self {
-        Self {
-            recycler,
-            config: Config::DEFAULT,
-            shared: LazyArc::new(),
+    crate::sync::loom_const_fn! {
+        /// A pool with the default configuration and background sweeping on.
+        ///
+        /// `const`, so a pool can be a `static`; nothing is allocated and no
+        /// thread is started until the pool is first used.
+        ///
+        /// # Examples
+        ///
+        /// ```
+        /// use stashpool::LocalPool;
+        ///
+        /// static BUFS: LocalPool<Vec<u8>> = LocalPool::new(|| Vec::with_capacity(4096));
+        ///
+        /// let mut buf = BUFS.get();
+        /// buf.extend_from_slice(b"abc");
+        /// assert!(buf.capacity() >= 4096);
+        /// ```
+        pub fn new(recycler: R) -> Self {
+            Self {
+                recycler,
+                config: Config::DEFAULT,
+                shared: LazyArc::new(),
+            }
         }
-    }
-
-    /// A pool with the default configuration (under loom, not `const`).
-    #[cfg(stashpool_loom)]
-    pub fn new(recycler: R) -> Self {
-        Self::builder(recycler).build()
     }
 
     /// To move the guard to another thread or task, use
@@ -413,7 +408,7 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
     pub(super) fn shared(&self) -> LazyArcRef<'_, Shared<T>> {
         match self.shared.get() {
             Some(shared) => shared,
-            None => self.init(),
+            None => self.publish(None),
         }
     }
 
@@ -426,11 +421,6 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
         } else {
             self.publish(Some(shared))
         }
-    }
-
-    #[cold]
-    fn init(&self) -> LazyArcRef<'_, Shared<T>> {
-        self.publish(None)
     }
 
     /// Publishes this process's shared state: the first (`stale`: none
@@ -608,7 +598,7 @@ impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
 impl<T: Send + 'static, R: Recycle<T>> LocalPool<T, R> {
     #[doc(hidden)]
     pub fn loom_background_sweep(&self) -> impl FnOnce() + Send + 'static {
-        let shared = self.init().to_arc();
+        let shared = self.publish(None).to_arc();
         move || shared.sweep()
     }
 
