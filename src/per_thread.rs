@@ -34,11 +34,11 @@ pub(crate) fn thread_index() -> Option<usize> {
     thread_id::current_or_take().map(Slot::id)
 }
 
-#[cfg(all(target_os = "linux", not(stashpool_loom)))]
-pub(crate) use thread_id::forked;
 #[cfg(target_os = "linux")]
 pub(crate) use thread_id::give_back_id;
 pub(crate) use thread_id::token;
+#[cfg(all(target_os = "linux", not(stashpool_loom)))]
+pub(crate) use thread_id::{forked, hold_numbers};
 
 /// One bucket per bit of an id, so every id has one.
 const BUCKETS: usize = usize::BITS as usize;

@@ -114,11 +114,23 @@ impl UniqueIds {
         }
         #[cfg(not(target_has_atomic = "64"))]
         {
-            let mut next = self.next.lock().unwrap_or_else(|p| p.into_inner());
+            let mut next = lock(&self.next);
             let id = *next;
             *next += 1;
             id
         }
+    }
+
+    /// Keeps every other thread from taking a number while it lives: the
+    /// fork handlers (`pool::fork`) hold it across a `fork()`, since a lock
+    /// held then by another thread would stay held in the child for ever.
+    /// `None` where the numbers are one atomic: nothing to hold.
+    #[cfg(target_os = "linux")]
+    pub(crate) fn hold(&self) -> Option<MutexGuard<'_, u64>> {
+        #[cfg(target_has_atomic = "64")]
+        return None;
+        #[cfg(not(target_has_atomic = "64"))]
+        Some(lock(&self.next))
     }
 }
 

@@ -199,6 +199,13 @@ pub(crate) fn table_id() -> u64 {
     NEXT.next()
 }
 
+/// Keeps every other thread from taking a token or a table id while it
+/// lives (`UniqueIds::hold`): held across a `fork()`.
+#[cfg(all(target_os = "linux", not(stashpool_loom)))]
+pub(crate) fn hold_numbers() -> Option<std::sync::MutexGuard<'static, u64>> {
+    NEXT.hold()
+}
+
 // Two thread-locals, as in `thread_local`: `THREAD` has no destructor, so
 // reading it costs no "is it still alive" check and it is readable through
 // the whole teardown; `GUARD` has one, registered when the thread takes its

@@ -6,13 +6,14 @@
 //! touches its parent's pool state. With `pthread_atfork` handlers,
 //! installed with the first pool ([`guard`]): before a fork, the forking
 //! thread takes the fork gate exclusively (`sync::FORK_GATE`, which every
-//! sweep-lock section and the switch of barriers hold) and the sweeper
-//! registry's lock, so that none of them is under way; after it, the
-//! parent releases both, and the child bumps the process [`generation`],
-//! gives its thread a new token and an empty stash cache, forgets its exit
-//! hooks and the sweeper's registry (all of them the parent's), and
-//! releases both. A pool whose shared state is of an earlier generation
-//! makes a new one at its next use off the hot path
+//! sweep-lock section and the switch of barriers hold), the sweeper
+//! registry's lock and, on targets without 64-bit atomics, the lock on
+//! tokens and table ids, so that none of them is under way; after it, the
+//! parent releases them, and the child bumps the process [`generation`],
+//! forgets the sweeper's registry, releases them, then gives its thread a
+//! new token and an empty stash cache and forgets its exit hooks (all of
+//! them the parent's). A pool whose shared state is of an earlier
+//! generation makes a new one at its next use off the hot path
 //! (`LocalPool::current`), and registers it with a sweeper of the child's
 //! own; the parent's is left untouched, and if the child drops its last
 //! reference, dropped without its objects (`Shared`'s drop): a child drops
@@ -60,7 +61,11 @@ mod linux {
     use crate::sync::FORK_GATE;
 
     /// What the forking thread holds across a fork.
-    type Held = (RwLockWriteGuard<'static, ()>, MutexGuard<'static, Registry>);
+    type Held = (
+        RwLockWriteGuard<'static, ()>,
+        MutexGuard<'static, Registry>,
+        Option<MutexGuard<'static, u64>>,
+    );
 
     thread_local! {
         static FORKING: RefCell<Option<Held>> = const { RefCell::new(None) };
@@ -131,9 +136,12 @@ mod linux {
     extern "C" fn prepare() {
         let gate = FORK_GATE.exclusive();
         let registry = background::lock_registry();
+        let numbers = crate::per_thread::hold_numbers();
         // Fails only in a thread-local destructor of this thread: the fork
         // is then unguarded (the guards are released at once).
-        let _ = FORKING.try_with(|forking| *forking.borrow_mut() = Some((gate, registry)));
+        let _ = FORKING.try_with(|forking| {
+            *forking.borrow_mut() = Some((gate, registry, numbers));
+        });
     }
 
     extern "C" fn parent() {
@@ -145,19 +153,20 @@ mod linux {
         // while the registering thread had yet to say so finds it done.
         INSTALL.done();
         GENERATION.fetch_add(1, Ordering::Relaxed);
-        // Nothing this thread found, lent or hooked in the parent is taken
-        // for this process's.
-        crate::per_thread::forked();
-        crate::pool::exit::forget();
         let _ = FORKING.try_with(|forking| {
-            if let Some((gate, mut registry)) = forking.borrow_mut().take() {
+            if let Some((gate, mut registry, numbers)) = forking.borrow_mut().take() {
                 // The parent's sweeper is not in this process, and its pools'
                 // state is the parent's: the pools register their new state,
                 // which starts a sweeper, at their next use.
                 registry.forked();
-                drop((registry, gate));
+                drop((numbers, registry, gate));
             }
         });
+        // Nothing this thread found, lent or hooked in the parent is taken
+        // for this process's. After the numbers' release: a new token is
+        // one of them.
+        crate::per_thread::forked();
+        crate::pool::exit::forget();
     }
 }
 
@@ -167,6 +176,7 @@ mod tests {
     use std::sync::atomic::{AtomicBool, Ordering};
 
     use super::linux::Install;
+    use crate::per_thread::PerThread;
 
     /// A caller that races the installer returns only once the handlers
     /// are registered, so it cannot lock pools that a fork would catch
@@ -192,6 +202,60 @@ mod tests {
             go_on.wait();
             assert!(racer.join().unwrap(), "returned before the registration");
         });
+    }
+
+    /// A child forked while another thread takes tokens and table ids
+    /// takes its own: where they are behind a lock (no 64-bit atomics), the
+    /// handlers hold it across the fork, so it is never left held in the
+    /// child by a thread the child does not have.
+    #[test]
+    #[cfg(not(miri))] // Miri cannot fork.
+    fn a_child_takes_the_numbers_its_parent_was_taking_at_the_fork() {
+        super::guard();
+        let stop = AtomicBool::new(false);
+        let hung = std::thread::scope(|s| {
+            s.spawn(|| {
+                while !stop.load(Ordering::Relaxed) {
+                    drop(PerThread::<u8>::new());
+                }
+            });
+            let hung = (0..200)
+                .filter(|_| hangs(|| drop(PerThread::<u8>::new())))
+                .count();
+            stop.store(true, Ordering::Relaxed);
+            hung
+        });
+        assert_eq!(hung, 0, "children hung taking a number");
+    }
+
+    /// Whether a child forked to run `child` fails to end within ten
+    /// seconds (it is then killed).
+    #[cfg(not(miri))]
+    fn hangs(child: impl FnOnce()) -> bool {
+        // SAFETY: the child runs `child`, which takes no lock the fork
+        // handlers do not hold, and ends at once.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0, "fork failed");
+        if pid == 0 {
+            child();
+            // SAFETY: ends the child, running no parent-owned cleanup.
+            unsafe { libc::_exit(0) };
+        }
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let mut status = 0;
+        // SAFETY: `pid` is this process's child, `status` an out-pointer.
+        while unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) } == 0 {
+            if std::time::Instant::now() > deadline {
+                // SAFETY: as above; reaped after the kill.
+                unsafe {
+                    libc::kill(pid, libc::SIGKILL);
+                    libc::waitpid(pid, &mut status, 0);
+                }
+                return true;
+            }
+            std::thread::yield_now();
+        }
+        false
     }
 
     /// A child forked while a thread of its parent was registering finds
