@@ -1,6 +1,6 @@
 //! A value made on first use, published without a lock: boxed ([`Lazy`],
-//! for the queues that many pools never reach) or shared ([`LazyArc`], a
-//! pool's shared state).
+//! for the queues that many pools never reach, and the links of a list of
+//! frame shapes) or shared ([`LazyArc`], a pool's shared state).
 //!
 //! The first users each make a value and race to publish theirs with one
 //! compare-and-swap; the losers drop their own, unseen. No thread ever
@@ -19,16 +19,17 @@ use crate::sync::{Arc, AtomicPtr, AtomicUsize, Ordering, loom_const_fn};
 
 /// A `T` made by the first [`get_or_make`](Lazy::get_or_make).
 pub(crate) struct Lazy<T> {
-    /// Null until made; then a value from `Box::into_raw`, freed only by
-    /// `Drop`.
+    /// Null until made; then a value from `Box::into_raw`, freed only once
+    /// taken out (`take`, `Drop`).
     value: AtomicPtr<T>,
-    /// Gives `Lazy<T>` the `Send` and `Sync` of the box it owns (an
-    /// `AtomicPtr` alone would be both for any `T`). The values kept here
-    /// (queues, a multi-size pool's `LocalPool`s) change only through
-    /// atomic operations that leave them whole if a caller unwinds, hence
-    /// `AssertUnwindSafe`: pools stay `UnwindSafe` and `RefUnwindSafe` as
-    /// with the value held directly.
-    _owns: PhantomData<AssertUnwindSafe<Box<T>>>,
+    /// Gives `Lazy<T>` the `Send` and `Sync` of a `OnceLock<Box<T>>`, as
+    /// any thread may make the value and whichever owns the `Lazy` drops
+    /// it (an `AtomicPtr` alone would be both for any `T`). The values
+    /// kept here (queues, a multi-size pool's `LocalPool`s, frame shapes'
+    /// pools) change only through atomic operations that leave them whole
+    /// if a caller unwinds, hence `AssertUnwindSafe`: pools stay
+    /// `UnwindSafe` and `RefUnwindSafe` as with the value held directly.
+    _owns: PhantomData<AssertUnwindSafe<std::sync::OnceLock<Box<T>>>>,
 }
 
 impl<T> Lazy<T> {
@@ -49,7 +50,8 @@ impl<T> Lazy<T> {
         // is seen whole.
         let value = self.value.load(Ordering::Acquire);
         // SAFETY: non-null means published by `get_or_make` from a live
-        // box, which only `Drop` frees, and `&self` outlives the borrow.
+        // box, freed only once taken out (with `&mut self`), and `&self`
+        // outlives the borrow.
         unsafe { value.as_ref() }
     }
 
@@ -72,7 +74,7 @@ impl<T> Lazy<T> {
             Ordering::AcqRel,
             Ordering::Acquire,
         ) {
-            // SAFETY: `made` is now published and freed only by `Drop`.
+            // SAFETY: `made` is now published and freed only once taken out.
             Ok(_) => unsafe { &*made },
             Err(theirs) => {
                 // SAFETY: `made` was never published: this thread alone has
@@ -84,19 +86,23 @@ impl<T> Lazy<T> {
             }
         }
     }
+
+    /// Takes the value out, if made, leaving none: a chain of `Lazy` links
+    /// is unlinked one at a time, not dropped nested.
+    pub(crate) fn take(&mut self) -> Option<Box<T>> {
+        // `&mut self`: no other thread can reach the value any more, and
+        // whatever gave this thread that access ordered it after the
+        // exchange that published it.
+        let value = self.value.swap(ptr::null_mut(), Ordering::Acquire);
+        // SAFETY: published from `Box::into_raw`, and freed only once taken
+        // out, which the swap just did.
+        (!value.is_null()).then(|| unsafe { Box::from_raw(value) })
+    }
 }
 
 impl<T> Drop for Lazy<T> {
     fn drop(&mut self) {
-        // `&mut self`: no other thread can reach the value any more, and
-        // whatever gave this thread that access ordered it after the
-        // exchange that published it.
-        let value = self.value.load(Ordering::Acquire);
-        if !value.is_null() {
-            // SAFETY: published from `Box::into_raw` and never freed before;
-            // nothing can use it after this.
-            drop(unsafe { Box::from_raw(value) });
-        }
+        drop(self.take());
     }
 }
 

@@ -254,6 +254,65 @@ fn wait_for(pid: libc::pid_t) {
     assert_eq!((outcome.hung, outcome.failed), (0, 0));
 }
 
+/// A child forked while another thread adds frame shapes adds one
+/// itself: a shape's link is published with one compare-and-swap, so a
+/// fork mid-add leaves the child the link unmade, never made halfway by a
+/// thread it does not have.
+#[cfg(feature = "image")]
+#[test]
+fn a_child_adds_a_shape_to_pools_its_parent_was_adding_to() {
+    use stashpool::image::RgbaPools;
+    use std::sync::atomic::AtomicPtr;
+
+    // The pools a thread is adding shapes to; each round's replaces the
+    // last, which is freed only once the new one is published, so the
+    // pointer a child finds is always to live pools.
+    let current = AtomicPtr::new(Box::into_raw(Box::new(RgbaPools::new())));
+    let stop = AtomicBool::new(false);
+    let mut outcome = Outcome::default();
+    thread::scope(|s| {
+        s.spawn(|| {
+            while !stop.load(Ordering::Relaxed) {
+                let pools = Box::into_raw(Box::new(RgbaPools::new()));
+                // SAFETY: each pointer stored in `current` comes from
+                // `Box::into_raw` and is freed once, here, by the one
+                // thread that swaps it out.
+                drop(unsafe { Box::from_raw(current.swap(pools, Ordering::AcqRel)) });
+                // SAFETY: `pools` is freed only by this thread, later.
+                let pools = unsafe { &*pools };
+                for width in 1..=4 {
+                    pools.pool(width, 1);
+                }
+            }
+        });
+        // Until the first child that hangs: one is enough to fail.
+        for _ in 0..200 {
+            if outcome.hung > 0 {
+                break;
+            }
+            let pid = fork(|| {
+                // SAFETY: in the child, the thread that frees these pools
+                // does not exist.
+                let pools = unsafe { &*current.load(Ordering::Acquire) };
+                pools.pool(5, 1).dimensions() == (5, 1)
+            });
+            let mut live = vec![(pid, Instant::now() + DEADLINE)];
+            while !live.is_empty() {
+                reap(&mut live, &mut outcome);
+                thread::yield_now();
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+    });
+    // SAFETY: the adding thread has ended; the last pools are freed once.
+    drop(unsafe { Box::from_raw(current.load(Ordering::Relaxed)) });
+    assert_eq!(
+        (outcome.hung, outcome.failed),
+        (0, 0),
+        "children hung or failed"
+    );
+}
+
 // === a child drops only what it made ===
 
 /// An object that knows its process: the one that made it, or a child

@@ -21,8 +21,6 @@
 
 use std::fmt;
 use std::ops::{Deref, DerefMut};
-#[cfg(feature = "image")]
-use std::sync::OnceLock;
 
 use crate::lazy::Lazy;
 use crate::pool::budget::{Family, FamilyRef};
@@ -485,60 +483,55 @@ pub(crate) use class_pool;
 
 /// Pools made on first use, one per key (a frame's shape).
 ///
-/// Its links are `OnceLock`s, the one thing made under a lock that a
-/// `fork()` can catch half made
-/// ([`implementation`](crate::implementation), section 7a).
+/// Its links are [`Lazy`]s, published with one compare-and-swap: a
+/// `fork()` that catches a thread adding a key leaves the child the link
+/// unmade, never half made ([`implementation`](crate::implementation),
+/// section 7a).
 #[cfg(feature = "image")]
 pub(crate) struct Shapes<K, P> {
-    head: OnceLock<Box<Node<K, P>>>,
+    head: Lazy<Node<K, P>>,
 }
 
 #[cfg(feature = "image")]
 struct Node<K, P> {
     key: K,
     pool: P,
-    next: OnceLock<Box<Node<K, P>>>,
+    next: Lazy<Node<K, P>>,
 }
 
 #[cfg(feature = "image")]
 impl<K: Copy + Eq, P> Shapes<K, P> {
     pub(crate) const fn new() -> Self {
-        Self {
-            head: OnceLock::new(),
-        }
+        Self { head: Lazy::new() }
     }
 
     /// The pool for `key`, made with `make` if there is none yet.
     ///
     /// Two threads that add different keys at once both succeed: the one
-    /// that loses the race for a slot moves on to the next.
+    /// that loses the race for a link drops the pool it made and moves on
+    /// to the next.
     #[inline]
     pub(crate) fn get(&self, key: K, make: impl Fn(K) -> P) -> &P {
-        let mut slot = &self.head;
+        let mut link = &self.head;
         loop {
-            let node = match slot.get() {
-                Some(node) => node,
-                None => slot.get_or_init(|| {
-                    Box::new(Node {
-                        key,
-                        pool: make(key),
-                        next: OnceLock::new(),
-                    })
-                }),
-            };
+            let node = link.get_or_make(|| Node {
+                key,
+                pool: make(key),
+                next: Lazy::new(),
+            });
             if node.key == key {
                 return &node.pool;
             }
-            slot = &node.next;
+            link = &node.next;
         }
     }
 
     /// Every pool made so far, with its key, oldest first.
     pub(crate) fn iter(&self) -> impl Iterator<Item = (K, &P)> + '_ {
-        let mut slot = &self.head;
+        let mut link = &self.head;
         std::iter::from_fn(move || {
-            let node = slot.get()?;
-            slot = &node.next;
+            let node = link.get()?;
+            link = &node.next;
             Some((node.key, &node.pool))
         })
     }
@@ -941,5 +934,32 @@ mod tests {
         assert_eq!(*shapes.get(1, make), 10);
         assert_eq!(made.get(), 2);
         assert_eq!(shapes.iter().map(|(k, _)| k).collect::<Vec<_>>(), [1, 2]);
+    }
+
+    /// Threads that add the same keys at once, each in its own order, all
+    /// get the one pool kept for a key; the list holds each key once.
+    #[test]
+    #[cfg(feature = "image")]
+    fn racing_threads_keep_one_pool_per_key() {
+        const KEYS: u32 = if cfg!(miri) { 8 } else { 64 };
+        let shapes = Shapes::new();
+        let barrier = std::sync::Barrier::new(4);
+        std::thread::scope(|s| {
+            for thread in 0..4 {
+                let (shapes, barrier) = (&shapes, &barrier);
+                s.spawn(move || {
+                    barrier.wait();
+                    for i in 0..KEYS {
+                        let key = (i * (2 * thread + 1)) % KEYS;
+                        let pool = shapes.get(key, Box::new);
+                        assert_eq!(**pool, key);
+                        assert!(std::ptr::eq(pool, shapes.get(key, |_| unreachable!())));
+                    }
+                });
+            }
+        });
+        let mut keys: Vec<u32> = shapes.iter().map(|(key, _)| key).collect();
+        keys.sort_unstable();
+        assert_eq!(keys, (0..KEYS).collect::<Vec<_>>());
     }
 }
